@@ -1,0 +1,34 @@
+# Two commands, each works on a fresh machine (Python >= 3.11 with venv, a C/C++ compiler, make):
+#   make demo   - set up .venv and run the main job on the embedded defaults
+#   make test   - set up .venv and run the test suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: setup demo test test-unit bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The CPU wheel first: an unpinned torch would pull GBs of CUDA packages.
+	$(PY) -m pip install -q torch==2.13.0
+	# llama-cpp-python compiles from source the first time (~6-20 min on 2 cores); pip caches the wheel.
+	$(PY) -m pip install -q -e ".[all,dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m judges.demo
+
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+test-unit: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not integration"
+
+bench: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/embedded_lm.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,1 @@
+"""Fitting judges to human labels: labelled sets, agreement statistics, compiling and calibration."""

@@ -1,0 +1,51 @@
+"""dspy-judges: evaluation metrics as DSPy programs you can compile against human labels.
+
+Every metric shares one contract (``score``, ``ascore``, ``as_metric``, ``required_fields``); see
+``judges.base``. Samples and datasets live in ``judges.samples`` and ``judges.dataset``; which LM and
+embedder a judge uses is decided in ``judges.models``.
+"""
+
+from judges.base import FieldResolver, Judge, Metric
+from judges.dataset import LEGACY_COLUMNS, EvaluationDataset
+from judges.models import (
+    Embedder,
+    LlamaCppEngine,
+    embedded_embedder_path,
+    embedded_gguf_path,
+    local_lm,
+    resolve_embedder,
+    resolve_lm,
+)
+from judges.samples import (
+    AIMessage,
+    HumanMessage,
+    MultiTurnSample,
+    SampleValidationError,
+    SingleTurnSample,
+    ToolCall,
+    ToolMessage,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AIMessage",
+    "Embedder",
+    "EvaluationDataset",
+    "FieldResolver",
+    "HumanMessage",
+    "Judge",
+    "LEGACY_COLUMNS",
+    "LlamaCppEngine",
+    "Metric",
+    "MultiTurnSample",
+    "SampleValidationError",
+    "SingleTurnSample",
+    "ToolCall",
+    "ToolMessage",
+    "embedded_embedder_path",
+    "embedded_gguf_path",
+    "local_lm",
+    "resolve_embedder",
+    "resolve_lm",
+]

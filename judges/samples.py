@@ -1,0 +1,188 @@
+"""Evaluation samples: one single-turn RAG/QA interaction or one multi-turn agent conversation.
+
+The field names follow Ragas (``user_input``, ``retrieved_contexts``, ``response``, ``reference`` ...)
+so that datasets users already have load unchanged. Every sample is a pydantic model: a wrong type or an
+unknown field raises :class:`SampleValidationError`, whose message names the field.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class SampleValidationError(ValueError):
+    """A sample (or a dataset row) does not have the shape a sample type or a metric needs.
+
+    ``problems`` is a list of ``(index, field, message)``; ``index`` is the sample's position in its
+    dataset (None for a lone sample) and ``field`` is the offending field name.
+    """
+
+    def __init__(self, problems: list[tuple[int | None, str, str]], *, metric: str | None = None):
+        self.problems = list(problems)
+        self.metric = metric
+        lines = []
+        for index, field, message in self.problems:
+            where = "sample" if index is None else f"sample {index}"
+            who = f"{metric}: " if metric else ""
+            lines.append(f"{who}{where}, field '{field}': {message}")
+        super().__init__("\n".join(lines) if lines else "invalid sample")
+
+
+def _describe_pydantic_error(error: ValidationError) -> list[tuple[str, str]]:
+    out = []
+    for item in error.errors():
+        loc = ".".join(str(part) for part in item.get("loc", ())) or "<sample>"
+        message = item.get("msg", "invalid value")
+        if item.get("type") == "extra_forbidden":
+            message = "unknown field (see judges.dataset.LEGACY_COLUMNS for accepted older names)"
+        elif "input" in item and item.get("type") != "missing":
+            shown = repr(item["input"])
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            message = f"{message} (got {type(item['input']).__name__} {shown})"
+        out.append((loc, message))
+    return out
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, str_strip_whitespace=False)
+
+    @classmethod
+    def parse(cls, data: Any, *, index: int | None = None):
+        """Build from a mapping (or return an instance as is); errors name the field and the index."""
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, dict):
+            raise SampleValidationError(
+                [(index, "<sample>", f"expected a dict or {cls.__name__}, got {type(data).__name__}")]
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as err:
+            raise SampleValidationError(
+                [(index, loc, msg) for loc, msg in _describe_pydantic_error(err)]
+            ) from None
+
+
+class ToolCall(_Model):
+    """A tool (function) call made by an agent."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class HumanMessage(_Model):
+    content: str
+    type: Literal["human"] = "human"
+
+    def pretty_repr(self) -> str:
+        return f"Human: {self.content}"
+
+
+class AIMessage(_Model):
+    content: str = ""
+    tool_calls: list[ToolCall] | None = None
+    type: Literal["ai"] = "ai"
+
+    def pretty_repr(self) -> str:
+        lines = [f"AI: {self.content}"] if self.content else ["AI:"]
+        for call in self.tool_calls or []:
+            lines.append(f"  Tool call: {call.name}({json.dumps(call.args, ensure_ascii=False, sort_keys=True)})")
+        return "\n".join(lines)
+
+
+class ToolMessage(_Model):
+    content: str
+    type: Literal["tool"] = "tool"
+
+    def pretty_repr(self) -> str:
+        return f"Tool result: {self.content}"
+
+
+Message = Annotated[Union[HumanMessage, AIMessage, ToolMessage], Field(discriminator="type")]
+
+
+class _Sample(_Model):
+    #: Fields that hold lists; CSV and Arrow store them as JSON text.
+    json_fields: ClassVar[tuple[str, ...]] = ()
+
+    def missing_fields(self, required: tuple[str, ...] | list[str]) -> list[str]:
+        """The required fields that are absent (None) or empty (``""``, ``[]``)."""
+        missing = []
+        for name in required:
+            value = getattr(self, name, None)
+            if value is None or (isinstance(value, (str, list, dict)) and len(value) == 0):
+                missing.append(name)
+        return missing
+
+    def to_dict(self, *, exclude_none: bool = True) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=exclude_none)
+
+
+class SingleTurnSample(_Sample):
+    """One question/answer interaction, optionally with retrieval (RAG)."""
+
+    user_input: str | None = None
+    retrieved_contexts: list[str] | None = None
+    reference_contexts: list[str] | None = None
+    retrieved_context_ids: list[str | int] | None = None
+    reference_context_ids: list[str | int] | None = None
+    response: str | None = None
+    multi_responses: list[str] | None = None
+    reference: str | None = None
+    rubrics: dict[str, str] | None = None
+    reference_topics: list[str] | None = None
+
+    json_fields: ClassVar[tuple[str, ...]] = (
+        "retrieved_contexts",
+        "reference_contexts",
+        "retrieved_context_ids",
+        "reference_context_ids",
+        "multi_responses",
+        "rubrics",
+        "reference_topics",
+    )
+
+
+class MultiTurnSample(_Sample):
+    """A conversation between a user, an AI agent and its tools."""
+
+    user_input: list[Message]
+    reference: str | None = None
+    reference_tool_calls: list[ToolCall] | None = None
+    rubrics: dict[str, str] | None = None
+    reference_topics: list[str] | None = None
+
+    json_fields: ClassVar[tuple[str, ...]] = ("user_input", "reference_tool_calls", "rubrics", "reference_topics")
+
+    @model_validator(mode="after")
+    def _tool_messages_follow_tool_calls(self) -> MultiTurnSample:
+        # A tool result must answer a tool call made earlier in the same AI turn.
+        pending = False
+        for i, message in enumerate(self.user_input):
+            if isinstance(message, AIMessage):
+                pending = bool(message.tool_calls)
+            elif isinstance(message, ToolMessage):
+                if not pending:
+                    raise ValueError(
+                        f"user_input[{i}] is a ToolMessage, but no AIMessage with tool_calls comes before it"
+                    )
+            else:
+                pending = False
+        return self
+
+    def pretty_repr(self) -> str:
+        """The conversation as plain text, one message per paragraph (what judges read)."""
+        return "\n".join(message.pretty_repr() for message in self.user_input)
+
+    def tool_calls(self) -> list[ToolCall]:
+        """Every tool call the agent made, in order."""
+        return [call for m in self.user_input if isinstance(m, AIMessage) for call in m.tool_calls or []]
+
+    def human_messages(self) -> list[HumanMessage]:
+        return [m for m in self.user_input if isinstance(m, HumanMessage)]
+
+
+Sample = Union[SingleTurnSample, MultiTurnSample]
