@@ -7,6 +7,7 @@ embedder a judge uses is decided in ``judges.models``.
 
 from judges.base import FieldResolver, Judge, Metric
 from judges.dataset import LEGACY_COLUMNS, EvaluationDataset
+from judges.domain import DataCompyScore
 from judges.models import (
     Embedder,
     LlamaCppEngine,
@@ -15,6 +16,13 @@ from judges.models import (
     local_lm,
     resolve_embedder,
     resolve_lm,
+)
+from judges.retrieval import (
+    IDBasedContextPrecision,
+    IDBasedContextRecall,
+    NonLLMContextPrecisionWithReference,
+    NonLLMContextRecall,
+    average_precision,
 )
 from judges.samples import (
     AIMessage,
@@ -25,11 +33,36 @@ from judges.samples import (
     ToolCall,
     ToolMessage,
 )
+from judges.text import (
+    BleuScore,
+    ChrfScore,
+    DistanceMeasure,
+    ExactMatch,
+    NonLLMStringSimilarity,
+    RougeScore,
+    StringPresence,
+)
+from judges.tools import ToolCallAccuracy, ToolCallF1
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AIMessage",
+    "BleuScore",
+    "ChrfScore",
+    "DataCompyScore",
+    "DistanceMeasure",
+    "ExactMatch",
+    "IDBasedContextPrecision",
+    "IDBasedContextRecall",
+    "NonLLMContextPrecisionWithReference",
+    "NonLLMContextRecall",
+    "NonLLMStringSimilarity",
+    "RougeScore",
+    "StringPresence",
+    "ToolCallAccuracy",
+    "ToolCallF1",
+    "average_precision",
     "Embedder",
     "EvaluationDataset",
     "FieldResolver",

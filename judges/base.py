@@ -32,6 +32,8 @@ class Metric:
 
     #: Sample fields a metric reads; a sample missing one is rejected before any LM call.
     required_fields: ClassVar[tuple[str, ...]] = ()
+    #: Required fields that may be empty (e.g. no reference tool calls: the agent should call none).
+    allow_empty: ClassVar[tuple[str, ...]] = ()
     #: The sample type the metric scores.
     sample_type: ClassVar[type] = SingleTurnSample
     needs_lm: ClassVar[bool] = False
@@ -54,7 +56,7 @@ class Metric:
                 [(index, "<sample>", f"expected a {self.sample_type.__name__}, got {type(sample).__name__}")],
                 metric=self.name,
             )
-        missing = sample.missing_fields(self.required_fields)
+        missing = sample.missing_fields(self.required_fields, self.allow_empty)
         if missing:
             raise SampleValidationError(
                 [(index, field, "is required by this metric but missing or empty") for field in missing],

@@ -23,7 +23,6 @@ import importlib.util
 import json
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,7 +35,7 @@ from dspy.lm15 import TokenLogprob, TopLogprob, response_to_events
 
 EMBEDDED = "embedded"
 EMBEDDED_LM_NAME = "llamacpp/smollm2-135m-instruct"
-DEFAULT_N_CTX = 8192
+DEFAULT_N_CTX = 4096
 DEFAULT_MAX_TOKENS = 512
 
 
@@ -79,6 +78,33 @@ def _message_text(message: Message) -> str:
     return text if text is not None else ""
 
 
+def bounded_schema(schema: Any, max_string_chars: int, max_items: int, max_enum_ints: int = 256) -> Any:
+    """A copy of a JSON schema whose every string, array and integer is bounded.
+
+    A small model under a grammar can keep a string (or a list, or an integer's digits) going until
+    ``max_tokens`` runs out, and the truncated JSON does not parse. Bounding them in the grammar makes
+    every completion end as valid JSON: strings get ``maxLength``, arrays ``maxItems``, and an integer
+    with both ``minimum`` and ``maximum`` (pydantic ``ge``/``le``) becomes an ``enum`` of its values.
+    """
+    if isinstance(schema, list):
+        return [bounded_schema(item, max_string_chars, max_items, max_enum_ints) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: bounded_schema(value, max_string_chars, max_items, max_enum_ints) for key, value in schema.items()}
+    kind = out.get("type")
+    if kind == "string" and not {"maxLength", "enum", "const", "format", "pattern"} & out.keys():
+        out["maxLength"] = max_string_chars
+    elif kind == "array" and "maxItems" not in out:
+        out["maxItems"] = max_items
+    elif kind == "integer" and "minimum" in out and "maximum" in out and "enum" not in out:
+        low, high = int(out.pop("minimum")), int(out.pop("maximum"))
+        if high - low < max_enum_ints:
+            out["enum"] = list(range(low, high + 1))
+        else:
+            out.update(minimum=low, maximum=high)
+    return out
+
+
 class LlamaCppEngine:
     """Runs a GGUF model in-process with llama.cpp, as a DSPy engine.
 
@@ -105,6 +131,8 @@ class LlamaCppEngine:
         n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
         n_batch: int = 512,
+        max_string_chars: int = 600,
+        max_items: int = 32,
         verbose: bool = False,
     ):
         self.model_path = str(model_path)
@@ -113,33 +141,45 @@ class LlamaCppEngine:
         self.n_ctx = n_ctx
         self.n_threads = n_threads or max(1, os.cpu_count() or 1)
         self.n_batch = n_batch
+        self.max_string_chars = max_string_chars
+        self.max_items = max_items
         self.verbose = verbose
         self.model_name = Path(self.model_path).stem
-        self._llama = None
+        self._llamas: dict[bool, Any] = {}
         self._lock = threading.Lock()
 
     # DSPy saves programs holding an LM with a custom engine through these two.
     def dump_state(self) -> dict[str, Any]:
-        return {"model_path": self.model_path, "n_ctx": self.n_ctx, "n_threads": self.n_threads}
+        return {
+            "model_path": self.model_path,
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+            "max_string_chars": self.max_string_chars,
+            "max_items": self.max_items,
+        }
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LlamaCppEngine:
-        return cls(state["model_path"], n_ctx=state.get("n_ctx", DEFAULT_N_CTX), n_threads=state.get("n_threads"))
+        path = state.get("model_path")
+        if not isinstance(path, str):
+            raise ValueError("LlamaCppEngine state needs a 'model_path' string")
+        return cls(path, **{k: state[k] for k in ("n_ctx", "n_threads", "max_string_chars", "max_items") if k in state})
 
-    @property
-    def llama(self):
-        if self._llama is None:
+    def _context(self, logprobs: bool = False):
+        """The llama.cpp context; log-probabilities need a second one that keeps every position's logits
+        (``n_ctx x vocabulary`` floats: about 0.8 GB at n_ctx=4096), created only when first asked for."""
+        if logprobs not in self._llamas:
             from llama_cpp import Llama
 
-            self._llama = Llama(
+            self._llamas[logprobs] = Llama(
                 model_path=self.model_path,
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads,
                 n_batch=self.n_batch,
-                logits_all=False,
+                logits_all=logprobs,
                 verbose=self.verbose,
             )
-        return self._llama
+        return self._llamas[logprobs]
 
     @staticmethod
     @functools.lru_cache(maxsize=64)
@@ -165,7 +205,9 @@ class LlamaCppEngine:
         fmt = config.response_format
         if fmt is not None:
             schema = fmt.get("schema") if fmt.get("type") == "json_schema" else {"type": "object"}
-            grammar = self._grammar(json.dumps(schema, sort_keys=True))
+            # Key order is kept: the grammar emits properties in schema order (reasons before verdicts).
+            schema = bounded_schema(schema, self.max_string_chars, self.max_items)
+            grammar = self._grammar(json.dumps(schema, ensure_ascii=False))
         temperature = 0.0 if config.temperature is None else float(config.temperature)
         kwargs: dict[str, Any] = dict(
             messages=messages,
@@ -183,7 +225,7 @@ class LlamaCppEngine:
             kwargs["top_logprobs"] = max(int(config.logprobs), 0)
         with self._lock:
             try:
-                out = self.llama.create_chat_completion(**kwargs)
+                out = self._context(logprobs=config.logprobs is not None).create_chat_completion(**kwargs)
             except ValueError as err:
                 if "exceed context window" in str(err):
                     raise ContextLengthError(f"{self.model_name}: {err} (n_ctx={self.n_ctx})") from None
@@ -217,9 +259,9 @@ class LlamaCppEngine:
 
     def close(self) -> None:
         with self._lock:
-            if self._llama is not None:
-                self._llama.close()
-                self._llama = None
+            for llama in self._llamas.values():
+                llama.close()
+            self._llamas.clear()
 
 
 @functools.lru_cache(maxsize=4)
@@ -349,9 +391,3 @@ def resolve_embedder(embeddings: Any = None) -> Embedder:
         f"encode() or a callable, got {type(embeddings).__name__}"
     )
 
-
-def measure(fn: Callable[[], Any]) -> tuple[Any, float]:
-    """(result, seconds) of one call; a tiny helper for benchmarks."""
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start

@@ -108,12 +108,14 @@ class _Sample(_Model):
     #: Fields that hold lists; CSV and Arrow store them as JSON text.
     json_fields: ClassVar[tuple[str, ...]] = ()
 
-    def missing_fields(self, required: tuple[str, ...] | list[str]) -> list[str]:
-        """The required fields that are absent (None) or empty (``""``, ``[]``)."""
+    def missing_fields(self, required: tuple[str, ...] | list[str], allow_empty: tuple[str, ...] = ()) -> list[str]:
+        """The required fields that are absent (None) or empty (``""``, ``[]``); fields named in
+        ``allow_empty`` only need to be present."""
         missing = []
         for name in required:
             value = getattr(self, name, None)
-            if value is None or (isinstance(value, (str, list, dict)) and len(value) == 0):
+            empty = isinstance(value, (str, list, dict)) and len(value) == 0
+            if value is None or (empty and name not in allow_empty):
                 missing.append(name)
         return missing
 

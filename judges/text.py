@@ -1,0 +1,176 @@
+"""Text and string metrics between ``response`` and ``reference``: no LM, built on sacrebleu, rouge-score
+and rapidfuzz. Every score is in [0, 1]. Chinese and Japanese are tokenised one character per token
+(``judges.language``), so CJK text is scored rather than silently dropped.
+"""
+
+from __future__ import annotations
+
+import functools
+from enum import Enum
+from typing import ClassVar
+
+import dspy
+
+from judges.base import Metric
+from judges.language import Tokenizer, has_cjk, tokenize
+
+
+def _check_choice(metric: str, parameter: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"{metric}: {parameter}={value!r} is not one of {sorted(choices)}")
+
+
+class _ResponseVsReference(Metric):
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
+
+
+class BleuScore(_ResponseVsReference):
+    """Sentence BLEU (sacrebleu) of ``response`` against ``reference``, divided by 100.
+
+    ``tokenize=None`` picks sacrebleu's ``13a`` for Latin-script text and CJK-aware tokens (a character
+    per Han/kana token, punctuation kept) when either text holds Chinese or Japanese. Any sacrebleu
+    tokenizer name can be given instead. ``effective_order`` (default on, as is usual for sentence BLEU)
+    keeps short sentences from scoring 0 only for lacking 4-grams.
+    """
+
+    def __init__(self, *, tokenize: str | None = None, effective_order: bool = True, lowercase: bool = False):
+        from sacrebleu.metrics import BLEU
+
+        if tokenize is not None:
+            _check_choice("bleu_score", "tokenize", tokenize, BLEU.TOKENIZERS)
+        self.tokenize = tokenize
+        self.effective_order = effective_order
+        self.lowercase = lowercase
+        options = dict(effective_order=effective_order, lowercase=lowercase)
+        self._bleu = BLEU(tokenize=tokenize or "13a", **options)
+        self._bleu_pretokenized = BLEU(tokenize="none", **options)
+
+    def _score(self, sample) -> dspy.Prediction:
+        hypothesis, reference = sample.response, sample.reference
+        if self.tokenize is None and (has_cjk(hypothesis) or has_cjk(reference)):
+            hypothesis = " ".join(tokenize(hypothesis, lower=False, keep_punct=True))
+            reference = " ".join(tokenize(reference, lower=False, keep_punct=True))
+            result = self._bleu_pretokenized.sentence_score(hypothesis, [reference])
+        else:
+            result = self._bleu.sentence_score(hypothesis, [reference])
+        return dspy.Prediction(score=result.score / 100.0, precisions=[p / 100.0 for p in result.precisions],
+                               brevity_penalty=result.bp)
+
+
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+ROUGE_MODES = ("precision", "recall", "fmeasure")
+
+
+@functools.lru_cache(maxsize=8)
+def _rouge_scorer(rouge_type: str):
+    from rouge_score.rouge_scorer import RougeScorer
+
+    return RougeScorer([rouge_type], use_stemmer=False, tokenizer=Tokenizer())
+
+
+class RougeScore(_ResponseVsReference):
+    """ROUGE-1/2/L (rouge-score) of ``response`` against ``reference``: precision, recall or F-measure.
+
+    Defaults follow Ragas (``rougeL``, ``fmeasure``). Tokens are lower-cased words, and single characters
+    for Chinese/Japanese, so CJK text is not dropped as rouge-score's default tokenizer would.
+    """
+
+    def __init__(self, *, rouge_type: str = "rougeL", mode: str = "fmeasure"):
+        _check_choice("rouge_score", "rouge_type", rouge_type, ROUGE_TYPES)
+        _check_choice("rouge_score", "mode", mode, ROUGE_MODES)
+        self.rouge_type = rouge_type
+        self.mode = mode
+        self._scorer = _rouge_scorer(rouge_type)
+
+    def _score(self, sample) -> dspy.Prediction:
+        result = self._scorer.score(sample.reference, sample.response)[self.rouge_type]
+        return dspy.Prediction(
+            score=float(getattr(result, self.mode)),
+            precision=result.precision,
+            recall=result.recall,
+            fmeasure=result.fmeasure,
+        )
+
+
+class ChrfScore(_ResponseVsReference):
+    """Sentence chrF (sacrebleu; character n-grams, so any script works), divided by 100.
+    ``word_order=2`` gives chrF++."""
+
+    def __init__(self, *, char_order: int = 6, word_order: int = 0, beta: int = 2):
+        from sacrebleu.metrics import CHRF
+
+        for name, value in (("char_order", char_order), ("beta", beta)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"chrf_score: {name} must be a positive int, got {value!r}")
+        self.char_order, self.word_order, self.beta = char_order, word_order, beta
+        self._chrf = CHRF(char_order=char_order, word_order=word_order, beta=beta)
+
+    def _score(self, sample) -> dspy.Prediction:
+        return dspy.Prediction(score=self._chrf.sentence_score(sample.response, [sample.reference]).score / 100.0)
+
+
+class ExactMatch(_ResponseVsReference):
+    """1.0 when ``response`` equals ``reference`` (optionally ignoring case and surrounding whitespace)."""
+
+    def __init__(self, *, ignore_case: bool = False, strip: bool = False):
+        self.ignore_case = ignore_case
+        self.strip = strip
+
+    def _normalise(self, text: str) -> str:
+        text = text.strip() if self.strip else text
+        return text.casefold() if self.ignore_case else text
+
+    def _score(self, sample) -> dspy.Prediction:
+        return dspy.Prediction(score=float(self._normalise(sample.response) == self._normalise(sample.reference)))
+
+
+class StringPresence(_ResponseVsReference):
+    """1.0 when ``reference`` occurs in ``response`` (optionally ignoring case)."""
+
+    def __init__(self, *, ignore_case: bool = False):
+        self.ignore_case = ignore_case
+
+    def _score(self, sample) -> dspy.Prediction:
+        response, reference = sample.response, sample.reference
+        if self.ignore_case:
+            response, reference = response.casefold(), reference.casefold()
+        return dspy.Prediction(score=float(reference in response))
+
+
+class DistanceMeasure(str, Enum):
+    LEVENSHTEIN = "levenshtein"
+    HAMMING = "hamming"
+    JARO = "jaro"
+    JARO_WINKLER = "jaro_winkler"
+
+
+def _similarity_function(measure: DistanceMeasure):
+    from rapidfuzz.distance import Hamming, Jaro, JaroWinkler, Levenshtein
+
+    return {
+        DistanceMeasure.LEVENSHTEIN: Levenshtein.normalized_similarity,
+        DistanceMeasure.HAMMING: Hamming.normalized_similarity,  # pads the shorter string
+        DistanceMeasure.JARO: Jaro.normalized_similarity,
+        DistanceMeasure.JARO_WINKLER: JaroWinkler.normalized_similarity,
+    }[measure]
+
+
+class NonLLMStringSimilarity(_ResponseVsReference):
+    """Normalised string similarity (rapidfuzz) of ``response`` and ``reference``, character by character:
+    Levenshtein (default), Hamming, Jaro or Jaro-Winkler. 1.0 means identical."""
+
+    def __init__(self, *, distance_measure: DistanceMeasure | str = DistanceMeasure.LEVENSHTEIN):
+        try:
+            self.distance_measure = DistanceMeasure(distance_measure)
+        except ValueError:
+            raise ValueError(
+                f"non_llm_string_similarity: distance_measure={distance_measure!r} is not one of "
+                f"{[m.value for m in DistanceMeasure]}"
+            ) from None
+        self._similarity = _similarity_function(self.distance_measure)
+
+    def similarity(self, a: str, b: str) -> float:
+        return float(self._similarity(a, b))
+
+    def _score(self, sample) -> dspy.Prediction:
+        return dspy.Prediction(score=self.similarity(sample.response, sample.reference))

@@ -1,0 +1,119 @@
+import math
+
+import pytest
+
+from judges import (
+    BleuScore,
+    ChrfScore,
+    DistanceMeasure,
+    ExactMatch,
+    NonLLMStringSimilarity,
+    RougeScore,
+    SampleValidationError,
+    SingleTurnSample,
+    StringPresence,
+)
+from judges.language import split_sentences, tokenize
+
+
+def pair(response, reference):
+    return SingleTurnSample(response=response, reference=reference)
+
+
+EN = pair("The Eiffel Tower is located in India.", "The Eiffel Tower is located in Paris.")
+ZH = pair("埃菲尔铁塔位于印度。", "埃菲尔铁塔位于巴黎。")
+
+
+def test_tokenize_splits_cjk_characters_and_keeps_words():
+    assert tokenize("埃菲尔铁塔 is in Paris") == ["埃", "菲", "尔", "铁", "塔", "is", "in", "paris"]
+    assert tokenize("アインシュタイン1879年") == list("アインシュタイン") + ["1879", "年"]
+
+
+def test_split_sentences_en_zh_ja():
+    assert len(split_sentences("Einstein was born in Germany. He was born on 14 March 1879.")) == 2
+    assert split_sentences("爱因斯坦出生在德国。他是物理学家！") == ["爱因斯坦出生在德国。", "他是物理学家！"]
+    assert split_sentences("彼は「天才だ。」と言われた。次の文。") == ["彼は「天才だ。」と言われた。", "次の文。"]
+    assert split_sentences("   ") == []
+
+
+def test_bleu_identical_is_one_and_disjoint_is_zero():
+    assert BleuScore().score(pair("the cat sat on the mat", "the cat sat on the mat")).score == pytest.approx(1.0)
+    assert BleuScore().score(pair("dogs run fast", "the cat sat on the mat")).score == 0.0
+
+
+def test_bleu_matches_sacrebleu_on_english():
+    from sacrebleu.metrics import BLEU
+
+    expected = BLEU(effective_order=True).sentence_score(EN.response, [EN.reference]).score / 100
+    assert BleuScore().score(EN).score == pytest.approx(expected)
+
+
+def test_bleu_scores_chinese_by_character():
+    # 10 tokens each (9 characters + "。"), 2 differ: unigram precision 8/10.
+    result = BleuScore().score(ZH)
+    assert result.precisions[0] == pytest.approx(0.8)
+    assert 0.3 < result.score < 0.9
+
+
+def test_bleu_rejects_unknown_tokenizer():
+    with pytest.raises(ValueError, match="bleu_score: tokenize"):
+        BleuScore(tokenize="nope")
+
+
+def test_rouge_chinese_is_not_dropped():
+    # 9 CJK tokens each ("。" is punctuation), 7 shared in order.
+    result = RougeScore(rouge_type="rouge1", mode="recall").score(ZH)
+    assert result.score == pytest.approx(7 / 9)
+    assert RougeScore().score(pair("巴黎", "巴黎")).score == 1.0
+
+
+def test_rouge_modes_and_types():
+    sample = pair("the cat was found under the bed", "the cat was under the bed")
+    r1 = RougeScore(rouge_type="rouge1", mode="precision").score(sample)
+    assert r1.score == pytest.approx(6 / 7)
+    assert RougeScore(rouge_type="rouge1", mode="recall").score(sample).score == pytest.approx(1.0)
+    assert RougeScore(rouge_type="rouge2", mode="fmeasure").score(sample).score == pytest.approx(2 * (4 / 6) * (4 / 5) / (4 / 6 + 4 / 5))
+    with pytest.raises(ValueError, match="rouge_type"):
+        RougeScore(rouge_type="rouge9")
+    with pytest.raises(ValueError, match="mode"):
+        RougeScore(mode="f1")
+
+
+def test_chrf():
+    assert ChrfScore().score(pair("abc", "abc")).score == pytest.approx(1.0)
+    assert 0 < ChrfScore().score(ZH).score < 1
+
+
+def test_exact_match_and_string_presence():
+    assert ExactMatch().score(pair("巴黎", "巴黎")).score == 1.0
+    assert ExactMatch().score(pair("India", "Paris")).score == 0.0
+    assert ExactMatch().score(pair(" Paris", "paris")).score == 0.0
+    assert ExactMatch(ignore_case=True, strip=True).score(pair(" Paris", "paris")).score == 1.0
+    assert StringPresence().score(pair("埃菲尔铁塔位于巴黎。", "埃菲尔铁塔")).score == 1.0
+    assert StringPresence().score(pair("Paris", "paris")).score == 0.0
+    assert StringPresence(ignore_case=True).score(pair("Paris", "paris")).score == 1.0
+
+
+def test_string_similarity_seed_example_and_measures():
+    # The seed's "~0.89": 4 edits over 37 characters.
+    assert NonLLMStringSimilarity().score(EN).score == pytest.approx(1 - 4 / 37)
+    assert NonLLMStringSimilarity().score(ZH).score == pytest.approx(0.8)
+    assert NonLLMStringSimilarity(distance_measure=DistanceMeasure.HAMMING).score(ZH).score == pytest.approx(0.8)
+    jaro = NonLLMStringSimilarity(distance_measure="jaro").score(ZH).score
+    assert jaro == pytest.approx((8 / 10 + 8 / 10 + 1) / 3)
+    jw = NonLLMStringSimilarity(distance_measure="jaro_winkler").score(ZH).score
+    assert jw == pytest.approx(jaro + 4 * 0.1 * (1 - jaro))
+    with pytest.raises(ValueError, match="distance_measure"):
+        NonLLMStringSimilarity(distance_measure="cosine")
+
+
+def test_missing_reference_is_reported_before_scoring():
+    with pytest.raises(SampleValidationError, match="bleu_score: sample, field 'reference'"):
+        BleuScore().score(SingleTurnSample(response="x"))
+
+
+def test_scores_are_finite_in_unit_interval():
+    for metric in (BleuScore(), RougeScore(), ChrfScore(), NonLLMStringSimilarity()):
+        for sample in (EN, ZH, pair("a", "completely different")):
+            value = metric.score(sample).score
+            assert math.isfinite(value) and 0.0 <= value <= 1.0
