@@ -212,7 +212,7 @@ class Judge(Metric, dspy.Module):
         self.judge_adapter = adapter
 
     def _forward_inputs(self, sample) -> dict[str, Any]:
-        params = inspect.signature(self.forward).parameters
+        params = inspect.signature(type(self).forward).parameters  # (self.forward warns in DSPy)
         return {name: getattr(sample, name) for name in params if name in type(sample).model_fields}
 
     def _score(self, sample) -> dspy.Prediction:
