@@ -18,6 +18,7 @@ Embedders (``resolve_embedder``):
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import importlib.util
 import json
@@ -36,7 +37,27 @@ from dspy.lm15 import TokenLogprob, TopLogprob, response_to_events
 EMBEDDED = "embedded"
 EMBEDDED_LM_NAME = "llamacpp/smollm2-135m-instruct"
 DEFAULT_N_CTX = 4096
-DEFAULT_MAX_TOKENS = 512
+DEFAULT_MAX_TOKENS = 1024
+
+_OUTPUT_CONSTRAINTS: contextvars.ContextVar[dict[str, dict[str, Any]]] = contextvars.ContextVar(
+    "judges_output_constraints", default={}
+)
+
+
+@contextlib.contextmanager
+def output_constraints(**fields: dict[str, Any]):
+    """Extra JSON-schema keywords for top-level output fields of the LM calls made inside the block,
+    e.g. ``output_constraints(verdicts={"minItems": 3, "maxItems": 3})`` for exactly three verdicts.
+
+    DSPy's structured-output schema cannot carry per-call constraints, so the in-process engine reads
+    them from here and compiles them into its grammar. Other LMs ignore them (the instruction and the
+    input still say what is wanted).
+    """
+    token = _OUTPUT_CONSTRAINTS.set({**_OUTPUT_CONSTRAINTS.get(), **fields})
+    try:
+        yield
+    finally:
+        _OUTPUT_CONSTRAINTS.reset(token)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -131,8 +152,8 @@ class LlamaCppEngine:
         n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
         n_batch: int = 512,
-        max_string_chars: int = 600,
-        max_items: int = 32,
+        max_string_chars: int = 400,
+        max_items: int = 16,
         verbose: bool = False,
     ):
         self.model_path = str(model_path)
@@ -205,6 +226,11 @@ class LlamaCppEngine:
         fmt = config.response_format
         if fmt is not None:
             schema = fmt.get("schema") if fmt.get("type") == "json_schema" else {"type": "object"}
+            constraints = _OUTPUT_CONSTRAINTS.get()
+            if constraints and isinstance(schema.get("properties"), dict):
+                properties = {name: ({**prop, **constraints[name]} if name in constraints else prop)
+                              for name, prop in schema["properties"].items()}
+                schema = {**schema, "properties": properties}
             # Key order is kept: the grammar emits properties in schema order (reasons before verdicts).
             schema = bounded_schema(schema, self.max_string_chars, self.max_items)
             grammar = self._grammar(json.dumps(schema, ensure_ascii=False))
@@ -238,18 +264,24 @@ class LlamaCppEngine:
             message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
             finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
             usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")),
-            logprobs=self._logprobs(choice.get("logprobs")),
+            logprobs=self._logprobs(choice.get("logprobs"), config.logprobs or 0),
         )
 
     @staticmethod
-    def _logprobs(raw) -> tuple[TokenLogprob, ...] | None:
+    def _logprobs(raw, top_k: int) -> tuple[TokenLogprob, ...] | None:
+        # Log-probabilities are the model's own distribution before the grammar masks tokens: a verdict
+        # token's alternatives show what the model would have said unconstrained. llama.cpp appends the
+        # chosen token to the top list when it is not among the top k; the token's own logprob already
+        # says that, so the list is cut to the k asked for.
         if not raw or not raw.get("content"):
             return None
         return tuple(
             TokenLogprob(
                 token=item["token"],
                 logprob=float(item["logprob"]),
-                top=tuple(TopLogprob(token=t["token"], logprob=float(t["logprob"])) for t in item.get("top_logprobs") or ()),
+                top=tuple(
+                    TopLogprob(token=t["token"], logprob=float(t["logprob"])) for t in (item.get("top_logprobs") or ())[:top_k]
+                ),
             )
             for item in raw["content"]
         )

@@ -37,7 +37,7 @@ import pydantic
 
 from judges.base import Judge, Metric
 from judges.language import split_sentences
-from judges.models import resolve_embedder
+from judges.models import output_constraints, resolve_embedder
 from judges.retrieval import average_precision
 
 
@@ -55,8 +55,8 @@ class ExtractClaims(dspy.Signature):
 
 
 class ClaimVerdict(pydantic.BaseModel):
-    claim: str
-    reason: str
+    claim: str = pydantic.Field(max_length=300)
+    reason: str = pydantic.Field(max_length=200)
     supported: bool
 
 
@@ -161,15 +161,21 @@ class _ClaimJudge(Judge):
         self.verify = dspy.Predict(VerifyClaims)
 
     def claims_of(self, text: str, question: str | None = None) -> tuple[list[str], str]:
-        claims = [c.strip() for c in self.extract_claims(question=question or "", text=text).claims if c and c.strip()]
+        sentences = split_sentences(text)
+        # A claim list longer than a few per sentence is a small model repeating itself.
+        with output_constraints(claims={"maxItems": min(16, 3 * max(len(sentences), 1))}):
+            extracted = self.extract_claims(question=question or "", text=text).claims
+        claims = list(dict.fromkeys(c.strip() for c in extracted if c and c.strip()))
         if claims:
             return claims, "extracted"
-        return split_sentences(text), "sentences"
+        return sentences, "sentences"
 
     def verify_claims(self, claims: list[str], context: str) -> tuple[list[dict[str, Any]], list[int]]:
         if not claims:
             return [], []
-        return align_verdicts(claims, self.verify(context=context, claims=claims).verdicts)
+        with output_constraints(verdicts={"minItems": len(claims), "maxItems": len(claims)}):
+            verdicts = self.verify(context=context, claims=claims).verdicts
+        return align_verdicts(claims, verdicts)
 
     @staticmethod
     def supported_share(rows: list[dict[str, Any]]) -> float:
@@ -230,7 +236,8 @@ class ResponseRelevancy(_EmbeddingsMixin, Judge):
         self.generate_questions = dspy.Predict(GenerateQuestion)
 
     def forward(self, user_input: str, response: str):
-        out = self.generate_questions(response=response, count=self.n_questions)
+        with output_constraints(questions={"minItems": self.n_questions, "maxItems": self.n_questions}):
+            out = self.generate_questions(response=response, count=self.n_questions)
         questions = [q.strip() for q in out.questions if q and q.strip()][: self.n_questions]
         if not questions:
             return dspy.Prediction(score=0.0, questions=[], noncommittal=bool(out.noncommittal), similarities=[],

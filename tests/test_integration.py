@@ -1,0 +1,117 @@
+"""The real embedded defaults: SmolLM2-135M-Instruct through llama.cpp, all-MiniLM-L6-v2 embeddings.
+
+These check behaviour (parsing, usage, determinism, cache, limits, log-probabilities, every judge returns a
+valid score with its intermediates), not judgement quality: calibration measures that.
+"""
+
+import math
+import time
+import uuid
+from typing import Literal
+
+import dspy
+import pytest
+
+from judges import SingleTurnSample, local_lm
+from judges.models import judge_context, resolve_embedder
+from judges import rag
+
+pytestmark = pytest.mark.integration
+
+
+class Verdict(dspy.Signature):
+    """Decide whether the statement is supported by the context."""
+
+    context: str = dspy.InputField()
+    statement: str = dspy.InputField()
+    reason: str = dspy.OutputField()
+    supported: bool = dspy.OutputField()
+    confidence: Literal[1, 2, 3, 4, 5] = dspy.OutputField()
+
+
+CONTEXT = "Albert Einstein (born 14 March 1879 in Ulm) was a German-born theoretical physicist."
+
+
+def test_structured_output_parses_and_reports_usage():
+    lm = local_lm(cache=False)
+    with judge_context(lm), dspy.track_usage() as usage:
+        out = dspy.Predict(Verdict)(context=CONTEXT, statement="Einstein was born in 1879.")
+    assert isinstance(out.supported, bool) and out.confidence in (1, 2, 3, 4, 5) and isinstance(out.reason, str)
+    tokens = usage.get_total_tokens()[lm.model]
+    assert tokens["prompt_tokens"] > 50 and tokens["completion_tokens"] > 3
+
+
+def test_temperature_zero_is_deterministic_and_cache_hits():
+    statement = f"Einstein was a physicist. ({uuid.uuid4().hex[:8]})"
+    uncached = local_lm(cache=False)
+    with judge_context(uncached):
+        first = dspy.Predict(Verdict)(context=CONTEXT, statement=statement)
+        second = dspy.Predict(Verdict)(context=CONTEXT, statement=statement)
+    assert first.toDict() == second.toDict()
+    cached = local_lm()
+    with judge_context(cached):
+        dspy.Predict(Verdict)(context=CONTEXT, statement=statement)
+        start = time.perf_counter()
+        again = dspy.Predict(Verdict)(context=CONTEXT, statement=statement)
+        elapsed = time.perf_counter() - start
+    assert again.toDict() == first.toDict()
+    assert elapsed < 0.5  # served from DSPy's cache, no generation
+
+
+def test_max_tokens_is_honoured():
+    lm = local_lm(cache=False, max_tokens=4)
+    with judge_context(lm):
+        with pytest.raises(Exception):
+            dspy.Predict(Verdict)(context=CONTEXT, statement="Einstein was born in 1879.")
+    assert lm.history[-1]["usage"]["completion_tokens"] <= 4
+
+
+def test_log_probabilities_are_returned():
+    lm = local_lm(cache=False, logprobs=True, top_logprobs=5)
+    with judge_context(lm):
+        out = dspy.Predict(Verdict)(context=CONTEXT, statement="Einstein was born in Ulm.")
+    tokens = out.logprobs["content"]
+    assert tokens and all(t["logprob"] <= 0 for t in tokens)
+    assert all(len(t["top_logprobs"]) <= 5 for t in tokens)
+
+
+def test_embedder_ranks_a_paraphrase_above_an_unrelated_sentence():
+    embedder = resolve_embedder()
+    sims = embedder.similarity(["Where was Einstein born?"], ["What is Einstein's birthplace?", "I like green tea."])[0]
+    assert sims[0] > sims[1]
+    assert resolve_embedder() is not None and embedder.embed(["a", "b"]).shape == (2, 384)
+
+
+SAMPLE = SingleTurnSample(
+    user_input="When and where was Albert Einstein born?",
+    response="Albert Einstein was born in Germany on 20 March 1879.",
+    retrieved_contexts=[CONTEXT, "He grew up in Munich."],
+    reference="Albert Einstein was born on 14 March 1879 in Ulm, Germany.",
+)
+
+JUDGES = {
+    "faithfulness": (lambda lm: rag.Faithfulness(lm=lm), ["claims", "verdicts"]),
+    "response_relevancy": (lambda lm: rag.ResponseRelevancy(lm=lm), ["questions", "similarities"]),
+    "context_precision": (lambda lm: rag.LLMContextPrecisionWithReference(lm=lm), ["useful", "reasons"]),
+    "context_utilization": (lambda lm: rag.LLMContextPrecisionWithoutReference(lm=lm), ["useful"]),
+    "context_recall": (lambda lm: rag.LLMContextRecall(lm=lm), ["claims", "verdicts"]),
+    "context_entity_recall": (lambda lm: rag.ContextEntityRecall(lm=lm), ["reference_entities", "context_entities"]),
+    "noise_sensitivity": (lambda lm: rag.NoiseSensitivity(lm=lm), ["response_claims", "relevant_contexts"]),
+    "answer_correctness": (lambda lm: rag.AnswerCorrectness(lm=lm), ["f1", "similarity", "tp", "fp", "fn"]),
+    "factual_correctness": (lambda lm: rag.FactualCorrectness(lm=lm), ["precision", "recall"]),
+    "context_relevancy": (lambda lm: rag.ContextRelevancy(lm=lm), ["context_sentences", "relevant_sentences"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JUDGES))
+def test_every_rag_judge_runs_on_the_embedded_lm(name):
+    make, intermediates = JUDGES[name]
+    result = make(local_lm(cache=False)).score(SAMPLE)
+    assert math.isfinite(result.score) and 0.0 <= result.score <= 1.0
+    for key in intermediates:
+        assert key in result.keys(), key
+
+
+def test_semantic_similarity_on_the_embedded_embedder():
+    result = rag.SemanticSimilarity().score(SAMPLE)
+    assert 0.5 < result.score <= 1.0
