@@ -99,3 +99,22 @@ def test_as_metric_float_bool_feedback_and_field_map():
 def test_field_map_rejects_unknown_fields():
     with pytest.raises(ValueError, match="not a SingleTurnSample field"):
         ResponseLength().as_metric(field_map={"answer": "pred.answer"})
+
+
+def test_demo_runs_text_metrics_and_rejects_unknown_metrics(capsys):
+    from judges import demo
+
+    assert demo.main(["--metrics", "rouge_score,bleu_score"]) == 0
+    out = capsys.readouterr().out
+    assert "mean" in out and "rouge_score" in out
+    with pytest.raises(SystemExit):
+        demo.main(["--metrics", "nope"])
+
+
+def test_demo_reports_invalid_samples(tmp_path, capsys):
+    from judges import demo
+
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"user_input": "q", "response": "r"}\n', encoding="utf-8")
+    assert demo.main(["--samples", str(path), "--metrics", "rouge_score"]) == 2
+    assert "field 'reference'" in capsys.readouterr().err
