@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -202,14 +203,23 @@ class Judge(Metric, dspy.Module):
     ``lm`` may be None (``dspy.settings.lm`` if configured, else the embedded default), a LiteLLM model
     string, a path to a GGUF file, ``"embedded"``, or a ``dspy.LM``. ``adapter`` overrides the adapter
     the LM is used with (the embedded engine defaults to JSON with grammar-constrained decoding).
+    ``use_logprobs=True`` asks the LM for token log-probabilities on verdict steps and scores with
+    P(verdict) instead of 0/1 (the LM must support logprobs; the embedded one does).
     """
 
     needs_lm: ClassVar[bool] = True
+    #: Top alternatives asked for per token when ``use_logprobs`` is on.
+    top_logprobs: ClassVar[int] = 10
 
-    def __init__(self, lm: Any = None, adapter: Any = None):
+    def __init__(self, lm: Any = None, adapter: Any = None, *, use_logprobs: bool = False):
         dspy.Module.__init__(self)
         self.judge_lm = lm
         self.judge_adapter = adapter
+        self.use_logprobs = use_logprobs
+
+    def verdict_config(self) -> dict[str, Any]:
+        """The per-call LM config for verdict steps."""
+        return {"logprobs": True, "top_logprobs": self.top_logprobs} if self.use_logprobs else {}
 
     def _forward_inputs(self, sample) -> dict[str, Any]:
         params = inspect.signature(type(self).forward).parameters  # (self.forward warns in DSPy)
@@ -220,3 +230,53 @@ class Judge(Metric, dspy.Module):
 
         with judge_context(self.judge_lm, self.judge_adapter):
             return self(**self._forward_inputs(sample))
+
+
+_TRUE_WORDS = ("true", "yes")
+_FALSE_WORDS = ("false", "no")
+
+
+def _true_false_mass(token: dict[str, Any]) -> tuple[float, float]:
+    p_true = p_false = 0.0
+    seen = set()
+    for candidate in list(token.get("top_logprobs") or []) + [token]:
+        word = candidate["token"].strip().lower()
+        if not word or candidate["token"] in seen:
+            continue
+        seen.add(candidate["token"])
+        probability = math.exp(candidate["logprob"])
+        if any(w.startswith(word) for w in _TRUE_WORDS):
+            p_true += probability
+        elif any(w.startswith(word) for w in _FALSE_WORDS):
+            p_false += probability
+    return p_true, p_false
+
+
+def verdict_probabilities(logprobs: Any, field: str) -> list[float]:
+    """P(true) for each boolean ``field`` in a JSON completion, from the LM's token log-probabilities.
+
+    Walks the generated tokens; after the text ``"field":`` the first position whose alternatives include
+    a true/false word (" true", "False", "yes" ...; the grammar may first force a space, whose
+    alternatives already carry the model's choice) gives ``P(true) = p_true / (p_true + p_false)``. An
+    alternative missing from the top list adds nothing; with neither present, the chosen token decides
+    (1.0 or 0.0).
+    """
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not content:
+        return []
+    pattern = re.compile(rf'"{re.escape(field)}"\s*:\s*$')
+    text, out, pending, last_key = "", [], False, -1
+    for token in content:
+        match = pattern.search(text)
+        if match and match.start() != last_key:  # a new occurrence of the key
+            pending, last_key = True, match.start()
+        if pending:
+            p_true, p_false = _true_false_mass(token)
+            if p_true + p_false > 0:
+                out.append(p_true / (p_true + p_false))
+                pending = False
+            elif token["token"].strip():
+                out.append(1.0 if token["token"].strip().lower().startswith(("t", "y")) else 0.0)
+                pending = False
+        text += token["token"]
+    return out

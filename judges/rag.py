@@ -35,7 +35,7 @@ import dspy
 import numpy as np
 import pydantic
 
-from judges.base import Judge, Metric
+from judges.base import Judge, Metric, verdict_probabilities
 from judges.language import split_sentences
 from judges.models import output_constraints, resolve_embedder
 from judges.retrieval import average_precision
@@ -118,16 +118,19 @@ def _normalise(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def align_verdicts(claims: list[str], verdicts: list[Any]) -> tuple[list[dict[str, Any]], list[int]]:
+def align_verdicts(
+    claims: list[str], verdicts: list[Any], probabilities: list[float] | None = None
+) -> tuple[list[dict[str, Any]], list[int]]:
     """Pair each claim with its verdict: by the copied claim text when it matches, else by position.
 
-    Returns ``(rows, unverified)`` where ``rows[i] = {"claim", "supported", "reason"}`` and
-    ``unverified`` lists the claims no verdict covered (they count as not supported).
+    Returns ``(rows, unverified)`` where ``rows[i] = {"claim", "supported", "reason"}`` (plus
+    ``"probability"`` when ``probabilities[j]`` gives P(supported) for verdict j) and ``unverified`` lists
+    the claims no verdict covered (they count as not supported).
     """
     from rapidfuzz.distance import Levenshtein
 
     remaining = list(range(len(verdicts)))
-    assigned: dict[int, Any] = {}
+    assigned: dict[int, int] = {}
     for i, claim in enumerate(claims):
         best, best_sim = None, 0.0
         for j in remaining:
@@ -135,28 +138,31 @@ def align_verdicts(claims: list[str], verdicts: list[Any]) -> tuple[list[dict[st
             if sim > best_sim:
                 best, best_sim = j, sim
         if best is not None and best_sim >= 0.8:
-            assigned[i] = verdicts[best]
+            assigned[i] = best
             remaining.remove(best)
     for i in range(len(claims)):  # positional fallback for the rest
         if i not in assigned and i in remaining:
-            assigned[i] = verdicts[i]
+            assigned[i] = i
             remaining.remove(i)
     rows, unverified = [], []
     for i, claim in enumerate(claims):
-        verdict = assigned.get(i)
-        if verdict is None:
+        j = assigned.get(i)
+        if j is None:
             unverified.append(i)
             rows.append({"claim": claim, "supported": False, "reason": "no verdict was returned for this claim"})
-        else:
-            rows.append({"claim": claim, "supported": bool(verdict.supported), "reason": verdict.reason})
+            continue
+        row = {"claim": claim, "supported": bool(verdicts[j].supported), "reason": verdicts[j].reason}
+        if probabilities is not None:
+            row["probability"] = float(probabilities[j])
+        rows.append(row)
     return rows, unverified
 
 
 class _ClaimJudge(Judge):
     """Judges built from ``extract_claims`` and ``verify`` share these two steps."""
 
-    def __init__(self, lm: Any = None, adapter: Any = None):
-        super().__init__(lm=lm, adapter=adapter)
+    def __init__(self, lm: Any = None, adapter: Any = None, *, use_logprobs: bool = False):
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
         self.extract_claims = dspy.Predict(ExtractClaims)
         self.verify = dspy.Predict(VerifyClaims)
 
@@ -174,12 +180,15 @@ class _ClaimJudge(Judge):
         if not claims:
             return [], []
         with output_constraints(verdicts={"minItems": len(claims), "maxItems": len(claims)}):
-            verdicts = self.verify(context=context, claims=claims).verdicts
-        return align_verdicts(claims, verdicts)
+            out = self.verify(context=context, claims=claims, config=self.verdict_config())
+        verdicts = list(out.verdicts)
+        probabilities = verdict_probabilities(out.get("logprobs"), "supported") if self.use_logprobs else None
+        return align_verdicts(claims, verdicts, probabilities if probabilities and len(probabilities) == len(verdicts) else None)
 
     @staticmethod
     def supported_share(rows: list[dict[str, Any]]) -> float:
-        return sum(r["supported"] for r in rows) / len(rows) if rows else 0.0
+        """Mean support: P(supported) where log-probabilities gave one, else the 0/1 verdict."""
+        return sum(r.get("probability", r["supported"]) for r in rows) / len(rows) if rows else 0.0
 
     def feedback(self, result: dspy.Prediction) -> str:
         unsupported = [r["claim"] for r in result.get("verdicts", []) if not r["supported"]]
@@ -258,14 +267,20 @@ AnswerRelevancy = ResponseRelevancy
 class _ContextPrecision(Judge):
     answer_field: ClassVar[str] = "reference"
 
-    def __init__(self, lm: Any = None, adapter: Any = None):
-        super().__init__(lm=lm, adapter=adapter)
+    def __init__(self, lm: Any = None, adapter: Any = None, *, use_logprobs: bool = False):
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
         self.judge_usefulness = dspy.Predict(JudgeContextUsefulness)
 
     def _precision(self, question: str, contexts: list[str], answer: str) -> dspy.Prediction:
-        verdicts = [self.judge_usefulness(question=question, context=c, answer=answer) for c in contexts]
+        verdicts = [self.judge_usefulness(question=question, context=c, answer=answer, config=self.verdict_config())
+                    for c in contexts]
         useful = [bool(v.useful) for v in verdicts]
-        return dspy.Prediction(score=average_precision(useful), useful=useful, reasons=[v.reason for v in verdicts])
+        weights: list[float] = list(useful)
+        if self.use_logprobs:
+            probabilities = [verdict_probabilities(v.get("logprobs"), "useful") for v in verdicts]
+            weights = [p[0] if p else float(u) for p, u in zip(probabilities, useful)]
+        return dspy.Prediction(score=average_precision(weights), useful=useful, probabilities=weights,
+                               reasons=[v.reason for v in verdicts])
 
 
 class LLMContextPrecisionWithReference(_ContextPrecision):
@@ -354,8 +369,8 @@ class NoiseSensitivity(_ClaimJudge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference", "retrieved_contexts")
 
-    def __init__(self, lm: Any = None, *, mode: str = "relevant", adapter: Any = None):
-        super().__init__(lm=lm, adapter=adapter)
+    def __init__(self, lm: Any = None, *, mode: str = "relevant", adapter: Any = None, use_logprobs: bool = False):
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
         if mode not in ("relevant", "irrelevant"):
             raise ValueError(f"noise_sensitivity: mode={mode!r} is not one of ['irrelevant', 'relevant']")
         self.mode = mode
@@ -440,8 +455,9 @@ class AnswerCorrectness(_EmbeddingsMixin, _ClaimJudge):
         weights: tuple[float, float] = (0.75, 0.25),
         threshold: float | None = None,
         adapter: Any = None,
+        use_logprobs: bool = False,
     ):
-        super().__init__(lm=lm, adapter=adapter)
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
         if len(weights) != 2 or any(w < 0 for w in weights) or sum(weights) == 0:
             raise ValueError(f"answer_correctness: weights must be two non-negative numbers, not both 0; got {weights!r}")
         if threshold is not None and not 0.0 <= threshold <= 1.0:
@@ -488,8 +504,8 @@ class FactualCorrectness(_ClaimJudge):
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
 
     def __init__(self, lm: Any = None, *, mode: str = "f1", atomicity: str = "low", coverage: str = "low",
-                 adapter: Any = None):
-        super().__init__(lm=lm, adapter=adapter)
+                 adapter: Any = None, use_logprobs: bool = False):
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
         for name, value, allowed in (("mode", mode, ("precision", "recall", "f1")),
                                      ("atomicity", atomicity, ("low", "high")),
                                      ("coverage", coverage, ("low", "high"))):

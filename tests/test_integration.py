@@ -115,3 +115,10 @@ def test_every_rag_judge_runs_on_the_embedded_lm(name):
 def test_semantic_similarity_on_the_embedded_embedder():
     result = rag.SemanticSimilarity().score(SAMPLE)
     assert 0.5 < result.score <= 1.0
+
+
+def test_log_probabilities_give_smooth_verdicts():
+    judge = rag.Faithfulness(lm=local_lm(cache=False), use_logprobs=True)
+    result = judge.score(SAMPLE)
+    assert all(0.0 <= row["probability"] <= 1.0 for row in result.verdicts)
+    assert result.score == pytest.approx(sum(row["probability"] for row in result.verdicts) / len(result.verdicts))

@@ -270,3 +270,32 @@ def test_missing_fields_fail_before_any_lm_call():
     with pytest.raises(Exception, match="faithfulness: sample, field 'retrieved_contexts'"):
         Faithfulness(lm=lm).score(SingleTurnSample(response="x"))
     assert lm.history == []
+
+
+def test_verdict_probabilities_from_token_logprobs():
+    from math import log
+
+    from judges.base import verdict_probabilities
+
+    def tok(token, logprob, top=()):
+        return {"token": token, "logprob": logprob, "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top]}
+
+    content = [
+        tok('{"', -0.1), tok("supported", -0.1), tok('":', -0.1),
+        # the grammar forces a space; its alternatives carry the model's choice
+        tok(" ", -2.0, [(" true", log(0.6)), (" False", log(0.2)), (" maybe", log(0.1))]),
+        tok("true", -0.5), tok(", ", -0.1), tok('"supported":', -0.1),
+        tok(" false", log(0.3), [(" false", log(0.3)), (" true", log(0.1))]), tok("}", -0.1),
+    ]
+    probabilities = verdict_probabilities({"content": content}, "supported")
+    assert probabilities == pytest.approx([0.75, 0.25])
+    assert verdict_probabilities(None, "supported") == []
+    # no true/false alternative in the top list: the chosen token decides
+    assert verdict_probabilities({"content": [tok('"useful": ', -0.1), tok("false", -0.01)]}, "useful") == [0.0]
+
+
+def test_supported_share_uses_probabilities_when_present():
+    from judges.rag import _ClaimJudge
+
+    rows = [{"supported": True, "probability": 0.9}, {"supported": False, "probability": 0.2}, {"supported": True}]
+    assert _ClaimJudge.supported_share(rows) == pytest.approx((0.9 + 0.2 + 1.0) / 3)
