@@ -1,0 +1,34 @@
+"""Loaders of the real human-labelled sets, on small slices."""
+
+import pytest
+
+from calibration.datasets import LabelledSet, load_begin, load_evouna
+from judges import EvaluationDataset, Faithfulness, SingleTurnSample
+
+
+def test_begin_slice_maps_fields_and_labels():
+    data = load_begin(parts=("wow",), limit=20)
+    assert len(data) == 20 and isinstance(data.dataset, EvaluationDataset)
+    sample = data.dataset[0]
+    assert sample.user_input and sample.response and len(sample.retrieved_contexts) == 1
+    assert set(data.labels) <= {0, 1} and data.kind == "binary"
+    assert all(m["begin_label"] in ("Fully attributable", "Not fully attributable", "Generic") for m in data.meta)
+    Faithfulness().validate_dataset(data.dataset)  # every sample carries what faithfulness needs
+    with pytest.raises(ValueError, match="part"):
+        load_begin(parts=("nope",))
+
+
+def test_evouna_slice_skips_unjudged_and_can_attach_a_context():
+    data = load_evouna(systems=("fid", "gpt4"), limit=30, context_system="chatgpt")
+    assert len(data) == 30
+    assert all(s.reference and s.response and s.retrieved_contexts for s in data.dataset)
+    assert set(data.labels) <= {0, 1} and {m["system"] for m in data.meta} <= {"fid", "gpt4"}
+    assert "/" not in data.dataset[0].reference or " / " in data.dataset[0].reference
+
+
+def test_labelled_set_checks_lengths_and_subsets():
+    ds = EvaluationDataset([SingleTurnSample(response="a"), SingleTurnSample(response="b")])
+    with pytest.raises(ValueError, match="2 samples but 1 labels"):
+        LabelledSet("x", ds, [1])
+    sub = LabelledSet("x", ds, [1, 0]).subset([1])
+    assert sub.labels == [0] and sub.dataset[0].response == "b"

@@ -1,0 +1,119 @@
+"""LM and embedder resolution, without loading any model."""
+
+import dspy
+import numpy as np
+import pytest
+from dspy.utils import DummyLM
+
+from judges.models import (
+    Embedder,
+    LlamaCppEngine,
+    bounded_schema,
+    embedded_embedder_path,
+    embedded_gguf_path,
+    is_local_lm,
+    judge_context,
+    local_lm,
+    output_constraints,
+    resolve_adapter,
+    resolve_embedder,
+    resolve_lm,
+)
+
+
+def test_embedded_files_are_found_inside_their_packages():
+    assert embedded_gguf_path().suffix == ".gguf"
+    assert (embedded_embedder_path() / "modules.json").exists()
+
+
+def test_litellm_strings_go_to_dspy_lm_unchanged():
+    lm = resolve_lm("openai/gpt-4o-mini")
+    assert isinstance(lm, dspy.LM) and lm.model == "openai/gpt-4o-mini"
+    assert not is_local_lm(lm)
+    assert resolve_adapter(lm) is None  # DSPy's default adapter, as for any LM
+
+
+def test_embedded_and_gguf_strings_use_the_in_process_engine():
+    lm = resolve_lm("embedded")
+    assert is_local_lm(lm) and lm.model == "llamacpp/smollm2-135m-instruct"
+    assert isinstance(resolve_adapter(lm), dspy.JSONAdapter)
+    by_path = resolve_lm(str(embedded_gguf_path()))
+    assert is_local_lm(by_path) and by_path.engine is lm.engine  # one loaded model per file per process
+    with pytest.raises(FileNotFoundError):
+        LlamaCppEngine("/nonexistent/model.gguf")
+
+
+def test_none_prefers_the_configured_lm():
+    scripted = DummyLM([{"answer": "x"}])
+    with dspy.context(lm=scripted):
+        assert resolve_lm(None) is scripted
+        with judge_context() as lm:
+            assert lm is scripted
+    with pytest.raises(TypeError, match="lm must be"):
+        resolve_lm(42)
+
+
+def test_engine_state_round_trips():
+    engine = LlamaCppEngine(embedded_gguf_path(), n_ctx=2048, max_items=8)
+    again = LlamaCppEngine.load_state(engine.dump_state())
+    assert again.dump_state() == engine.dump_state()
+    with pytest.raises(ValueError, match="model_path"):
+        LlamaCppEngine.load_state({"n_ctx": 10})
+    assert local_lm(n_ctx=2048).engine.n_ctx == 2048
+
+
+def test_bounded_schema_caps_strings_arrays_and_ranged_integers():
+    schema = {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string"},
+            "label": {"type": "string", "enum": ["a", "b"]},
+            "claims": {"type": "array", "items": {"type": "string"}},
+            "score": {"type": "integer", "minimum": 0, "maximum": 4},
+            "count": {"type": "integer"},
+        },
+        "$defs": {"V": {"type": "object", "properties": {"why": {"type": "string", "maxLength": 50}}}},
+    }
+    out = bounded_schema(schema, max_string_chars=100, max_items=5)
+    props = out["properties"]
+    assert props["reason"]["maxLength"] == 100
+    assert "maxLength" not in props["label"]
+    assert props["claims"]["maxItems"] == 5 and props["claims"]["items"]["maxLength"] == 100
+    assert props["score"]["enum"] == [0, 1, 2, 3, 4] and "minimum" not in props["score"]
+    assert props["count"] == {"type": "integer"}
+    assert out["$defs"]["V"]["properties"]["why"]["maxLength"] == 50
+    assert schema["properties"]["reason"] == {"type": "string"}  # the input is not modified
+
+
+def test_output_constraints_nest_and_reset():
+    from judges.models import _OUTPUT_CONSTRAINTS
+
+    with output_constraints(verdicts={"maxItems": 2}):
+        with output_constraints(questions={"minItems": 3}):
+            assert set(_OUTPUT_CONSTRAINTS.get()) == {"verdicts", "questions"}
+        assert set(_OUTPUT_CONSTRAINTS.get()) == {"verdicts"}
+    assert _OUTPUT_CONSTRAINTS.get() == {}
+
+
+def test_embedder_wraps_callables_and_encoders_with_unit_norm_batches():
+    calls = []
+
+    def encode(texts):
+        calls.append(len(texts))
+        return np.array([[len(t), 1.0] for t in texts])
+
+    embedder = Embedder(encode, name="fake", batch_size=2)
+    vectors = embedder.embed(["a", "bb", "ccc"])
+    assert calls == [2, 1]
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert embedder.similarity(["a"], ["a", "bb"]).shape == (1, 2)
+
+    class Encoder:
+        def encode(self, texts):
+            return np.ones((len(texts), 3))
+
+    assert resolve_embedder(Encoder()).embed(["x"]).shape == (1, 3)
+    assert resolve_embedder(encode).name == "encode"
+    assert resolve_embedder(embedder) is embedder
+    with pytest.raises(TypeError, match="embeddings must be"):
+        resolve_embedder(3.5)
