@@ -5,9 +5,12 @@ Every metric shares one contract (``score``, ``ascore``, ``as_metric``, ``requir
 embedder a judge uses is decided in ``judges.models``.
 """
 
+from judges.agent import AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference, TopicAdherenceScore
 from judges.base import FieldResolver, Judge, Metric
+from judges.custom import AspectCritic, InstanceRubrics, RubricsScore, SimpleCriteriaScore
 from judges.dataset import LEGACY_COLUMNS, EvaluationDataset
-from judges.domain import DataCompyScore
+from judges.domain import DataCompyScore, LLMSQLEquivalence, SummarizationScore
+from judges.dual_judge import AnswerAccuracy, ContextRelevance, JudgeOutputError, ResponseGroundedness
 from judges.models import (
     Embedder,
     LlamaCppEngine,
@@ -65,6 +68,19 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AIMessage",
+    "AgentGoalAccuracyWithReference",
+    "AgentGoalAccuracyWithoutReference",
+    "AnswerAccuracy",
+    "AspectCritic",
+    "ContextRelevance",
+    "InstanceRubrics",
+    "JudgeOutputError",
+    "LLMSQLEquivalence",
+    "ResponseGroundedness",
+    "RubricsScore",
+    "SimpleCriteriaScore",
+    "SummarizationScore",
+    "TopicAdherenceScore",
     "AnswerCorrectness",
     "AnswerRelevancy",
     "ContextEntityRecall",

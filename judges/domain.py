@@ -1,13 +1,14 @@
-"""Domain metrics: comparing tables (datacompy)."""
+"""Domain metrics: comparing tables (datacompy), summaries, SQL queries."""
 
 from __future__ import annotations
 
 import io
+import re
 from typing import Any, ClassVar
 
 import dspy
 
-from judges.base import Metric
+from judges.base import Judge, Metric
 from judges.samples import SampleValidationError
 
 
@@ -72,4 +73,263 @@ class DataCompyScore(Metric):
         score = {"precision": precision, "recall": recall, "f1": f1}[self.metric]
         return dspy.Prediction(
             score=float(score), precision=float(precision), recall=float(recall), f1=float(f1), matched=int(matched)
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Summarization
+# --------------------------------------------------------------------------------------------------
+class ExtractKeyphrases(dspy.Signature):
+    """List the key phrases of the text: the names, numbers, events and facts a good summary must keep."""
+
+    text: str = dspy.InputField()
+    keyphrases: list[str] = dspy.OutputField()
+
+
+class GenerateClosedQuestions(dspy.Signature):
+    """Write yes/no questions about the key phrases whose answer, according to the text, is yes."""
+
+    text: str = dspy.InputField()
+    keyphrases: list[str] = dspy.InputField()
+    questions: list[str] = dspy.OutputField()
+
+
+class AnswerFromSummary(dspy.Signature):
+    """Answer each question using only the summary: true if the summary says so, false if it does not.
+    One answer per question, in order."""
+
+    summary: str = dspy.InputField()
+    questions: list[str] = dspy.InputField()
+    answers: list[bool] = dspy.OutputField()
+
+
+class SummarizationScore(Judge):
+    """How much of the text's key content the summary keeps, and how short it is.
+
+    Steps: ``extract_keyphrases`` from the text (``reference_contexts`` joined), ``generate_questions``
+    whose answer is yes per the text, ``answer_questions`` from the summary alone (``response``).
+    QA = questions the summary answers yes / questions; conciseness = 1 - min(len(summary), len(text)) /
+    len(text) in characters. score = (1 - coeff) * QA + coeff * conciseness with ``coeff=0.5`` (Ragas'
+    default), or QA alone with ``length_penalty=False``. No question generated: 0.0, with an
+    ``undefined_reason``.
+    """
+
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "reference_contexts")
+
+    def __init__(self, lm: Any = None, *, length_penalty: bool = True, coeff: float = 0.5,
+                 max_questions: int = 10, adapter: Any = None):
+        if not 0.0 <= coeff <= 1.0:
+            raise ValueError(f"summarization_score: coeff must be in [0, 1], got {coeff!r}")
+        super().__init__(lm=lm, adapter=adapter)
+        self.length_penalty, self.coeff, self.max_questions = length_penalty, coeff, max_questions
+        self.extract_keyphrases = dspy.Predict(ExtractKeyphrases)
+        self.generate_questions = dspy.Predict(GenerateClosedQuestions)
+        self.answer_questions = dspy.Predict(AnswerFromSummary)
+
+    def forward(self, response: str, reference_contexts: list[str]):
+        from judges.models import output_constraints
+
+        text = "\n".join(reference_contexts)
+        keyphrases = list(dict.fromkeys(k.strip() for k in self.extract_keyphrases(text=text).keyphrases if k.strip()))
+        with output_constraints(questions={"maxItems": self.max_questions}):
+            questions = [q.strip() for q in self.generate_questions(text=text, keyphrases=keyphrases).questions if q.strip()]
+        conciseness = 1.0 - min(len(response), len(text)) / len(text)
+        if not questions:
+            return dspy.Prediction(score=0.0, qa_score=None, conciseness=conciseness, keyphrases=keyphrases,
+                                   questions=[], answers=[], undefined_reason="no question was generated from the text")
+        with output_constraints(answers={"minItems": len(questions), "maxItems": len(questions)}):
+            answers = [bool(a) for a in self.answer_questions(summary=response, questions=questions).answers]
+        answers = (answers + [False] * len(questions))[: len(questions)]
+        qa = sum(answers) / len(questions)
+        score = (1 - self.coeff) * qa + self.coeff * conciseness if self.length_penalty else qa
+        return dspy.Prediction(score=score, qa_score=qa, conciseness=conciseness, keyphrases=keyphrases,
+                               questions=questions, answers=answers)
+
+    def feedback(self, result: dspy.Prediction) -> str:
+        missed = [q for q, a in zip(result.questions, result.answers) if not a]
+        text = f"summarization = {result.score:.2f} (QA {result.qa_score}, conciseness {result.conciseness:.2f})"
+        return text + ("; the summary does not answer: " + " | ".join(missed) if missed else "")
+
+
+# --------------------------------------------------------------------------------------------------
+# SQL equivalence
+# --------------------------------------------------------------------------------------------------
+class JudgeSQLEquivalence(dspy.Signature):
+    """Explain what each SQL query returns on the given schema, then decide whether the two queries are
+    semantically equivalent: they return the same rows on every possible database content."""
+
+    database_schema: str = dspy.InputField()
+    reference_sql: str = dspy.InputField()
+    candidate_sql: str = dspy.InputField()
+    reference_explanation: str = dspy.OutputField()
+    candidate_explanation: str = dspy.OutputField()
+    equivalent: bool = dspy.OutputField()
+
+
+_TEXT_TABLE = re.compile(r"^\s*(?:table|表|テーブル)?\s*([A-Za-z_]\w*)\s*[:：(]\s*(.+?)\)?\s*$", re.IGNORECASE)
+
+
+def schema_tables(schema_texts: list[str]) -> dict[str, list[tuple[str, str, bool]]]:
+    """Tables from DDL (``CREATE TABLE ...``) or lines like ``table t: a INT, b VARCHAR`` -> {table:
+    [(column, type, primary_key)]}. Text that is neither is skipped."""
+    import sqlglot
+    from sqlglot import exp
+
+    tables: dict[str, list[tuple[str, str, bool]]] = {}
+    for text in schema_texts:
+        statements = []
+        try:
+            statements = [s for s in sqlglot.parse(text) if isinstance(s, exp.Create)]
+        except sqlglot.errors.ParseError:
+            pass
+        if not statements:
+            for line in text.splitlines():
+                match = _TEXT_TABLE.match(line)
+                if not match:
+                    continue
+                try:
+                    statements.append(sqlglot.parse_one(f"CREATE TABLE {match.group(1)} ({match.group(2)})"))
+                except sqlglot.errors.ParseError:
+                    continue
+        for create in statements:
+            table = create.find(exp.Table)
+            if table is None:
+                continue
+            columns = []
+            for column in create.find_all(exp.ColumnDef):
+                kind = column.args.get("kind")
+                primary = any(isinstance(c.args.get("kind"), exp.PrimaryKeyColumnConstraint)
+                              for c in column.args.get("constraints") or [])
+                columns.append((column.name, kind.sql() if kind is not None else "TEXT", primary))
+            if columns:
+                tables[table.name] = columns
+    return tables
+
+
+def _random_rows(columns: list[tuple[str, str, bool]], rng, n_rows: int) -> list[tuple]:
+    has_primary = any(primary for _, _, primary in columns)
+    rows = []
+    for i in range(n_rows):
+        row = []
+        for position, (name, kind, primary) in enumerate(columns):
+            kind = kind.upper()
+            is_key = primary or (not has_primary and position == 0 and name.lower().endswith("id"))
+            if is_key:
+                row.append(i + 1)
+            elif rng.random() < 0.1:
+                row.append(None)  # NULLs tell COUNT(col) from COUNT(*), = from IS
+            elif name.lower().endswith("id"):
+                row.append(rng.randint(1, 4))  # few distinct ids: joins match, groups repeat
+            elif any(t in kind for t in ("INT", "BOOL")):
+                row.append(rng.randint(0, 9))
+            elif any(t in kind for t in ("DEC", "NUM", "FLOAT", "REAL", "DOUBLE", "MONEY")):
+                row.append(round(rng.uniform(0, 100), 2))
+            elif "DATE" in kind or "TIME" in kind:
+                row.append(f"2024-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}")
+            else:
+                row.append(f"{name}_{rng.randint(1, 3)}")
+        rows.append(tuple(row))
+    return rows
+
+
+def execution_equivalence(
+    candidate_sql: str,
+    reference_sql: str,
+    tables: dict[str, list[tuple[str, str, bool]]],
+    *,
+    dialect: str | None = None,
+    trials: int = 3,
+    rows_per_table: int = 12,
+    time_limit: float = 2.0,
+    seed: int = 0,
+) -> tuple[bool | None, str]:
+    """Run both queries on ``trials`` throw-away in-memory SQLite databases filled with seeded random
+    rows (read-only while the queries run, each interrupted after ``time_limit`` seconds) and compare the
+    results: as lists when the reference orders its rows, else as multisets. Returns (True/False, note),
+    or (None, why) when the check cannot run (no usable schema, or the reference itself fails)."""
+    import random
+    import sqlite3
+    import time as _time
+
+    import sqlglot
+
+    if not tables:
+        return None, "no table definitions found in the schema"
+    try:
+        candidate = sqlglot.transpile(candidate_sql, read=dialect, write="sqlite")[0]
+        reference = sqlglot.transpile(reference_sql, read=dialect, write="sqlite")[0]
+    except sqlglot.errors.ParseError as err:
+        return None, f"could not parse the SQL: {str(err).splitlines()[0]}"
+    ordered = sqlglot.parse_one(reference, read="sqlite").args.get("order") is not None
+    rng = random.Random(seed)
+    all_empty = True
+    for trial in range(trials):
+        connection = sqlite3.connect(":memory:")
+        try:
+            for table, columns in tables.items():
+                definition = ", ".join(f'"{name}" {kind}' for name, kind, _ in columns)
+                connection.execute(f'CREATE TABLE "{table}" ({definition})')
+                marks = ", ".join("?" * len(columns))
+                connection.executemany(f'INSERT INTO "{table}" VALUES ({marks})', _random_rows(columns, rng, rows_per_table))
+            connection.execute("PRAGMA query_only = ON")
+            results = []
+            for which, sql in (("reference", reference), ("candidate", candidate)):
+                deadline = _time.monotonic() + time_limit
+                connection.set_progress_handler(lambda: int(_time.monotonic() > deadline), 1000)
+                try:
+                    results.append(connection.execute(sql).fetchall())
+                except sqlite3.Error as err:
+                    if which == "reference":
+                        return None, f"the reference query failed on SQLite: {err}"
+                    return False, f"the candidate query failed on SQLite: {err}"
+        finally:
+            connection.close()
+        expected, got = ([tuple(_rounded(v) for v in row) for row in rows] for rows in results)
+        all_empty = all_empty and not expected and not got
+        same = expected == got if ordered else sorted(expected, key=repr) == sorted(got, key=repr)
+        if not same:
+            return False, f"results differ on random database {trial + 1} of {trials}"
+    note = f"same results on {trials} random databases"
+    return True, note + (" (all empty: weak evidence)" if all_empty else "")
+
+
+def _rounded(value: Any) -> Any:
+    return round(value, 6) if isinstance(value, float) else value
+
+
+class LLMSQLEquivalence(Judge):
+    """1.0 when the LM judges the response SQL equivalent to the reference SQL on the schema given in
+    ``reference_contexts``.
+
+    Beyond the LM: when the schema can be read (DDL or ``table t: col TYPE, ...`` lines), both queries also
+    run on throw-away in-memory SQLite databases with random rows (``execution_equivalence``); the result
+    is reported as ``execution_equivalent`` with ``agree`` saying whether it matches the LM's verdict. A
+    difference found by execution is proof of non-equivalence; equal results are evidence, not proof.
+    ``use_execution=True`` scores with the execution result where it is available.
+    """
+
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "reference", "reference_contexts")
+
+    def __init__(self, lm: Any = None, *, dialect: str | None = None, execute: bool = True,
+                 use_execution: bool = False, adapter: Any = None):
+        super().__init__(lm=lm, adapter=adapter)
+        self.dialect, self.execute, self.use_execution = dialect, execute, use_execution
+        self.judge_equivalence = dspy.Predict(JudgeSQLEquivalence)
+
+    def forward(self, response: str, reference: str, reference_contexts: list[str]):
+        verdict = self.judge_equivalence(database_schema="\n".join(reference_contexts), reference_sql=reference,
+                                         candidate_sql=response)
+        llm_equivalent = bool(verdict.equivalent)
+        executed, note = (execution_equivalence(response, reference, schema_tables(reference_contexts),
+                                                dialect=self.dialect)
+                          if self.execute else (None, "execution check disabled"))
+        use = self.use_execution and executed is not None
+        return dspy.Prediction(
+            score=float(executed if use else llm_equivalent),
+            llm_equivalent=llm_equivalent,
+            execution_equivalent=executed,
+            agree=None if executed is None else executed == llm_equivalent,
+            execution_note=note,
+            reference_explanation=verdict.reference_explanation,
+            candidate_explanation=verdict.candidate_explanation,
         )
