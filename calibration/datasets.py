@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judges.dataset import EvaluationDataset
-from judges.samples import SingleTurnSample
+from judges.samples import AIMessage, HumanMessage, MultiTurnSample, SingleTurnSample, ToolCall, ToolMessage
 
 
 def data_dir() -> Path:
@@ -121,3 +121,45 @@ def load_evouna(systems: Sequence[str] = EVOUNA_SYSTEMS, limit: int | None = Non
     picked = list(itertools.islice(rows(), limit))
     return LabelledSet("evouna", EvaluationDataset([p[0] for p in picked]), [p[1] for p in picked], "binary",
                        "EVOUNA (wangcunxiang/QA-Eval), Apache-2.0", [p[2] for p in picked])
+
+
+def tau_bench_sample(run: dict[str, Any]) -> MultiTurnSample:
+    """One tau-bench run as a MultiTurnSample: the system prompt is dropped, assistant tool calls become
+    ``ToolCall``s, the gold actions become ``reference_tool_calls`` and the user's instruction (the goal
+    the simulated user was given) becomes ``reference``."""
+    messages: list[Any] = []
+    for message in run["traj"]:
+        role = message.get("role")
+        if role == "user":
+            messages.append(HumanMessage(content=message.get("content") or ""))
+        elif role == "assistant":
+            calls = []
+            for call in message.get("tool_calls") or []:
+                function = call.get("function", {})
+                arguments = function.get("arguments") or "{}"
+                calls.append(ToolCall(name=function.get("name", ""),
+                                      args=json.loads(arguments) if isinstance(arguments, str) else arguments))
+            messages.append(AIMessage(content=message.get("content") or "", tool_calls=calls or None))
+        elif role == "tool":
+            messages.append(ToolMessage(content=str(message.get("content") or "")))
+    task = run["info"]["task"]
+    return MultiTurnSample(
+        user_input=messages,
+        reference=task.get("instruction"),
+        reference_tool_calls=[ToolCall(name=a["name"], args=a.get("kwargs") or {}) for a in task.get("actions", [])],
+    )
+
+
+def load_tau_bench(limit: int | None = None) -> LabelledSet:
+    """tau-bench airline trajectories (GPT-4o agent, 50 tasks x 4 trials). Label: the run's reward, 1 when
+    the database end state matched the goal. That is a programmatic check, not a human rating."""
+    with open(data_dir() / "tau_bench" / "gpt-4o-airline.json", encoding="utf-8") as handle:
+        runs = json.load(handle)[:limit]
+    return LabelledSet(
+        "tau_bench",
+        EvaluationDataset([tau_bench_sample(run) for run in runs]),
+        [int(float(run["reward"]) >= 1.0) for run in runs],
+        "binary",
+        "tau-bench (sierra-research/tau-bench), MIT; labels are task rewards",
+        [{"task_id": run["task_id"], "trial": run.get("trial")} for run in runs],
+    )

@@ -9,6 +9,9 @@ answered or refused by the agent; then, over the queries,
 (the seed's science example: precision 2/3, recall 1). A ratio whose denominator is 0 scores 0.0 with an
 ``undefined_reason``.
 
+Tool results can be long (tau-bench's run to kilobytes of JSON): the goal judges cut each message to
+``max_message_chars`` (default 400) before the conversation goes into the prompt.
+
 AgentGoalAccuracyWithReference infers the outcome the conversation reached and compares it with the
 reference outcome; AgentGoalAccuracyWithoutReference infers both the user's goal and the outcome from the
 conversation and compares them. Both are binary.
@@ -85,7 +88,7 @@ class TopicAdherenceScore(Judge):
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "reference_topics")
     sample_type: ClassVar[type] = MultiTurnSample
 
-    def __init__(self, lm: Any = None, *, mode: str = "precision", adapter: Any = None):
+    def __init__(self, *, lm: Any = None, mode: str = "precision", adapter: Any = None):
         if mode not in ("precision", "recall", "f1"):
             raise ValueError(f"topic_adherence_score: mode={mode!r} is not one of ['f1', 'precision', 'recall']")
         super().__init__(lm=lm, adapter=adapter)
@@ -135,13 +138,14 @@ class AgentGoalAccuracyWithReference(Judge):
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "reference")
     sample_type: ClassVar[type] = MultiTurnSample
 
-    def __init__(self, lm: Any = None, adapter: Any = None):
+    def __init__(self, *, lm: Any = None, max_message_chars: int | None = 400, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
+        self.max_message_chars = max_message_chars
         self.infer_outcome = dspy.Predict(InferOutcome)
         self.compare_outcome = dspy.Predict(CompareOutcome)
 
     def forward(self, user_input: list, reference: str):
-        conversation = MultiTurnSample(user_input=user_input).pretty_repr()
+        conversation = MultiTurnSample(user_input=user_input).pretty_repr(self.max_message_chars)
         outcome = self.infer_outcome(conversation=conversation).outcome
         verdict = self.compare_outcome(desired_outcome=reference, achieved_outcome=outcome)
         return dspy.Prediction(score=float(bool(verdict.achieved)), outcome=outcome, reason=verdict.reason)
@@ -156,13 +160,14 @@ class AgentGoalAccuracyWithoutReference(Judge):
     required_fields: ClassVar[tuple[str, ...]] = ("user_input",)
     sample_type: ClassVar[type] = MultiTurnSample
 
-    def __init__(self, lm: Any = None, adapter: Any = None):
+    def __init__(self, *, lm: Any = None, max_message_chars: int | None = 400, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
+        self.max_message_chars = max_message_chars
         self.infer_goal_and_outcome = dspy.Predict(InferGoalAndOutcome)
         self.compare_outcome = dspy.Predict(CompareOutcome)
 
     def forward(self, user_input: list):
-        conversation = MultiTurnSample(user_input=user_input).pretty_repr()
+        conversation = MultiTurnSample(user_input=user_input).pretty_repr(self.max_message_chars)
         inferred = self.infer_goal_and_outcome(conversation=conversation)
         verdict = self.compare_outcome(desired_outcome=inferred.user_goal, achieved_outcome=inferred.outcome)
         return dspy.Prediction(score=float(bool(verdict.achieved)), user_goal=inferred.user_goal,

@@ -211,7 +211,7 @@ class Judge(Metric, dspy.Module):
     #: Top alternatives asked for per token when ``use_logprobs`` is on.
     top_logprobs: ClassVar[int] = 10
 
-    def __init__(self, lm: Any = None, adapter: Any = None, *, use_logprobs: bool = False):
+    def __init__(self, *, lm: Any = None, adapter: Any = None, use_logprobs: bool = False):
         dspy.Module.__init__(self)
         self.judge_lm = lm
         self.judge_adapter = adapter

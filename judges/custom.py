@@ -75,7 +75,7 @@ def _check_name(metric: str, name: Any, definition: Any) -> None:
 
 
 class _NamedJudge(Judge):
-    def __init__(self, name: str, lm: Any = None, adapter: Any = None):
+    def __init__(self, name: str, *, lm: Any = None, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
         self.metric_name = name
 
@@ -91,7 +91,7 @@ class AspectCritic(_NamedJudge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response",)
 
-    def __init__(self, name: str, definition: str, lm: Any = None, *, strictness: int = 1,
+    def __init__(self, name: str, definition: str, *, lm: Any = None, strictness: int = 1,
                  vote_temperature: float = 0.7, adapter: Any = None):
         _check_name("aspect_critic", name, definition)
         if not isinstance(strictness, int) or strictness < 1:
@@ -150,7 +150,7 @@ class SimpleCriteriaScore(_RatingJudge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response",)
 
-    def __init__(self, name: str, definition: str, lm: Any = None, *, min_score: int = 0, max_score: int = 5,
+    def __init__(self, name: str, definition: str, *, lm: Any = None, min_score: int = 0, max_score: int = 5,
                  adapter: Any = None):
         _check_name("simple_criteria_score", name, definition)
         super().__init__(name, lm=lm, adapter=adapter)
@@ -202,7 +202,7 @@ class RubricsScore(_RatingJudge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response",)
 
-    def __init__(self, rubrics: dict[str, str] | None = None, lm: Any = None, *, name: str = "rubrics_score",
+    def __init__(self, rubrics: dict[str, str] | None = None, *, lm: Any = None, name: str = "rubrics_score",
                  adapter: Any = None):
         super().__init__(name, lm=lm, adapter=adapter)
         self.rubrics = dict(rubrics or DEFAULT_RUBRICS)
@@ -220,7 +220,7 @@ class InstanceRubrics(_RatingJudge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "rubrics")
 
-    def __init__(self, lm: Any = None, *, name: str = "instance_rubrics", adapter: Any = None):
+    def __init__(self, *, lm: Any = None, name: str = "instance_rubrics", adapter: Any = None):
         super().__init__(name, lm=lm, adapter=adapter)
         self.rate = dspy.Predict(RubricRating)
 

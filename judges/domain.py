@@ -116,7 +116,7 @@ class SummarizationScore(Judge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference_contexts")
 
-    def __init__(self, lm: Any = None, *, length_penalty: bool = True, coeff: float = 0.5,
+    def __init__(self, *, lm: Any = None, length_penalty: bool = True, coeff: float = 0.5,
                  max_questions: int = 10, adapter: Any = None):
         if not 0.0 <= coeff <= 1.0:
             raise ValueError(f"summarization_score: coeff must be in [0, 1], got {coeff!r}")
@@ -310,7 +310,7 @@ class LLMSQLEquivalence(Judge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference", "reference_contexts")
 
-    def __init__(self, lm: Any = None, *, dialect: str | None = None, execute: bool = True,
+    def __init__(self, *, lm: Any = None, dialect: str | None = None, execute: bool = True,
                  use_execution: bool = False, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
         self.dialect, self.execute, self.use_execution = dialect, execute, use_execution

@@ -111,7 +111,7 @@ class AnswerAccuracy(_DualJudge):
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference")
     scale = (0, 2, 4)
 
-    def __init__(self, lm: Any = None, adapter: Any = None):
+    def __init__(self, *, lm: Any = None, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
         self.judge_a = dspy.Predict(AnswerAccuracyJudgeA)
         self.judge_b = dspy.Predict(AnswerAccuracyJudgeB)
@@ -126,7 +126,7 @@ class ContextRelevance(_DualJudge):
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
     scale = (0, 1, 2)
 
-    def __init__(self, lm: Any = None, adapter: Any = None):
+    def __init__(self, *, lm: Any = None, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
         self.judge_a = dspy.Predict(ContextRelevanceJudgeA)
         self.judge_b = dspy.Predict(ContextRelevanceJudgeB)
@@ -141,7 +141,7 @@ class ResponseGroundedness(_DualJudge):
     required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
     scale = (0, 1, 2)
 
-    def __init__(self, lm: Any = None, adapter: Any = None):
+    def __init__(self, *, lm: Any = None, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
         self.judge_a = dspy.Predict(ResponseGroundednessJudgeA)
         self.judge_b = dspy.Predict(ResponseGroundednessJudgeB)

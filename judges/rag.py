@@ -161,7 +161,7 @@ def align_verdicts(
 class _ClaimJudge(Judge):
     """Judges built from ``extract_claims`` and ``verify`` share these two steps."""
 
-    def __init__(self, lm: Any = None, adapter: Any = None, *, use_logprobs: bool = False):
+    def __init__(self, *, lm: Any = None, adapter: Any = None, use_logprobs: bool = False):
         super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
         self.extract_claims = dspy.Predict(ExtractClaims)
         self.verify = dspy.Predict(VerifyClaims)
@@ -236,7 +236,7 @@ class ResponseRelevancy(_EmbeddingsMixin, Judge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response")
 
-    def __init__(self, lm: Any = None, embeddings: Any = None, *, n_questions: int = 3, adapter: Any = None):
+    def __init__(self, *, lm: Any = None, embeddings: Any = None, n_questions: int = 3, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
         if not isinstance(n_questions, int) or n_questions < 1:
             raise ValueError(f"response_relevancy: n_questions must be a positive int, got {n_questions!r}")
@@ -267,7 +267,7 @@ AnswerRelevancy = ResponseRelevancy
 class _ContextPrecision(Judge):
     answer_field: ClassVar[str] = "reference"
 
-    def __init__(self, lm: Any = None, adapter: Any = None, *, use_logprobs: bool = False):
+    def __init__(self, *, lm: Any = None, adapter: Any = None, use_logprobs: bool = False):
         super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
         self.judge_usefulness = dspy.Predict(JudgeContextUsefulness)
 
@@ -331,7 +331,7 @@ class ContextEntityRecall(Judge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("retrieved_contexts", "reference")
 
-    def __init__(self, lm: Any = None, adapter: Any = None):
+    def __init__(self, *, lm: Any = None, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
         self.extract_entities = dspy.Predict(ExtractEntities)
 
@@ -369,7 +369,7 @@ class NoiseSensitivity(_ClaimJudge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference", "retrieved_contexts")
 
-    def __init__(self, lm: Any = None, *, mode: str = "relevant", adapter: Any = None, use_logprobs: bool = False):
+    def __init__(self, *, lm: Any = None, mode: str = "relevant", adapter: Any = None, use_logprobs: bool = False):
         super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
         if mode not in ("relevant", "irrelevant"):
             raise ValueError(f"noise_sensitivity: mode={mode!r} is not one of ['irrelevant', 'relevant']")
@@ -417,7 +417,7 @@ class SemanticSimilarity(_EmbeddingsMixin, Metric):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
 
-    def __init__(self, embeddings: Any = None, *, threshold: float | None = None):
+    def __init__(self, *, embeddings: Any = None, threshold: float | None = None):
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"semantic_similarity: threshold must be in [0, 1], got {threshold!r}")
         self.threshold = threshold
@@ -449,9 +449,9 @@ class AnswerCorrectness(_EmbeddingsMixin, _ClaimJudge):
 
     def __init__(
         self,
+        *,
         lm: Any = None,
         embeddings: Any = None,
-        *,
         weights: tuple[float, float] = (0.75, 0.25),
         threshold: float | None = None,
         adapter: Any = None,
@@ -503,7 +503,7 @@ class FactualCorrectness(_ClaimJudge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
 
-    def __init__(self, lm: Any = None, *, mode: str = "f1", atomicity: str = "low", coverage: str = "low",
+    def __init__(self, *, lm: Any = None, mode: str = "f1", atomicity: str = "low", coverage: str = "low",
                  adapter: Any = None, use_logprobs: bool = False):
         super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
         for name, value, allowed in (("mode", mode, ("precision", "recall", "f1")),
@@ -548,7 +548,7 @@ class ContextRelevancy(Judge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
 
-    def __init__(self, lm: Any = None, adapter: Any = None):
+    def __init__(self, *, lm: Any = None, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
         self.extract_sentences = dspy.Predict(ExtractRelevantSentences)
 

@@ -175,9 +175,16 @@ class MultiTurnSample(_Sample):
                 pending = False
         return self
 
-    def pretty_repr(self) -> str:
-        """The conversation as plain text, one message per paragraph (what judges read)."""
-        return "\n".join(message.pretty_repr() for message in self.user_input)
+    def pretty_repr(self, max_message_chars: int | None = None) -> str:
+        """The conversation as plain text, one message per line (what judges read); with
+        ``max_message_chars`` each message is cut to that length (tool results can be huge)."""
+        lines = []
+        for message in self.user_input:
+            text = message.pretty_repr()
+            if max_message_chars is not None and len(text) > max_message_chars:
+                text = text[:max_message_chars] + " [...]"
+            lines.append(text)
+        return "\n".join(lines)
 
     def tool_calls(self) -> list[ToolCall]:
         """Every tool call the agent made, in order."""

@@ -32,3 +32,24 @@ def test_labelled_set_checks_lengths_and_subsets():
         LabelledSet("x", ds, [1])
     sub = LabelledSet("x", ds, [1, 0]).subset([1])
     assert sub.labels == [0] and sub.dataset[0].response == "b"
+
+
+def test_tau_bench_trajectories_load_as_multi_turn_samples_and_run_through_agent_metrics():
+    from dspy.utils import DummyLM
+
+    from calibration.datasets import load_tau_bench
+    from judges import AgentGoalAccuracyWithReference, MultiTurnSample, ToolCallAccuracy, ToolCallF1
+
+    data = load_tau_bench(limit=8)
+    assert len(data) == 8 and data.dataset.sample_type is MultiTurnSample
+    sample = data.dataset[0]
+    assert sample.reference and sample.reference_tool_calls and sample.tool_calls()
+    assert set(data.labels) <= {0, 1}
+    for metric in (ToolCallAccuracy(), ToolCallF1()):
+        scores = [metric.score(s).score for s in data.dataset]
+        assert all(0.0 <= v <= 1.0 for v in scores)
+    lm = DummyLM([{"outcome": "booked"}, {"reason": "r", "achieved": True}])
+    judge = AgentGoalAccuracyWithReference(lm=lm, max_message_chars=100)
+    assert judge.score(sample).score == 1.0
+    prompt = lm.history[0]["messages"][-1]["content"]
+    assert "[...]" in prompt and "get_user_details" in prompt

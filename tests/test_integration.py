@@ -106,7 +106,7 @@ JUDGES = {
 @pytest.mark.parametrize("name", sorted(JUDGES))
 def test_every_rag_judge_runs_on_the_embedded_lm(name):
     make, intermediates = JUDGES[name]
-    result = make(local_lm(cache=False)).score(SAMPLE)
+    result = make(lm=local_lm(cache=False)).score(SAMPLE)
     assert math.isfinite(result.score) and 0.0 <= result.score <= 1.0
     for key in intermediates:
         assert key in result.keys(), key
@@ -122,3 +122,54 @@ def test_log_probabilities_give_smooth_verdicts():
     result = judge.score(SAMPLE)
     assert all(0.0 <= row["probability"] <= 1.0 for row in result.verdicts)
     assert result.score == pytest.approx(sum(row["probability"] for row in result.verdicts) / len(result.verdicts))
+
+
+def _shortest_tau_bench_run():
+    from calibration.datasets import load_tau_bench
+
+    data = load_tau_bench()
+    return min(data.dataset, key=lambda s: len(s.pretty_repr(400)))
+
+
+def _judges_for_other_families():
+    from judges import (AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference, AnswerAccuracy,
+                        AspectCritic, ContextRelevance, InstanceRubrics, LLMSQLEquivalence, ResponseGroundedness,
+                        RubricsScore, SimpleCriteriaScore, SummarizationScore, TopicAdherenceScore)
+
+    return {
+        "answer_accuracy": (AnswerAccuracy, SAMPLE),
+        "context_relevance": (ContextRelevance, SAMPLE),
+        "response_groundedness": (ResponseGroundedness, SAMPLE),
+        "aspect_critic": (lambda lm: AspectCritic(name="concise", definition="Is the response one sentence?", lm=lm,
+                                                  strictness=3), SAMPLE),
+        "simple_criteria": (lambda lm: SimpleCriteriaScore(name="q", definition="Completeness", lm=lm), SAMPLE),
+        "rubrics": (lambda lm: RubricsScore(lm=lm), SAMPLE),
+        "instance_rubrics": (InstanceRubrics, SingleTurnSample(
+            response=SAMPLE.response, rubrics={"score0_description": "wrong date", "score1_description": "right date"})),
+        "topic_adherence": (lambda lm: TopicAdherenceScore(lm=lm, mode="f1"), "science"),
+        "goal_with_reference": (AgentGoalAccuracyWithReference, "tau"),
+        "goal_without_reference": (AgentGoalAccuracyWithoutReference, "tau"),
+        "summarization": (SummarizationScore, SingleTurnSample(
+            response="Einstein, a German-born physicist, was born in 1879.", reference_contexts=[CONTEXT])),
+        "sql_equivalence": (LLMSQLEquivalence, SingleTurnSample(
+            response="SELECT name FROM users WHERE age > 30", reference="SELECT name FROM users WHERE age >= 31",
+            reference_contexts=["CREATE TABLE users (id INT PRIMARY KEY, name TEXT, age INT)"])),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_judges_for_other_families()))
+def test_every_other_llm_judge_runs_on_the_embedded_lm(name):
+    from judges import AIMessage, HumanMessage, MultiTurnSample
+
+    make, sample = _judges_for_other_families()[name]
+    if sample == "tau":
+        sample = _shortest_tau_bench_run()
+    elif sample == "science":
+        sample = MultiTurnSample(
+            user_input=[HumanMessage(content="What is the speed of light?"), AIMessage(content="About 300,000 km/s."),
+                        HumanMessage(content="Any cake recipe?"), AIMessage(content="Sorry, I only answer science questions.")],
+            reference_topics=["science"])
+    result = make(lm=local_lm(cache=False)).score(sample)
+    assert math.isfinite(result.score) and 0.0 <= result.score <= 1.0
+    if name == "sql_equivalence":
+        assert result.execution_equivalent is True  # age > 30 and age >= 31 agree on integers
