@@ -358,6 +358,18 @@ def judge_context(lm: Any = None, adapter: Any = None):
 # ------------------------------------------------------------------------------------------------
 # Embeddings
 # ------------------------------------------------------------------------------------------------
+_DEFAULT_EMBEDDINGS: contextvars.ContextVar[Any] = contextvars.ContextVar("judges_default_embeddings", default=None)
+
+
+@contextlib.contextmanager
+def default_embeddings(embeddings: Any = None):
+    """Inside the block, metrics built without ``embeddings=`` use these (``evaluate(embeddings=...)``)."""
+    token = _DEFAULT_EMBEDDINGS.set(embeddings if embeddings is not None else _DEFAULT_EMBEDDINGS.get())
+    try:
+        yield
+    finally:
+        _DEFAULT_EMBEDDINGS.reset(token)
+
 class Embedder:
     """``embed(texts) -> (n, d) float32 array`` with unit-norm rows; batched; the model loads once."""
 
@@ -406,6 +418,8 @@ def sentence_transformer_embedder(path: str | Path | None = None, batch_size: in
 
 def resolve_embedder(embeddings: Any = None) -> Embedder:
     """Turn a metric's ``embeddings`` argument into an :class:`Embedder` (see the module docstring)."""
+    if embeddings is None:
+        embeddings = _DEFAULT_EMBEDDINGS.get()
     if embeddings is None or embeddings == EMBEDDED:
         return sentence_transformer_embedder()
     if isinstance(embeddings, Embedder):

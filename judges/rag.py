@@ -207,6 +207,8 @@ class _EmbeddingsMixin:
 
     @property
     def embedder(self):
+        if self.embeddings is None:  # the default may change per run (evaluate(embeddings=...))
+            return resolve_embedder(None)
         if self._embedder is None:
             self._embedder = resolve_embedder(self.embeddings)
         return self._embedder

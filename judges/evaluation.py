@@ -1,0 +1,407 @@
+"""evaluate(): many metrics over a dataset, in a thread pool, with accounting and resumable run files.
+
+    result = evaluate(dataset, [Faithfulness(), RougeScore()], num_threads=4, run_file="runs/r1.jsonl")
+    result.summary()          # per metric: mean, std, quantiles, failures, undefined, tokens, cost, latency
+    result.to_pandas()        # one row per sample, a column per metric
+    result.failures           # (sample, metric, reason) of every sample that could not be scored
+
+* Every sample is validated against every metric's required fields before the first LM call; all
+  problems are reported at once (``DatasetValidationError``).
+* Work items are (sample, metric) pairs run on ``num_threads`` threads (DSPy's settings and the LM/
+  embedder overrides travel with each item). Transient LM errors (rate limit, timeout, server,
+  transport) are retried with exponential backoff; a task still running after ``timeout`` seconds is
+  recorded as failed (its thread is left to finish, its result discarded). A failed sample never stops
+  the run unless ``strict=True``.
+* ``run_file``: each finished item is appended (and flushed) as one JSON line the moment it finishes; a
+  rerun with the same file skips what is there, so a run killed at any point (even SIGKILL) resumes
+  without losing or redoing finished work, and ends with the same table as an uninterrupted run. A run
+  file made for other samples or metric settings is refused rather than mixed in.
+* Accounting per metric: LM calls and input/output tokens (DSPy's usage tracker; answers served from
+  DSPy's cache cost none), cost from a ``price_table`` ``{model: {"input": $ per 1M tokens, "output":
+  ...}}``, latency p50/p95, and overall throughput.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dspy
+import numpy as np
+
+from judges.base import Metric
+from judges.dataset import EvaluationDataset
+from judges.samples import SampleValidationError
+
+RUN_FILE_VERSION = 1
+
+#: Exceptions worth another try: the provider or the network, not the sample.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, ConnectionError)
+try:  # DSPy's public LM errors
+    from dspy.utils.exceptions import (
+        LMLockTimeoutError,
+        LMRateLimitError,
+        LMServerError,
+        LMTimeoutError,
+        LMTransportError,
+    )
+
+    TRANSIENT_ERRORS += (LMRateLimitError, LMServerError, LMTimeoutError, LMTransportError, LMLockTimeoutError)
+except ImportError:  # pragma: no cover - older DSPy
+    pass
+
+
+class DatasetValidationError(ValueError):
+    """Samples lack what some metrics need; ``errors`` holds one SampleValidationError per metric."""
+
+    def __init__(self, errors: list[SampleValidationError]):
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))
+
+
+# ------------------------------------------------------------------------------------------------
+# Identity of samples and metrics (what makes a run file reusable)
+# ------------------------------------------------------------------------------------------------
+def sample_key(sample) -> str:
+    text = json.dumps(sample.to_dict(), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+
+
+def metric_config(metric: Metric) -> dict[str, Any]:
+    """The metric's class and its plain settings (mode, threshold, weights ...), for run-file identity."""
+    settings = {}
+    for key, value in sorted(vars(metric).items()):
+        if key.startswith("_") or key in ("judge_lm", "judge_adapter", "embeddings"):
+            continue
+        if isinstance(value, (str, int, float, bool, type(None))):
+            settings[key] = value
+        elif isinstance(value, tuple) and all(isinstance(v, (str, int, float, bool)) for v in value):
+            settings[key] = list(value)
+    return {"class": type(metric).__name__, "settings": settings}
+
+
+def _metric_names(metrics: Sequence[Metric]) -> list[str]:
+    names = [m.name for m in metrics]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"evaluate: two metrics share the name(s) {duplicates}; give them distinct names")
+    return names
+
+
+# ------------------------------------------------------------------------------------------------
+# Result
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class EvaluationResult:
+    """Per-(sample, metric) records plus the run's wall time; everything else is derived from them."""
+
+    records: list[dict[str, Any]]
+    metric_names: list[str]
+    n_samples: int
+    wall_seconds: float
+    price_table: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def _by_metric(self, name: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["metric"] == name]
+
+    @property
+    def failures(self) -> list[tuple[int, str, str]]:
+        return [(r["sample"], r["metric"], r["error"]) for r in self.records if r.get("error")]
+
+    def scores(self, name: str) -> list[float | None]:
+        """The metric's score per sample (None where it failed)."""
+        table: list[float | None] = [None] * self.n_samples
+        for r in self._by_metric(name):
+            table[r["sample"]] = r.get("score")
+        return table
+
+    def cost(self, record: dict[str, Any]) -> float | None:
+        total = 0.0
+        for model, usage in (record.get("usage") or {}).items():
+            price = self.price_table.get(model)
+            if price is None:
+                return None
+            total += usage.get("prompt_tokens", 0) / 1e6 * price.get("input", 0.0)
+            total += usage.get("completion_tokens", 0) / 1e6 * price.get("output", 0.0)
+        return total
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Per metric: n, mean/std/min/quartiles/max over defined scores, failures, undefined, LM calls,
+        tokens, cost (None without prices), latency p50/p95 (s); plus an ``_overall`` entry."""
+        out: dict[str, dict[str, Any]] = {}
+        for name in self.metric_names:
+            records = self._by_metric(name)
+            ok = [r for r in records if r.get("score") is not None and not r.get("undefined_reason")]
+            values = np.array([r["score"] for r in ok], dtype=float)
+            latencies = np.array([r["latency_s"] for r in records if r.get("latency_s") is not None], dtype=float)
+            costs = [self.cost(r) for r in records]
+            stats: dict[str, Any] = {
+                "n": len(records),
+                "scored": len(ok),
+                "failures": sum(1 for r in records if r.get("error")),
+                "undefined": sum(1 for r in records if r.get("undefined_reason")),
+                "mean": float(values.mean()) if len(values) else None,
+                "std": float(values.std()) if len(values) else None,
+            }
+            for label, q in (("min", 0), ("p25", 25), ("median", 50), ("p75", 75), ("max", 100)):
+                stats[label] = float(np.percentile(values, q)) if len(values) else None
+            stats.update(
+                lm_calls=sum(r.get("lm_calls", 0) for r in records),
+                input_tokens=sum(u.get("prompt_tokens", 0) for r in records for u in (r.get("usage") or {}).values()),
+                output_tokens=sum(u.get("completion_tokens", 0) for r in records for u in (r.get("usage") or {}).values()),
+                cost=None if any(c is None for c in costs) else float(sum(costs)),
+                latency_p50=float(np.percentile(latencies, 50)) if len(latencies) else None,
+                latency_p95=float(np.percentile(latencies, 95)) if len(latencies) else None,
+            )
+            out[name] = stats
+        out["_overall"] = {
+            "samples": self.n_samples,
+            "wall_seconds": self.wall_seconds,
+            "samples_per_second": self.n_samples / self.wall_seconds if self.wall_seconds > 0 else None,
+            "failures": len(self.failures),
+        }
+        return out
+
+    def to_pandas(self):
+        """One row per sample: ``<metric>`` score columns, ``<metric>__error`` where something failed."""
+        import pandas as pd
+
+        rows = [{"sample": i} for i in range(self.n_samples)]
+        for r in self.records:
+            rows[r["sample"]][r["metric"]] = r.get("score")
+            if r.get("error"):
+                rows[r["sample"]][f"{r['metric']}__error"] = r["error"]
+        return pd.DataFrame(rows).set_index("sample")
+
+    def to_jsonl(self, path: str | Path) -> Path:
+        """Every record, intermediates included, one JSON object per line."""
+        path = Path(path)
+        with open(path, "w", encoding="utf-8") as handle:
+            for r in sorted(self.records, key=lambda r: (r["sample"], self.metric_names.index(r["metric"]))):
+                handle.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
+        return path
+
+    def to_csv(self, path: str | Path) -> Path:
+        path = Path(path)
+        self.to_pandas().to_csv(path)
+        return path
+
+    def __repr__(self) -> str:
+        means = ", ".join(
+            f"{n}={s['mean']:.3f}" if s["mean"] is not None else f"{n}=n/a"
+            for n, s in self.summary().items() if n != "_overall"
+        )
+        return f"EvaluationResult({self.n_samples} samples: {means}; {len(self.failures)} failures)"
+
+
+# ------------------------------------------------------------------------------------------------
+# Run file
+# ------------------------------------------------------------------------------------------------
+class RunFile:
+    """Append-only JSONL: a header line describing the run, then one line per finished (sample, metric).
+
+    A line cut short by a kill is ignored on reading (its item is simply done again)."""
+
+    def __init__(self, path: str | Path, header: dict[str, Any]):
+        self.path = Path(path)
+        self.header = header
+        self.done: dict[tuple[int, str], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        if self.path.exists() and self.path.stat().st_size > 0:
+            self._read()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps({"header": header}, ensure_ascii=False) + "\n")
+
+    def _read(self) -> None:
+        with open(self.path, encoding="utf-8") as handle:
+            lines = handle.read().split("\n")
+        try:
+            existing = json.loads(lines[0])["header"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise ValueError(f"{self.path} is not a run file of this library (no header line)") from None
+        for key in ("version", "samples", "metrics"):
+            if existing.get(key) != self.header.get(key):
+                raise ValueError(
+                    f"{self.path} was written for other {key} than this run; use a new run file "
+                    f"(or delete it to start over)"
+                )
+        needs_newline = bool(lines[-1])  # a kill mid-line leaves no trailing newline
+        for line in lines[1:]:
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # the line being written when the run was killed
+            self.done[(record["sample"], record["metric"])] = record
+        if needs_newline:
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write("\n")
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        with self._lock:
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+                handle.flush()
+            self.done[(record["sample"], record["metric"])] = record
+
+
+# ------------------------------------------------------------------------------------------------
+# evaluate()
+# ------------------------------------------------------------------------------------------------
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "model_dump"):
+        return _jsonable(value.model_dump())
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+def _score_once(metric: Metric, sample, retries: int, backoff: float) -> tuple[dspy.Prediction, dict, int]:
+    attempt = 0
+    while True:
+        try:
+            with dspy.track_usage() as tracker:
+                result = metric.score(sample)
+            usage = {model: tracker.get_total_tokens().get(model, {}) for model in tracker.usage_data}
+            calls = sum(len(entries) for entries in tracker.usage_data.values())
+            return result, usage, calls
+        except TRANSIENT_ERRORS:
+            if attempt >= retries:
+                raise
+            time.sleep(backoff * 2**attempt)
+            attempt += 1
+
+
+def evaluate(
+    dataset: EvaluationDataset | Iterable[Any],
+    metrics: Sequence[Metric],
+    *,
+    lm: Any = None,
+    embeddings: Any = None,
+    num_threads: int = 4,
+    run_file: str | Path | None = None,
+    strict: bool = False,
+    retries: int = 3,
+    backoff: float = 1.0,
+    timeout: float | None = None,
+    price_table: dict[str, dict[str, float]] | None = None,
+    progress: bool = True,
+) -> EvaluationResult:
+    """Score every sample with every metric. See the module docstring for the guarantees."""
+    from judges.models import default_embeddings, resolve_lm
+
+    if not isinstance(dataset, EvaluationDataset):
+        dataset = EvaluationDataset(list(dataset))
+    metrics = list(metrics)
+    if not metrics:
+        raise ValueError("evaluate: give at least one metric")
+    if not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"evaluate: num_threads must be a positive int, got {num_threads!r}")
+    names = _metric_names(metrics)
+
+    errors = []
+    for metric in metrics:
+        try:
+            metric.validate_dataset(dataset.samples)
+        except SampleValidationError as err:
+            errors.append(err)
+    if errors:
+        raise DatasetValidationError(errors)
+
+    keys = [sample_key(s) for s in dataset]
+    header = {
+        "version": RUN_FILE_VERSION,
+        "samples": hashlib.sha1("".join(keys).encode()).hexdigest()[:16],
+        "metrics": {name: metric_config(m) for name, m in zip(names, metrics)},
+    }
+    store = RunFile(run_file, header) if run_file is not None else None
+    done = dict(store.done) if store else {}
+    todo = [(i, m) for i in range(len(dataset)) for m in metrics if (i, m.name) not in done]
+
+    resolved_lm = resolve_lm(lm) if lm is not None else None
+    records: dict[tuple[int, str], dict[str, Any]] = dict(done)
+
+    def run_one(index: int, metric: Metric) -> dict[str, Any]:
+        start = time.perf_counter()
+        record: dict[str, Any] = {"sample": index, "metric": metric.name, "sample_key": keys[index]}
+        try:
+            result, usage, calls = _score_once(metric, dataset[index], retries, backoff)
+            details = {k: _jsonable(v) for k, v in result.items() if k not in ("score", "undefined_reason")}
+            record.update(score=float(result.score), details=details, usage=usage, lm_calls=calls)
+            if result.get("undefined_reason"):
+                record["undefined_reason"] = result["undefined_reason"]
+        except Exception as err:  # recorded, the run goes on (unless strict)
+            if strict:
+                raise
+            record.update(score=None, error=f"{type(err).__name__}: {err}")
+        record["latency_s"] = time.perf_counter() - start
+        return record
+
+    context = dspy.context(lm=resolved_lm) if resolved_lm is not None else contextlib.nullcontext()
+    bar = None
+    if progress and todo:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc="evaluate", unit="item")
+    start = time.perf_counter()
+    pool = ThreadPoolExecutor(max_workers=num_threads)
+    abandoned = False  # a timed-out task still holds a thread: do not wait for it at the end
+    with context, default_embeddings(embeddings):
+        pending: dict[Any, tuple[int, Metric, float]] = {}
+        queue = list(todo)
+        try:
+            while queue or pending:
+                while queue and len(pending) < num_threads:
+                    index, metric = queue.pop(0)
+                    future = pool.submit(contextvars.copy_context().run, run_one, index, metric)
+                    pending[future] = (index, metric, time.monotonic())
+                finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                now = time.monotonic()
+                for future in list(pending):
+                    index, metric, started = pending[future]
+                    if future in finished:
+                        record = future.result()
+                    elif timeout is not None and now - started > timeout:
+                        if strict:
+                            raise TimeoutError(f"{metric.name} on sample {index} took over {timeout} s")
+                        record = {"sample": index, "metric": metric.name, "sample_key": keys[index], "score": None,
+                                  "error": f"TimeoutError: no result after {timeout} s", "latency_s": now - started}
+                        abandoned = True
+                    else:
+                        continue
+                    del pending[future]
+                    records[(index, metric.name)] = record
+                    if store:
+                        store.append(record)
+                    if bar:
+                        bar.update(1)
+        finally:
+            pool.shutdown(wait=not abandoned and not pending, cancel_futures=True)
+            if bar:
+                bar.close()
+    wall = time.perf_counter() - start
+    ordered = [records[(i, name)] for i in range(len(dataset)) for name in names]
+    return EvaluationResult(ordered, names, len(dataset), wall, dict(price_table or {}))

@@ -1,0 +1,183 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import dspy
+import pytest
+from dspy.utils import DummyLM
+
+from judges import EvaluationDataset, ExactMatch, Faithfulness, Judge, Metric, RougeScore, SingleTurnSample
+from judges.evaluation import DatasetValidationError, evaluate
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _evaluation_helpers import SlowLength, samples  # noqa: E402
+from scripted import scripted_lm  # noqa: E402
+
+
+def rows(n=6):
+    return [
+        {"user_input": f"q{i}", "response": f"answer {i}", "reference": f"answer {i if i % 2 else i + 1}",
+         "retrieved_contexts": [f"context {i}"]}
+        for i in range(n)
+    ]
+
+
+class Polite(dspy.Signature):
+    """Is the response polite?"""
+
+    response: str = dspy.InputField()
+    polite: bool = dspy.OutputField()
+
+
+class PolitenessJudge(Judge):
+    required_fields = ("response",)
+
+    def __init__(self, *, lm=None):
+        super().__init__(lm=lm)
+        self.judge = dspy.Predict(Polite)
+
+    def forward(self, response):
+        return dspy.Prediction(score=float(self.judge(response=response).polite))
+
+
+def test_evaluate_many_metrics_with_threads_and_accounting(tmp_path):
+    lm = scripted_lm(lambda prompt: {"polite": "True" if "answer 1" in prompt else "False"})
+    judge = PolitenessJudge(lm=lm)
+    result = evaluate(EvaluationDataset(rows()), [ExactMatch(), RougeScore(), judge], num_threads=4,
+                      price_table={"scripted/test": {"input": 1.0, "output": 2.0}}, progress=False)
+    summary = result.summary()
+    assert summary["exact_match"]["mean"] == pytest.approx(0.5)
+    assert summary["politeness_judge"]["mean"] == pytest.approx(1 / 6)
+    assert summary["politeness_judge"]["lm_calls"] == 6
+    tokens_in, tokens_out = summary["politeness_judge"]["input_tokens"], summary["politeness_judge"]["output_tokens"]
+    assert tokens_in > 0 and tokens_out > 0
+    assert summary["politeness_judge"]["cost"] == pytest.approx(tokens_in / 1e6 * 1.0 + tokens_out / 1e6 * 2.0)
+    assert summary["exact_match"]["cost"] == 0.0 and summary["exact_match"]["lm_calls"] == 0
+    assert summary["rouge_score"]["latency_p95"] >= summary["rouge_score"]["latency_p50"] >= 0
+    assert summary["_overall"]["samples"] == 6 and summary["_overall"]["samples_per_second"] > 0
+    frame = result.to_pandas()
+    assert list(frame.columns) == ["exact_match", "rouge_score", "politeness_judge"] and len(frame) == 6
+    lines = result.to_jsonl(tmp_path / "r.jsonl").read_text().splitlines()
+    assert len(lines) == 18 and "details" in json.loads(lines[1])
+    assert result.to_csv(tmp_path / "r.csv").exists()
+    assert "exact_match=0.500" in repr(result)
+
+
+def test_every_problem_is_reported_before_any_lm_call():
+    lm = DummyLM([])
+    data = EvaluationDataset([{"user_input": "q", "response": "a"}, {"user_input": "q"}])
+    with pytest.raises(DatasetValidationError) as err:
+        evaluate(data, [Faithfulness(lm=lm), ExactMatch()], progress=False)
+    text = str(err.value)
+    assert "faithfulness: sample 0, field 'retrieved_contexts'" in text
+    assert "faithfulness: sample 1, field 'response'" in text
+    assert "exact_match: sample 1, field 'reference'" in text
+    assert lm.history == []
+
+
+class Flaky(Metric):
+    required_fields: ClassVar[tuple[str, ...]] = ("response",)
+
+    def __init__(self, fail_on=(), transient=0):
+        self.fail_on, self.transient, self.attempts = set(fail_on), transient, 0
+
+    def _score(self, sample):
+        from dspy.utils.exceptions import LMRateLimitError
+
+        self.attempts += 1
+        if self.attempts <= self.transient:
+            raise LMRateLimitError("slow down")
+        if sample.response in self.fail_on:
+            raise RuntimeError(f"cannot score {sample.response}")
+        return dspy.Prediction(score=1.0)
+
+
+def test_failures_are_recorded_and_strict_raises():
+    data = EvaluationDataset(rows(4))
+    result = evaluate(data, [Flaky(fail_on={"answer 2"})], num_threads=2, progress=False)
+    assert result.failures == [(2, "flaky", "RuntimeError: cannot score answer 2")]
+    assert result.summary()["flaky"]["failures"] == 1 and result.summary()["flaky"]["mean"] == 1.0
+    assert "flaky__error" in result.to_pandas().columns
+    with pytest.raises(RuntimeError, match="cannot score"):
+        evaluate(data, [Flaky(fail_on={"answer 2"})], num_threads=1, strict=True, progress=False)
+
+
+def test_transient_errors_are_retried_with_backoff():
+    flaky = Flaky(transient=2)
+    result = evaluate(EvaluationDataset(rows(1)), [flaky], num_threads=1, backoff=0.0, progress=False)
+    assert result.failures == [] and flaky.attempts == 3
+    result = evaluate(EvaluationDataset(rows(1)), [Flaky(transient=5)], num_threads=1, retries=1, backoff=0.0,
+                      progress=False)
+    assert "LMRateLimitError" in result.failures[0][2]
+
+
+def test_per_task_timeout():
+    result = evaluate(EvaluationDataset(samples(2)), [SlowLength(delay=2.0)], num_threads=2, timeout=0.3,
+                      progress=False)
+    assert len(result.failures) == 2 and "TimeoutError" in result.failures[0][2]
+
+
+def test_lm_argument_reaches_judges_without_their_own_lm():
+    lm = scripted_lm(lambda prompt: {"polite": "True"})
+    result = evaluate(EvaluationDataset(rows(3)), [PolitenessJudge()], lm=lm, num_threads=2, progress=False)
+    assert result.summary()["politeness_judge"]["mean"] == 1.0
+    assert lm.engine.calls == 3
+
+
+def test_duplicate_metric_names_are_refused():
+    with pytest.raises(ValueError, match="share the name"):
+        evaluate(EvaluationDataset(rows(1)), [ExactMatch(), ExactMatch(ignore_case=True)], progress=False)
+
+
+def test_run_file_resume_skips_finished_work_and_refuses_other_runs(tmp_path):
+    run = tmp_path / "run.jsonl"
+    data = EvaluationDataset(samples(6))
+    SlowLength.calls = 0
+    first = evaluate(data, [SlowLength(delay=0)], run_file=run, progress=False)
+    assert SlowLength.calls == 6
+    again = evaluate(data, [SlowLength(delay=0)], run_file=run, progress=False)
+    assert SlowLength.calls == 6  # nothing redone
+    assert again.scores("slow_length") == first.scores("slow_length")
+    with pytest.raises(ValueError, match="other samples"):
+        evaluate(EvaluationDataset(samples(5)), [SlowLength(delay=0)], run_file=run, progress=False)
+    with pytest.raises(ValueError, match="other metrics"):
+        evaluate(data, [SlowLength(delay=0.01)], run_file=run, progress=False)
+
+
+def test_sigkill_mid_run_then_resume_loses_nothing_and_matches_an_uninterrupted_run(tmp_path):
+    run = tmp_path / "killed.jsonl"
+    n = 40
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from _evaluation_helpers import SlowLength, samples
+        from judges.evaluation import evaluate
+        evaluate(samples({n}), [SlowLength(delay=0.1)], num_threads=1, run_file={str(run)!r}, progress=False)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=Path(__file__).parents[1])
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if run.exists() and len(run.read_text().splitlines()) >= 1 + 8:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    finished_before = [json.loads(line) for line in run.read_text().splitlines()[1:] if line.endswith("}")]
+    assert 8 <= len(finished_before) < n
+
+    SlowLength.calls = 0
+    resumed = evaluate(samples(n), [SlowLength(delay=0.1)], run_file=run, num_threads=4, progress=False)
+    assert SlowLength.calls <= n - len(finished_before) + 1  # at most the line being written is redone
+    assert SlowLength.calls >= n - len(finished_before) - 1
+    reference = evaluate(samples(n), [SlowLength(delay=0)], num_threads=2, progress=False)
+    assert resumed.scores("slow_length") == reference.scores("slow_length")
+    assert resumed.to_pandas().equals(reference.to_pandas())
+    for record in finished_before:  # every finished sample survived as written
+        assert resumed.records[record["sample"]]["score"] == record["score"]
