@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import hashlib
@@ -280,6 +281,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _score_once(metric: Metric, sample, retries: int, backoff: float) -> tuple[dspy.Prediction, dict, int]:
+    if not metric.needs_lm:  # no LM, nothing to track or retry
+        return metric.score(sample), {}, 0
     attempt = 0
     while True:
         try:
@@ -371,11 +374,11 @@ def evaluate(
     abandoned = False  # a timed-out task still holds a thread: do not wait for it at the end
     with context, default_embeddings(embeddings):
         pending: dict[Any, tuple[int, Metric, float]] = {}
-        queue = list(todo)
+        queue = collections.deque(todo)
         try:
             while queue or pending:
                 while queue and len(pending) < num_threads:
-                    index, metric = queue.pop(0)
+                    index, metric = queue.popleft()
                     future = pool.submit(contextvars.copy_context().run, run_one, index, metric)
                     pending[future] = (index, metric, time.monotonic())
                 finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)

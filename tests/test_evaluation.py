@@ -82,7 +82,10 @@ def test_every_problem_is_reported_before_any_lm_call():
 
 
 class Flaky(Metric):
+    """Fails on chosen responses, and raises a transient LM error on its first `transient` attempts."""
+
     required_fields: ClassVar[tuple[str, ...]] = ("response",)
+    needs_lm: ClassVar[bool] = True  # retries apply to metrics that call an LM
 
     def __init__(self, fail_on=(), transient=0):
         self.fail_on, self.transient, self.attempts = set(fail_on), transient, 0
