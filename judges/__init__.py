@@ -10,6 +10,7 @@ from judges.base import FieldResolver, Judge, Metric
 from judges.custom import AspectCritic, InstanceRubrics, RubricsScore, SimpleCriteriaScore
 from judges.dataset import LEGACY_COLUMNS, EvaluationDataset
 from judges.domain import DataCompyScore, LLMSQLEquivalence, SummarizationScore
+from judges.evaluation import DatasetValidationError, EvaluationResult, evaluate
 from judges.dual_judge import AnswerAccuracy, ContextRelevance, JudgeOutputError, ResponseGroundedness
 from judges.models import (
     Embedder,
@@ -67,6 +68,9 @@ from judges.tools import ToolCallAccuracy, ToolCallF1
 __version__ = "0.1.0"
 
 __all__ = [
+    "DatasetValidationError",
+    "EvaluationResult",
+    "evaluate",
     "AIMessage",
     "AgentGoalAccuracyWithReference",
     "AgentGoalAccuracyWithoutReference",

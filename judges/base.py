@@ -182,10 +182,11 @@ class FieldResolver:
                     break
         missing = [name for name in required if name not in data]
         if missing:
-            tried = "; ".join(f"{name} <- {' | '.join(self.sources[name])}" for name in missing)
-            raise SampleValidationError(
-                [(None, name, "not found on example or pred") for name in missing]
-            ) from KeyError(f"looked for: {tried}")
+            raise SampleValidationError([
+                (None, name, f"not found: looked at {', '.join(self.sources[name])}; "
+                             f"say where it is with field_map={{'{name}': 'pred.<attribute>'}}")
+                for name in missing
+            ])
         return self.sample_type.parse(data)
 
     def _coerce(self, name: str, value: Any) -> Any:
