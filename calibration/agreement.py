@@ -1,0 +1,170 @@
+"""Judge-human agreement: the statistics (scikit-learn / scipy), each with a bootstrap 95% CI, in one
+printable, serialisable report.
+
+    report = agreement(human_labels, judge_scores, kind="binary", threshold=0.5)
+    print(report)                      # a table
+    report.to_dict(); report.to_json()
+
+``kind="binary"``: labels are 0/1 and judge scores are in [0, 1]; threshold-based statistics (accuracy,
+balanced accuracy, Cohen's kappa, confusion matrix) use ``score >= threshold``; ranking and probability
+statistics (ROC-AUC, Brier, ECE) use the scores themselves. ``kind="ordinal"``: labels and predictions
+are ordered integers; kappa is quadratic-weighted. ``kind="continuous"``: correlations and MAE.
+Undefined statistics (ROC-AUC with one class, a correlation of a constant) are ``None``, never NaN.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+def expected_calibration_error(labels: Sequence[float], scores: Sequence[float], n_bins: int = 10) -> float:
+    """Mean |accuracy - confidence| over equal-width score bins, weighted by bin size."""
+    labels, scores = np.asarray(labels, float), np.clip(np.asarray(scores, float), 0.0, 1.0)
+    bins = np.minimum((scores * n_bins).astype(int), n_bins - 1)
+    total = 0.0
+    for b in range(n_bins):
+        mask = bins == b
+        if mask.any():
+            total += mask.sum() * abs(labels[mask].mean() - scores[mask].mean())
+    return float(total / len(labels))
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _statistics(kind: str, threshold: float) -> dict[str, Callable[[np.ndarray, np.ndarray], float | None]]:
+    from scipy import stats
+    from sklearn import metrics
+
+    def guarded(fn):
+        def run(y, s):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    return _finite(fn(y, s))
+                except ValueError:  # e.g. ROC-AUC with a single class
+                    return None
+        return run
+
+    def correlation(fn):
+        return guarded(lambda y, s: fn(y, s)[0] if np.std(y) > 0 and np.std(s) > 0 else float("nan"))
+
+    common = {
+        "spearman": correlation(stats.spearmanr),
+        "kendall": correlation(stats.kendalltau),
+        "pearson": correlation(stats.pearsonr),
+        "mae": guarded(metrics.mean_absolute_error),
+    }
+    if kind == "binary":
+        def decided(s):
+            return (s >= threshold).astype(int)
+
+        return {
+            "accuracy": guarded(lambda y, s: metrics.accuracy_score(y, decided(s))),
+            "balanced_accuracy": guarded(lambda y, s: metrics.balanced_accuracy_score(y, decided(s))),
+            "cohen_kappa": guarded(lambda y, s: metrics.cohen_kappa_score(y, decided(s))),
+            "roc_auc": guarded(lambda y, s: metrics.roc_auc_score(y, s) if len(set(y)) == 2 else float("nan")),
+            "brier": guarded(metrics.brier_score_loss),
+            "ece": guarded(expected_calibration_error),
+            **common,
+        }
+    if kind == "ordinal":
+        return {
+            "accuracy": guarded(lambda y, s: metrics.accuracy_score(y, np.rint(s).astype(int))),
+            "quadratic_kappa": guarded(lambda y, s: metrics.cohen_kappa_score(y.astype(int), np.rint(s).astype(int),
+                                                                              weights="quadratic")),
+            **common,
+        }
+    if kind == "continuous":
+        return dict(common)
+    raise ValueError(f"agreement: kind={kind!r} is not one of binary, ordinal, continuous")
+
+
+@dataclass
+class AgreementReport:
+    """Point estimates with bootstrap 95% CIs: ``stats[name] = {"value", "low", "high"}``."""
+
+    kind: str
+    n: int
+    stats: dict[str, dict[str, float | None]]
+    confusion_matrix: list[list[int]] | None = None
+    threshold: float | None = None
+    n_bootstrap: int = 1000
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def value(self, name: str) -> float | None:
+        return self.stats[name]["value"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "n": self.n, "threshold": self.threshold, "n_bootstrap": self.n_bootstrap,
+                "stats": self.stats, "confusion_matrix": self.confusion_matrix, "meta": self.meta}
+
+    def to_json(self, **kwargs) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgreementReport:
+        return cls(kind=data["kind"], n=data["n"], stats=data["stats"], confusion_matrix=data.get("confusion_matrix"),
+                   threshold=data.get("threshold"), n_bootstrap=data.get("n_bootstrap", 1000), meta=data.get("meta", {}))
+
+    def __str__(self) -> str:
+        def fmt(v):
+            return "  n/a" if v is None else f"{v:6.3f}"
+
+        title = f"agreement ({self.kind}, n={self.n}" + (f", threshold {self.threshold}" if self.threshold is not None else "")
+        lines = [title + f", 95% bootstrap CI over {self.n_bootstrap} resamples)"]
+        for name, s in self.stats.items():
+            lines.append(f"  {name:<18} {fmt(s['value'])}  [{fmt(s['low'])}, {fmt(s['high'])}]")
+        if self.confusion_matrix is not None:
+            lines.append(f"  confusion matrix (rows: human, cols: judge) {self.confusion_matrix}")
+        return "\n".join(lines)
+
+
+def agreement(
+    labels: Sequence[float],
+    scores: Sequence[float],
+    *,
+    kind: str = "binary",
+    threshold: float = 0.5,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> AgreementReport:
+    """Agreement between human ``labels`` and judge ``scores`` (same order), with percentile bootstrap CIs."""
+    y, s = np.asarray(labels, dtype=float), np.asarray(scores, dtype=float)
+    if y.shape != s.shape or y.ndim != 1:
+        raise ValueError(f"agreement: labels and scores must be two equal-length lists, got {y.shape} and {s.shape}")
+    if len(y) < 2:
+        raise ValueError("agreement: need at least 2 labelled items")
+    bad = np.where(~np.isfinite(y) | ~np.isfinite(s))[0]
+    if len(bad):
+        raise ValueError(f"agreement: labels/scores are missing or not finite at items {bad[:10].tolist()}")
+    statistics = _statistics(kind, threshold)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(y), size=(n_bootstrap, len(y)))
+    alpha = (1 - confidence) / 2
+    out: dict[str, dict[str, float | None]] = {}
+    for name, fn in statistics.items():
+        point = fn(y, s)
+        samples = [v for v in (fn(y[d], s[d]) for d in draws) if v is not None]
+        low = float(np.quantile(samples, alpha)) if samples else None
+        high = float(np.quantile(samples, 1 - alpha)) if samples else None
+        out[name] = {"value": point, "low": low, "high": high}
+    matrix = None
+    if kind in ("binary", "ordinal"):
+        from sklearn.metrics import confusion_matrix
+
+        decided = (s >= threshold).astype(int) if kind == "binary" else np.rint(s).astype(int)
+        classes = sorted(set(y.astype(int)) | set(decided))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # one class only: a 1x1 matrix is the right answer
+            matrix = confusion_matrix(y.astype(int), decided, labels=classes).tolist()
+    return AgreementReport(kind, len(y), out, matrix, threshold if kind == "binary" else None, n_bootstrap)

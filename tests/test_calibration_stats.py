@@ -1,0 +1,92 @@
+"""Agreement statistics against hand-computed values; PPI coverage on a simulated biased judge."""
+
+import json
+
+import numpy as np
+import pytest
+
+from calibration.agreement import AgreementReport, agreement, expected_calibration_error
+from calibration.ppi import classical_mean, ppi_mean
+
+LABELS = [1, 0, 1, 1, 0, 0, 1, 0]
+SCORES = [0.9, 0.2, 0.6, 0.4, 0.7, 0.1, 0.8, 0.3]
+
+
+def test_binary_statistics_match_hand_computation():
+    report = agreement(LABELS, SCORES, n_bootstrap=200)
+    # decisions at 0.5: [1,0,1,0,1,0,1,0] -> TP=3, FN=1, FP=1, TN=3
+    assert report.value("accuracy") == pytest.approx(6 / 8)
+    assert report.value("balanced_accuracy") == pytest.approx(0.75)
+    # kappa = (po - pe) / (1 - pe), po = .75, pe = .5 * .5 + .5 * .5 = .5
+    assert report.value("cohen_kappa") == pytest.approx(0.5)
+    assert report.confusion_matrix == [[3, 1], [1, 3]]
+    # ROC-AUC: positive scores .9 .6 .4 .8 vs negatives .2 .7 .1 .3 -> 4 + 3 + 3 + 4 = 14 of 16 pairs right
+    assert report.value("roc_auc") == pytest.approx(14 / 16)
+    brier = np.mean((np.array(SCORES) - np.array(LABELS)) ** 2)
+    assert report.value("brier") == pytest.approx(brier)
+    assert report.value("mae") == pytest.approx(np.mean(np.abs(np.array(SCORES) - np.array(LABELS))))
+    low, high = report.stats["accuracy"]["low"], report.stats["accuracy"]["high"]
+    assert 0 <= low <= report.value("accuracy") <= high <= 1
+
+
+def test_ece_by_hand():
+    # two bins: scores .1 (labels 0, 0) and .9 (labels 1, 0): |0 - .1| * 2/4 + |.5 - .9| * 2/4 = .25
+    assert expected_calibration_error([0, 0, 1, 0], [0.1, 0.1, 0.9, 0.9], n_bins=10) == pytest.approx(0.25)
+
+
+def test_ordinal_uses_quadratic_kappa_and_correlations():
+    human = [1, 2, 3, 4, 5, 3]
+    judge = [1, 2, 3, 5, 4, 3]
+    report = agreement(human, judge, kind="ordinal", n_bootstrap=100)
+    from sklearn.metrics import cohen_kappa_score
+
+    assert report.value("quadratic_kappa") == pytest.approx(cohen_kappa_score(human, judge, weights="quadratic"))
+    # tied ranks [1, 2, 3.5, 5, 6, 3.5] vs [1, 2, 3.5, 6, 5, 3.5]: Pearson of ranks = 16 / 17
+    assert report.value("spearman") == pytest.approx(16 / 17)
+    assert report.value("accuracy") == pytest.approx(4 / 6)
+
+
+def test_undefined_statistics_are_none_not_nan_and_report_round_trips():
+    report = agreement([1, 1, 1], [0.9, 0.8, 0.7], n_bootstrap=50)
+    assert report.value("roc_auc") is None
+    again = AgreementReport.from_dict(json.loads(report.to_json()))
+    assert again.to_dict() == report.to_dict()
+    assert "roc_auc" in str(report) and "n/a" in str(report)
+    with pytest.raises(ValueError, match="not finite"):
+        agreement([1, 0], [0.5, float("nan")])
+    with pytest.raises(ValueError, match="kind"):
+        agreement([1, 0], [1, 0], kind="nominal")
+
+
+def simulated(rng, n, true_rate=0.3):
+    y = (rng.random(n) < true_rate).astype(float)
+    # a biased judge: says "yes" too often, and is noisy
+    score = np.clip(0.25 + 0.5 * y + rng.normal(0, 0.2, n), 0, 1)
+    return y, score
+
+
+def test_ppi_interval_covers_the_true_mean_about_95_percent_despite_judge_bias():
+    rng = np.random.default_rng(0)
+    true_rate, covered, widths, naive_covered = 0.3, 0, [], 0
+    repeats = 400
+    for _ in range(repeats):
+        y_lab, f_lab = simulated(rng, 80, true_rate)
+        _, f_unl = simulated(rng, 2000, true_rate)
+        estimate = ppi_mean(y_lab, f_lab, f_unl)
+        covered += estimate.low <= true_rate <= estimate.high
+        widths.append(estimate.width)
+        naive = f_unl.mean()  # the judge's own mean is biased (about .4 here)
+        naive_covered += abs(naive - true_rate) < 0.02
+    assert 0.92 <= covered / repeats <= 0.98
+    assert naive_covered == 0
+    classical = classical_mean(simulated(np.random.default_rng(1), 80, true_rate)[0])
+    assert np.mean(widths) < classical.width  # the unlabelled set buys a narrower interval
+
+
+def test_ppi_power_tuning_falls_back_when_the_judge_is_useless():
+    rng = np.random.default_rng(3)
+    y = (rng.random(60) < 0.5).astype(float)
+    estimate = ppi_mean(y, rng.random(60), rng.random(1000))
+    assert estimate.lam < 0.3
+    with pytest.raises(ValueError, match="labels"):
+        ppi_mean([1, 0], [0.5], [0.1, 0.2])
