@@ -9,11 +9,14 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from judges.dataset import EvaluationDataset
 from judges.samples import AIMessage, HumanMessage, MultiTurnSample, SingleTurnSample, ToolCall, ToolMessage
@@ -49,6 +52,39 @@ class LabelledSet:
     def __len__(self) -> int:
         return len(self.labels)
 
+    # --- generic sources: rows holding sample fields plus a label column --------------------------
+    @classmethod
+    def from_records(cls, rows: Sequence[dict[str, Any]], *, label: str = "label", kind: str = "binary",
+                     name: str = "labelled", source: str = "") -> LabelledSet:
+        """Rows holding the sample's fields plus ``label``; missing labels are errors naming the row."""
+        samples, labels = [], []
+        for i, row in enumerate(rows):
+            row = dict(row)
+            if label not in row or row[label] is None or (isinstance(row[label], float) and math.isnan(row[label])):
+                raise ValueError(f"{name}: row {i} has no '{label}' value")
+            labels.append(_as_number(row.pop(label), i, label))
+            samples.append(row)
+        return cls(name, EvaluationDataset(samples), labels, kind, source)
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path, **kwargs) -> LabelledSet:
+        with open(path, encoding="utf-8") as handle:
+            return cls.from_records([json.loads(line) for line in handle if line.strip()], **kwargs)
+
+    @classmethod
+    def from_csv(cls, path: str | Path, **kwargs) -> LabelledSet:
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(handle)]
+        return cls.from_records(rows, **kwargs)
+
+    @classmethod
+    def from_pandas(cls, frame, **kwargs) -> LabelledSet:
+        return cls.from_records(frame.to_dict(orient="records"), **kwargs)
+
+    @classmethod
+    def from_hf_dataset(cls, dataset, **kwargs) -> LabelledSet:
+        return cls.from_records(dataset.to_list(), **kwargs)
+
     def subset(self, indices: Sequence[int]) -> LabelledSet:
         indices = list(indices)
         return LabelledSet(
@@ -59,6 +95,62 @@ class LabelledSet:
             source=self.source,
             meta=[self.meta[i] for i in indices] if self.meta else [],
         )
+
+
+def _as_number(value: Any, index: int, field_name: str) -> float | int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes"):
+        return 1
+    if text in ("false", "no"):
+        return 0
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"row {index}: '{field_name}' = {value!r} is not a number or true/false") from None
+    return int(number) if number.is_integer() else number
+
+
+@dataclass
+class Split:
+    train: LabelledSet
+    dev: LabelledSet
+    test: LabelledSet
+
+
+def split(data: LabelledSet, *, dev: float = 0.2, test: float = 0.3, seed: int = 0) -> Split:
+    """Seeded train/dev/test split, stratified by label (binary and ordinal sets; continuous labels are
+    stratified by quartile)."""
+    from sklearn.model_selection import train_test_split
+
+    indices = np.arange(len(data))
+    strata = _strata(data)
+    rest, test_idx = train_test_split(indices, test_size=test, random_state=seed, stratify=strata)
+    rest_strata = None if strata is None else strata[rest]
+    train_idx, dev_idx = train_test_split(rest, test_size=dev / (1 - test), random_state=seed, stratify=rest_strata)
+    return Split(data.subset(sorted(train_idx)), data.subset(sorted(dev_idx)), data.subset(sorted(test_idx)))
+
+
+def k_fold(data: LabelledSet, *, k: int = 5, seed: int = 0) -> list[tuple[LabelledSet, LabelledSet]]:
+    """Seeded, stratified k-fold (train, held-out) pairs: for sets under ~100 items, where one split
+    leaves too few items to measure on."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    strata = _strata(data)
+    folds = (StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(len(data)), strata)
+             if strata is not None else KFold(k, shuffle=True, random_state=seed).split(np.zeros(len(data))))
+    return [(data.subset(sorted(a)), data.subset(sorted(b))) for a, b in folds]
+
+
+def _strata(data: LabelledSet):
+    labels = np.asarray(data.labels, dtype=float)
+    if data.kind == "continuous":
+        labels = np.digitize(labels, np.quantile(labels, [0.25, 0.5, 0.75]))
+    _, counts = np.unique(labels, return_counts=True)
+    return labels if counts.min() >= 2 else None  # a class with one item cannot be stratified
 
 
 BEGIN_FILES = {"wow": "begin_dev_wow.tsv", "cmu": "begin_dev_cmu.tsv", "tc": "begin_dev_tc.tsv"}
@@ -163,3 +255,66 @@ def load_tau_bench(limit: int | None = None) -> LabelledSet:
         "tau-bench (sierra-research/tau-bench), MIT; labels are task rewards",
         [{"task_id": run["task_id"], "trial": run.get("trial")} for run in runs],
     )
+
+
+SUMMEVAL_ASPECTS = ("coherence", "consistency", "fluency", "relevance")
+
+
+def load_summeval(aspect: str = "consistency", limit: int | None = None) -> LabelledSet:
+    """SummEval: expert 1-5 scores (mean of 3 experts) of CNN/DailyMail summaries (Fabbri et al. 2021).
+
+    article -> reference_contexts, summary -> response; label = the aspect's mean score (continuous, 1-5).
+    """
+    if aspect not in SUMMEVAL_ASPECTS:
+        raise ValueError(f"load_summeval: aspect={aspect!r} is not one of {list(SUMMEVAL_ASPECTS)}")
+    samples, labels, meta = [], [], []
+    with open(data_dir() / "summeval" / "summeval.jsonl", encoding="utf-8") as handle:
+        for line in itertools.islice(handle, limit):
+            row = json.loads(line)
+            samples.append(SingleTurnSample(response=row["summary"], reference_contexts=[row["article"]]))
+            labels.append(float(row[aspect]))
+            meta.append({k: row.get(k) for k in ("article_id", "summary_id")})
+    return LabelledSet(f"summeval_{aspect}", EvaluationDataset(samples), labels, "continuous",
+                       "SummEval (via maiush/PPairS), MIT", meta)
+
+
+def _smart_records(path: Path) -> list[dict[str, str]]:
+    records, current, field_name = [], None, None
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith(".I "):
+            current = {"id": line[3:].strip()}
+            records.append(current)
+            field_name = None
+        elif line.startswith(".") and len(line) == 2 and current is not None:
+            field_name = line[1]
+            current[field_name] = ""
+        elif current is not None and field_name:
+            current[field_name] += line.strip() + " "
+    return records
+
+
+def load_cranfield(limit: int | None = None) -> LabelledSet:
+    """Cranfield: graded relevance of aeronautics abstracts to queries (Cleverdon 1967).
+
+    query -> user_input, the judged document (title + abstract) -> retrieved_contexts; label = relevance on
+    0..4 (ordinal): grade 1 (complete answer) -> 4, 2 -> 3, 3 -> 2, 4 -> 1, -1 (not relevant) -> 0. Queries are
+    numbered 1..225 in file order, not by their .I ids (see cranqrel.readme).
+    """
+    folder = data_dir() / "cranfield"
+    queries = [q.get("W", "").strip() for q in _smart_records(folder / "cran.qry")]
+    documents = {d["id"]: (d.get("T", "").strip() + ". " + d.get("W", "").strip()) for d in _smart_records(folder / "cran.all.1400")}
+    samples, labels, meta = [], [], []
+    for line in (folder / "cranqrel").read_text().splitlines():
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        query_no, doc_id, grade = int(parts[0]), parts[1], int(parts[2])
+        if not 1 <= query_no <= len(queries) or doc_id not in documents:
+            continue
+        samples.append(SingleTurnSample(user_input=queries[query_no - 1], retrieved_contexts=[documents[doc_id]]))
+        labels.append(0 if grade < 0 else 5 - grade)
+        meta.append({"query": query_no, "doc": doc_id, "grade": grade})
+        if limit is not None and len(samples) >= limit:
+            break
+    return LabelledSet("cranfield", EvaluationDataset(samples), labels, "ordinal",
+                       "Cranfield collection (via noramtboraas/information-retrieval)", meta)

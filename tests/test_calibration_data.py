@@ -53,3 +53,53 @@ def test_tau_bench_trajectories_load_as_multi_turn_samples_and_run_through_agent
     assert judge.score(sample).score == 1.0
     prompt = lm.history[0]["messages"][-1]["content"]
     assert "[...]" in prompt and "get_user_details" in prompt
+
+
+def test_summeval_and_cranfield_slices():
+    from calibration.datasets import load_cranfield, load_summeval
+
+    summ = load_summeval(aspect="relevance", limit=10)
+    assert len(summ) == 10 and summ.kind == "continuous" and all(1 <= v <= 5 for v in summ.labels)
+    assert summ.dataset[0].reference_contexts and summ.dataset[0].response
+    with pytest.raises(ValueError, match="aspect"):
+        load_summeval(aspect="style")
+    cran = load_cranfield(limit=30)
+    assert len(cran) == 30 and cran.kind == "ordinal" and set(cran.labels) <= {0, 1, 2, 3, 4}
+    assert cran.dataset[0].user_input.startswith("what similarity laws")
+    assert cran.meta[0] == {"query": 1, "doc": "184", "grade": 2} and cran.labels[0] == 3
+
+
+def test_stratified_split_and_k_fold_are_seeded():
+    from calibration.datasets import k_fold, split
+
+    data = load_begin(parts=("wow",), limit=200)
+    a, b = split(data, seed=1), split(data, seed=1)
+    assert [s.response for s in a.test.dataset] == [s.response for s in b.test.dataset]
+    assert len(a.train) + len(a.dev) + len(a.test) == 200
+    rate = sum(data.labels) / len(data)
+    for part in (a.train, a.dev, a.test):
+        assert abs(sum(part.labels) / len(part) - rate) < 0.05  # stratified
+    folds = k_fold(load_begin(parts=("wow",), limit=50), k=5)
+    assert len(folds) == 5 and all(len(test) == 10 for _, test in folds)
+    held_out = sorted(s.response for _, test in folds for s in test.dataset)
+    assert held_out == sorted(s.response for s in load_begin(parts=("wow",), limit=50).dataset)
+
+
+def test_labelled_set_from_records_jsonl_csv_pandas_hf(tmp_path):
+    import pandas as pd
+
+    rows = [{"user_input": "q1", "response": "a1", "label": 1}, {"user_input": "q2", "response": "a2", "label": "false"}]
+    data = LabelledSet.from_records(rows)
+    assert data.labels == [1, 0] and data.dataset[1].response == "a2"
+    pd.DataFrame(rows).to_csv(tmp_path / "l.csv", index=False)
+    assert LabelledSet.from_csv(tmp_path / "l.csv").labels == [1, 0]
+    (tmp_path / "l.jsonl").write_text("\n".join(__import__("json").dumps(r) for r in rows))
+    assert LabelledSet.from_jsonl(tmp_path / "l.jsonl").labels == [1, 0]
+    assert LabelledSet.from_pandas(pd.DataFrame(rows)).labels == [1, 0]
+    from datasets import Dataset
+
+    assert LabelledSet.from_hf_dataset(Dataset.from_list([{**r, "label": str(r["label"])} for r in rows])).labels == [1, 0]
+    with pytest.raises(ValueError, match="row 1 has no 'label'"):
+        LabelledSet.from_records([{"response": "a", "label": 1}, {"response": "b"}])
+    with pytest.raises(ValueError, match="not a number"):
+        LabelledSet.from_records([{"response": "a", "label": "maybe"}])
