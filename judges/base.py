@@ -17,6 +17,7 @@ import inspect
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from enum import Enum
 from typing import Any, ClassVar
 
 import dspy
@@ -43,6 +44,24 @@ class Metric:
     @property
     def name(self) -> str:
         return _snake_case(type(self).__name__)
+
+    #: Constructor arguments that are runtime resources, not settings (never saved with a judge).
+    _runtime_params: ClassVar[tuple[str, ...]] = ("lm", "adapter", "embeddings", "arg_comparison")
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor's settings as given (scikit-learn's convention): enough to rebuild the metric
+        with ``type(metric)(**params)``. Runtime resources (LM, adapter, embedder) are left out."""
+        params = {}
+        for name, parameter in inspect.signature(type(self).__init__).parameters.items():
+            if name == "self" or name in self._runtime_params or parameter.kind in (
+                    parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                continue
+            if hasattr(self, name):
+                value = getattr(self, name)
+                if isinstance(value, Enum):
+                    value = value.value
+                params[name] = list(value) if isinstance(value, tuple) else value
+        return params
 
     # --- validation --------------------------------------------------------------------------
     def validate_sample(self, sample: Any, index: int | None = None):

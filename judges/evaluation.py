@@ -80,16 +80,8 @@ def sample_key(sample) -> str:
 
 
 def metric_config(metric: Metric) -> dict[str, Any]:
-    """The metric's class and its plain settings (mode, threshold, weights ...), for run-file identity."""
-    settings = {}
-    for key, value in sorted(vars(metric).items()):
-        if key.startswith("_") or key in ("judge_lm", "judge_adapter", "embeddings"):
-            continue
-        if isinstance(value, (str, int, float, bool, type(None))):
-            settings[key] = value
-        elif isinstance(value, tuple) and all(isinstance(v, (str, int, float, bool)) for v in value):
-            settings[key] = list(value)
-    return {"class": type(metric).__name__, "settings": settings}
+    """The metric's class and constructor settings (``get_params``), for run-file identity."""
+    return {"class": type(metric).__name__, "settings": _jsonable(metric.get_params())}
 
 
 def _metric_names(metrics: Sequence[Metric]) -> list[str]:

@@ -169,6 +169,10 @@ class LlamaCppEngine:
         self._llamas: dict[bool, Any] = {}
         self._lock = threading.Lock()
 
+    def __deepcopy__(self, memo):
+        # A loaded model is a runtime resource: optimizers deep-copy programs, and every copy shares it.
+        return self
+
     # DSPy saves programs holding an LM with a custom engine through these two.
     def dump_state(self) -> dict[str, Any]:
         return {

@@ -13,6 +13,9 @@ class ScriptedEngine:
         self.calls = 0
         self._lock = threading.Lock()
 
+    def __deepcopy__(self, memo):  # shared by program copies, like a real client
+        return self
+
     def complete(self, request):
         prompt = "\n".join(m.text or "" for m in request.messages)
         if request.system is not None:

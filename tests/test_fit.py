@@ -1,0 +1,123 @@
+"""fit(): compiling with a scripted LM where demos matter, calibrators, JSON save/load without pickle."""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calibration.agreement import agreement
+from calibration.datasets import LabelledSet
+from calibration.fit import Calibrator, CompiledJudge, fit, judge_scores
+from judges import AspectCritic, EvaluationDataset, Faithfulness, SingleTurnSample
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scripted import scripted_lm  # noqa: E402
+
+
+def demo_sensitive_lm():
+    """Says "yes" to everything unless the prompt carries demos; with demos it answers correctly
+    (a response saying "good" has the aspect). Built so that compiling is what fixes the judge."""
+
+    def respond(prompt):
+        responses = [r for r in re.findall(r"\[\[ ## response ## \]\]\n(.*?)\n", prompt) if r != "{response}"]
+        has_demos = len(responses) > 1
+        verdict = ("good" in responses[-1]) if has_demos else True
+        return {"reason": "scripted", "verdict": str(verdict)}
+
+    return scripted_lm(respond)
+
+
+def synthetic(n, offset=0):
+    rows = [{"response": f"item {i + offset}: {'good' if i % 2 else 'bad'}", "label": i % 2} for i in range(n)]
+    return LabelledSet.from_records(rows, name="synthetic")
+
+
+def critic(lm):
+    return AspectCritic(name="good", definition="Does the response say the item is good?", lm=lm)
+
+
+def test_compiling_with_bootstrap_improves_agreement_where_demos_matter():
+    lm = demo_sensitive_lm()
+    train, test = synthetic(12), synthetic(20, offset=100)
+    before = agreement(test.labels, judge_scores(critic(lm), test)[0], n_bootstrap=50).value("accuracy")
+    compiled = fit(critic(lm), train, optimizer="bootstrap", calibrator=None, max_demos=2)
+    after = agreement(test.labels, judge_scores(compiled, test)[0], n_bootstrap=50).value("accuracy")
+    assert before == pytest.approx(0.5) and after == 1.0
+    assert compiled.report["demos"] == {"judge_aspect": 2}
+
+
+def test_other_optimizers_and_unknown_ones():
+    lm = demo_sensitive_lm()
+    compiled = fit(critic(lm), synthetic(8), optimizer="random_search", calibrator=None, num_candidates=2)
+    assert judge_scores(compiled, synthetic(6, offset=50))[0].tolist() == [0.0, 1.0] * 3
+    with pytest.raises(ValueError, match="optimizer="):
+        fit(critic(lm), synthetic(4), optimizer="labeled")
+    with pytest.raises(ValueError, match="reflection_lm"):
+        fit(critic(lm), synthetic(4), optimizer="gepa")
+
+
+def test_calibrators():
+    rng = np.random.default_rng(0)
+    labels = (rng.random(300) < 0.4).astype(float)
+    raw = np.clip(0.55 + 0.3 * labels + rng.normal(0, 0.15, 300), 0, 1)  # overconfident, shifted
+    iso = Calibrator("isotonic", binary=True).fit(raw, labels)
+    assert np.all(np.diff(iso.predict(np.linspace(0, 1, 50))) >= -1e-12)  # monotone
+    platt = Calibrator("platt", binary=True).fit(raw, labels)
+    from sklearn.metrics import brier_score_loss
+
+    assert brier_score_loss(labels, platt.predict(raw)) < brier_score_loss(labels, raw)
+    useful = labels + rng.normal(0, 0.1, 300)  # a cheap signal that knows the label
+    stacked = Calibrator("stacked", binary=True, features=["token_overlap"]).fit(raw, labels, useful[:, None])
+    assert stacked.features == ["token_overlap"] and "kept" in stacked.note
+    noise = rng.normal(0, 1, 300)
+    dropped = Calibrator("stacked", binary=True, features=["token_overlap"]).fit(raw, labels, noise[:, None])
+    assert dropped.features == [] and "dropped" in dropped.note
+    again = Calibrator.from_dict(json.loads(json.dumps(stacked.to_dict())))
+    assert np.allclose(again.predict(raw[:5], useful[:5, None]), stacked.predict(raw[:5], useful[:5, None]))
+    with pytest.raises(ValueError, match="one label class"):
+        Calibrator("platt", binary=True).fit([0.1, 0.2], [1, 1])
+    with pytest.raises(ValueError, match="calibrator="):
+        Calibrator("spline", binary=True)
+
+
+def test_save_load_round_trip_and_tamper_detection(tmp_path):
+    lm = demo_sensitive_lm()
+    compiled = fit(critic(lm), synthetic(12), optimizer="bootstrap", calibrator="platt", max_demos=2)
+    path = compiled.save(tmp_path / "judge.json")
+    loaded = CompiledJudge.load(path, lm=lm)
+    assert loaded.to_dict() == compiled.to_dict()
+    test = synthetic(6, offset=300)
+    assert judge_scores(loaded, test)[0].tolist() == judge_scores(compiled, test)[0].tolist()
+    assert "pickle" not in path.read_text()
+    metric = loaded.as_metric(field_map={"response": "pred.response"})
+    import dspy
+
+    assert 0.0 <= metric(dspy.Example(), dspy.Prediction(response="item 1: good")) <= 1.0
+
+    data = json.loads(path.read_text())
+    data["calibrator"]["params"]["coef"][0] *= -1
+    (tmp_path / "tampered.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="modified after it was saved"):
+        CompiledJudge.load(tmp_path / "tampered.json")
+    data = json.loads(path.read_text())
+    data["version"] = 99
+    (tmp_path / "future.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="version 99"):
+        CompiledJudge.load(tmp_path / "future.json")
+    (tmp_path / "junk.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        CompiledJudge.load(tmp_path / "junk.json")
+
+
+def test_compiled_judge_refuses_classes_outside_judges():
+    compiled = CompiledJudge(Faithfulness())
+    data = compiled.to_dict()
+    data["judge"]["class"] = "os.system"
+    from calibration.fit import _checksum
+
+    data["checksum"] = _checksum({k: v for k, v in data.items() if k != "checksum"})
+    with pytest.raises(ValueError, match="only judges"):
+        CompiledJudge.from_dict(data)
