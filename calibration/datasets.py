@@ -123,14 +123,17 @@ class Split:
 
 def split(data: LabelledSet, *, dev: float = 0.2, test: float = 0.3, seed: int = 0) -> Split:
     """Seeded train/dev/test split, stratified by label (binary and ordinal sets; continuous labels are
-    stratified by quartile)."""
+    stratified by quartile). ``dev=0`` gives an empty dev set."""
     from sklearn.model_selection import train_test_split
 
     indices = np.arange(len(data))
     strata = _strata(data)
     rest, test_idx = train_test_split(indices, test_size=test, random_state=seed, stratify=strata)
     rest_strata = None if strata is None else strata[rest]
-    train_idx, dev_idx = train_test_split(rest, test_size=dev / (1 - test), random_state=seed, stratify=rest_strata)
+    if dev <= 0:
+        train_idx, dev_idx = rest, []
+    else:
+        train_idx, dev_idx = train_test_split(rest, test_size=dev / (1 - test), random_state=seed, stratify=rest_strata)
     return Split(data.subset(sorted(train_idx)), data.subset(sorted(dev_idx)), data.subset(sorted(test_idx)))
 
 

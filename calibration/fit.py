@@ -21,7 +21,8 @@ score, not the inputs and outputs of any one step.
 
 Calibrators (scikit-learn), fitted on the judge's scores on ``calibration_set`` (default: the training
 set): ``"isotonic"``, ``"platt"`` (logistic on the raw score), ``"stacked"`` (logistic or linear on the raw
-score plus cheap signals: token overlap, embedding similarity, the judge's intermediate counts; kept only
+score plus cheap signals: token overlap, reference-token recall, embedding similarity, the judge's
+intermediate counts; kept only
 if it beats Platt scaling in 5-fold cross-validation on that set, else Platt is used), or ``None``.
 """
 
@@ -135,6 +136,20 @@ def token_overlap(sample, result=None) -> float:
     return sum(t in evidence for t in response) / len(response) if response else 0.0
 
 
+def reference_token_recall(sample, result=None) -> float:
+    """Share of the reference's tokens found in the response: does the answer contain the gold answer?
+    A reference listing alternatives as "a / b" takes the best alternative."""
+    if not sample.reference or not sample.response:
+        return 0.0
+    response = set(tokenize(sample.response))
+    best = 0.0
+    for alternative in sample.reference.split(" / "):
+        tokens = tokenize(alternative)
+        if tokens:
+            best = max(best, sum(t in response for t in tokens) / len(tokens))
+    return best
+
+
 def embedding_similarity(sample, result=None) -> float:
     from judges.models import resolve_embedder
 
@@ -154,6 +169,7 @@ def unsupported_count(sample, result=None) -> float:
 
 FEATURES: dict[str, Callable[[Any, Any], float]] = {
     "token_overlap": token_overlap,
+    "reference_token_recall": reference_token_recall,
     "embedding_similarity": embedding_similarity,
     "claim_count": claim_count,
     "unsupported_count": unsupported_count,
@@ -374,7 +390,8 @@ def fit(
     *,
     optimizer: Any = "bootstrap",
     calibrator: str | None = "isotonic",
-    features: Sequence[str] = ("token_overlap", "embedding_similarity", "claim_count", "unsupported_count"),
+    features: Sequence[str] = ("token_overlap", "reference_token_recall", "embedding_similarity", "claim_count",
+                               "unsupported_count"),
     devset: LabelledSet | None = None,
     calibration_set: LabelledSet | None = None,
     reflection_lm: Any = None,

@@ -121,3 +121,13 @@ def test_compiled_judge_refuses_classes_outside_judges():
     data["checksum"] = _checksum({k: v for k, v in data.items() if k != "checksum"})
     with pytest.raises(ValueError, match="only judges"):
         CompiledJudge.from_dict(data)
+
+
+def test_cheap_signals():
+    from calibration.fit import reference_token_recall, token_overlap
+
+    sample = SingleTurnSample(response="埃菲尔铁塔位于巴黎", retrieved_contexts=["埃菲尔铁塔在法国巴黎"])
+    assert token_overlap(sample) == pytest.approx(7 / 9)
+    qa = SingleTurnSample(response="It was Wilhelm Röntgen in 1901.", reference="Wilhelm Conrad Röntgen / Röntgen")
+    assert reference_token_recall(qa) == 1.0
+    assert reference_token_recall(SingleTurnSample(response="Marie Curie", reference="Röntgen")) == 0.0
