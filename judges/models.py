@@ -114,9 +114,9 @@ def bounded_schema(schema: Any, max_string_chars: int, max_items: int, max_enum_
     out = {key: bounded_schema(value, max_string_chars, max_items, max_enum_ints) for key, value in schema.items()}
     kind = out.get("type")
     if kind == "string" and not {"maxLength", "enum", "const", "format", "pattern"} & out.keys():
-        out["maxLength"] = max_string_chars
+        out["maxLength"] = max(max_string_chars, out.get("minLength", 0))
     elif kind == "array" and "maxItems" not in out:
-        out["maxItems"] = max_items
+        out["maxItems"] = max(max_items, out.get("minItems", 0))
     elif kind == "integer" and "minimum" in out and "maximum" in out and "enum" not in out:
         low, high = int(out.pop("minimum")), int(out.pop("maximum"))
         if high - low < max_enum_ints:
@@ -223,28 +223,34 @@ class LlamaCppEngine:
             messages.append({"role": role, "content": _message_text(message)})
         return messages
 
+    def _grammars(self, fmt: dict[str, Any] | None) -> list[Any]:
+        """Grammars for the response format, loosest first: the engine's bounds, then a tight fallback."""
+        if fmt is None:
+            return [None]
+        schema = fmt.get("schema") if fmt.get("type") == "json_schema" else {"type": "object"}
+        constraints = _OUTPUT_CONSTRAINTS.get()
+        if constraints and isinstance(schema.get("properties"), dict):
+            properties = {name: ({**prop, **constraints[name]} if name in constraints else prop)
+                          for name, prop in schema["properties"].items()}
+            schema = {**schema, "properties": properties}
+        # Key order is kept: the grammar emits properties in schema order (reasons before verdicts).
+        bounds = [(self.max_string_chars, self.max_items),
+                  (max(40, self.max_string_chars // 4), max(2, self.max_items // 4))]
+        return [self._grammar(json.dumps(bounded_schema(schema, chars, items), ensure_ascii=False))
+                for chars, items in bounds]
+
     def complete(self, request) -> Response:
+        """One completion. If a grammar-constrained answer runs out of ``max_tokens`` before its JSON
+        closes (long lists of long strings), it is generated once more under tighter bounds, so it still
+        parses; the usage reported is the sum of both attempts. Budgets under 64 tokens get no retry."""
         config = request.config
-        messages = self._messages(request)
-        grammar = None
-        fmt = config.response_format
-        if fmt is not None:
-            schema = fmt.get("schema") if fmt.get("type") == "json_schema" else {"type": "object"}
-            constraints = _OUTPUT_CONSTRAINTS.get()
-            if constraints and isinstance(schema.get("properties"), dict):
-                properties = {name: ({**prop, **constraints[name]} if name in constraints else prop)
-                              for name, prop in schema["properties"].items()}
-                schema = {**schema, "properties": properties}
-            # Key order is kept: the grammar emits properties in schema order (reasons before verdicts).
-            schema = bounded_schema(schema, self.max_string_chars, self.max_items)
-            grammar = self._grammar(json.dumps(schema, ensure_ascii=False))
+        max_tokens = config.max_tokens or DEFAULT_MAX_TOKENS
         temperature = 0.0 if config.temperature is None else float(config.temperature)
         kwargs: dict[str, Any] = dict(
-            messages=messages,
+            messages=self._messages(request),
             temperature=temperature,
-            max_tokens=config.max_tokens or DEFAULT_MAX_TOKENS,
+            max_tokens=max_tokens,
             stop=list(config.stop) or None,
-            grammar=grammar,
         )
         if config.top_p is not None:
             kwargs["top_p"] = config.top_p
@@ -253,21 +259,30 @@ class LlamaCppEngine:
         if config.logprobs is not None:
             kwargs["logprobs"] = True
             kwargs["top_logprobs"] = max(int(config.logprobs), 0)
-        with self._lock:
-            try:
-                out = self._context(logprobs=config.logprobs is not None).create_chat_completion(**kwargs)
-            except ValueError as err:
-                if "exceed context window" in str(err):
-                    raise ContextLengthError(f"{self.model_name}: {err} (n_ctx={self.n_ctx})") from None
-                raise InvalidRequestError(f"{self.model_name}: {err}") from None
-        choice = out["choices"][0]
-        usage = out.get("usage") or {}
+        grammars = self._grammars(config.response_format)
+        if max_tokens < 64:
+            grammars = grammars[:1]
+        prompt_tokens = completion_tokens = 0
+        for grammar in grammars:
+            with self._lock:
+                try:
+                    out = self._context(logprobs=config.logprobs is not None).create_chat_completion(
+                        **kwargs, grammar=grammar)
+                except ValueError as err:
+                    if "exceed context window" in str(err):
+                        raise ContextLengthError(f"{self.model_name}: {err} (n_ctx={self.n_ctx})") from None
+                    raise InvalidRequestError(f"{self.model_name}: {err}") from None
+            choice, usage = out["choices"][0], out.get("usage") or {}
+            prompt_tokens += usage.get("prompt_tokens") or 0
+            completion_tokens += usage.get("completion_tokens") or 0
+            if choice.get("finish_reason") != "length":
+                break
         return Response(
             id=out.get("id") or f"llamacpp-{uuid.uuid4().hex[:12]}",
             model=self.model_name,
             message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
             finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
-            usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")),
+            usage=Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens),
             logprobs=self._logprobs(choice.get("logprobs"), config.logprobs or 0),
         )
 

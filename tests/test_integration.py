@@ -173,3 +173,4 @@ def test_every_other_llm_judge_runs_on_the_embedded_lm(name):
     assert math.isfinite(result.score) and 0.0 <= result.score <= 1.0
     if name == "sql_equivalence":
         assert result.execution_equivalent is True  # age > 30 and age >= 31 agree on integers
+

@@ -117,3 +117,39 @@ def test_embedder_wraps_callables_and_encoders_with_unit_norm_batches():
     assert resolve_embedder(embedder) is embedder
     with pytest.raises(TypeError, match="embeddings must be"):
         resolve_embedder(3.5)
+
+
+def test_engine_regenerates_a_truncated_json_answer_under_tighter_bounds():
+    from dspy.lm15 import Config, Message, Request
+
+    engine = LlamaCppEngine(embedded_gguf_path(), max_string_chars=400, max_items=16)
+
+    class FakeLlama:
+        def __init__(self):
+            self.grammars = []
+
+        def create_chat_completion(self, grammar=None, **kwargs):
+            self.grammars.append(grammar)
+            finish = "length" if len(self.grammars) == 1 else "stop"
+            text = '{"claims": ["a long cut-off' if finish == "length" else '{"claims": ["short"]}'
+            return {"choices": [{"message": {"content": text}, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 100 if finish == "length" else 7}}
+
+    fake = FakeLlama()
+    engine._llamas[False] = fake
+    schema = {"type": "object", "properties": {"claims": {"type": "array", "items": {"type": "string"}}}}
+    request = Request(model="x", messages=(Message.user("hi"),),
+                      config=Config(max_tokens=100, response_format={"type": "json_schema", "schema": schema, "name": "o"}))
+    response = engine.complete(request)
+    assert len(fake.grammars) == 2 and fake.grammars[0] is not fake.grammars[1]
+    assert response.text == '{"claims": ["short"]}' and response.finish_reason == "stop"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (20, 107)
+    tiny = Request(model="x", messages=(Message.user("hi"),),
+                   config=Config(max_tokens=8, response_format={"type": "json_schema", "schema": schema, "name": "o"}))
+    fake.grammars.clear()
+    assert engine.complete(tiny).finish_reason == "length" and len(fake.grammars) == 1  # small budgets: no retry
+
+
+def test_bounds_never_contradict_minimums():
+    out = bounded_schema({"type": "array", "minItems": 20, "items": {"type": "string", "minLength": 50}}, 10, 4)
+    assert out["maxItems"] == 20 and out["items"]["maxLength"] == 50
