@@ -43,7 +43,7 @@ from calibration.datasets import LabelledSet
 from judges.base import Judge, Metric
 from judges.evaluation import _jsonable
 from judges.language import tokenize
-from judges.models import judge_context
+from judges.models import judge_context, resolve_lm
 
 FORMAT = "dspy-judges/compiled-judge"
 FORMAT_VERSION = 1
@@ -95,7 +95,9 @@ def judge_examples(judge: Judge, data: LabelledSet) -> list[dspy.Example]:
     return examples
 
 
-def make_optimizer(name: str, metric, *, n_train: int, reflection_lm=None, seed: int = 0, **options):
+def make_optimizer(name: str, metric, *, n_train: int, lm=None, reflection_lm=None, seed: int = 0, **options):
+    """A DSPy optimizer by name, sized for small labelled sets; ``lm`` is the judge's LM (MIPROv2 proposes
+    instructions with ``prompt_model``, default that same LM)."""
     if name == "bootstrap":
         return dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=options.get("max_demos", 3),
                                      max_labeled_demos=0, max_rounds=options.get("max_rounds", 1))
@@ -104,7 +106,8 @@ def make_optimizer(name: str, metric, *, n_train: int, reflection_lm=None, seed:
             metric=metric, max_bootstrapped_demos=options.get("max_demos", 3), max_labeled_demos=0,
             num_candidate_programs=options.get("num_candidates", 4), num_threads=options.get("num_threads", 1))
     if name == "mipro":
-        return dspy.MIPROv2(metric=metric, auto=options.get("auto", "light"), seed=seed,
+        return dspy.MIPROv2(metric=metric, auto=options.get("auto", "light"), seed=seed, task_model=lm,
+                            prompt_model=options.get("prompt_model", lm),
                             max_bootstrapped_demos=options.get("max_demos", 3), max_labeled_demos=0,
                             num_threads=options.get("num_threads", 1), verbose=False)
     if name == "simba":
@@ -407,8 +410,8 @@ def fit(
     if optimizer is not None:
         wants_feedback = optimizer == "gepa" or type(optimizer).__name__ == "GEPA"
         metric = agreement_metric(judge, schema, feedback=wants_feedback)
-        teleprompter = (make_optimizer(optimizer, metric, n_train=len(trainset), reflection_lm=reflection_lm,
-                                       seed=seed, **optimizer_options)
+        teleprompter = (make_optimizer(optimizer, metric, n_train=len(trainset), lm=resolve_lm(judge.judge_lm),
+                                       reflection_lm=reflection_lm, seed=seed, **optimizer_options)
                         if isinstance(optimizer, str) else optimizer)
         train = judge_examples(judge, trainset)
         kwargs: dict[str, Any] = {"trainset": train}

@@ -237,6 +237,12 @@ class Judge(Metric, dspy.Module):
         self.judge_adapter = adapter
         self.use_logprobs = use_logprobs
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # MIPROv2 stores its best trial's metric as ``program.score``, which would shadow ``score()``.
+        if name == "score" and not callable(value):
+            name = "optimizer_score"
+        super().__setattr__(name, value)
+
     def verdict_config(self) -> dict[str, Any]:
         """The per-call LM config for verdict steps."""
         return {"logprobs": True, "top_logprobs": self.top_logprobs} if self.use_logprobs else {}
