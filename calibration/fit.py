@@ -13,11 +13,12 @@ and "the verdict lands on the human's side of 0.5" while bootstrapping. A bootst
 so the labels supervise each step through the final score. GEPA gets the same metric with text feedback:
 the human label, the judge's score and the judge's own reasons (unsupported claims and so on).
 
-Optimizers: ``"bootstrap"`` (BootstrapFewShot), ``"random_search"`` (BootstrapFewShotWithRandomSearch),
+Optimizers: ``"labeled"`` (LabeledFewShot: demos of the verdict step whose output is the human's own
+verdict or rating; for judges where one step's output is the label: AspectCritic, the rating judges, the
+dual judges), ``"bootstrap"`` (BootstrapFewShot), ``"random_search"`` (BootstrapFewShotWithRandomSearch),
 ``"mipro"`` (MIPROv2), ``"simba"`` (SIMBA, batch size set to fit small sets), ``"gepa"`` (GEPA, needs a
-``reflection_lm``), ``None`` (no compiling), or any DSPy optimizer instance. LabeledFewShot is not offered
-for multi-step judges: its demos are the labelled examples themselves, which hold sample fields and a
-score, not the inputs and outputs of any one step.
+``reflection_lm``), ``None`` (no compiling), or any DSPy optimizer instance. Multi-step judges such as
+Faithfulness have no step whose output is the label, so "labeled" refuses them with a clear error.
 
 Calibrators (scikit-learn), fitted on the judge's scores on ``calibration_set`` (default: the training
 set): ``"isotonic"``, ``"platt"`` (logistic on the raw score), ``"stacked"`` (logistic or linear on the raw
@@ -95,6 +96,21 @@ def judge_examples(judge: Judge, data: LabelledSet) -> list[dspy.Example]:
     return examples
 
 
+def _labeled_few_shot(judge: Judge, trainset: LabelledSet, schema: dict[str, Any], *, k: int, seed: int) -> Judge:
+    """LabeledFewShot with demos made from the human labels: each training item becomes a demo of the
+    judge's verdict step whose output is the human's verdict or rating (``Judge.label_demo``)."""
+    demos = []
+    for example in judge_examples(judge, trainset):
+        demo = judge.label_demo(dict(example.inputs()), float(scaled([example.label], schema)[0]))
+        if demo is None:
+            steps = [name for name, _ in judge.named_predictors()]
+            raise ValueError(f"fit(optimizer='labeled'): {judge.name}'s label is not the output of one step "
+                             f"(its steps are {steps}); use optimizer='bootstrap', which supervises every step "
+                             f"through the final score")
+        demos.append(dspy.Example(**demo))
+    return dspy.LabeledFewShot(k=k).compile(judge, trainset=demos, sample=True)
+
+
 def make_optimizer(name: str, metric, *, n_train: int, lm=None, reflection_lm=None, seed: int = 0, **options):
     """A DSPy optimizer by name, sized for small labelled sets; ``lm`` is the judge's LM (MIPROv2 proposes
     instructions with ``prompt_model``, default that same LM)."""
@@ -121,8 +137,8 @@ def make_optimizer(name: str, metric, *, n_train: int, lm=None, reflection_lm=No
         return dspy.GEPA(metric=metric, reflection_lm=reflection_lm,
                          max_metric_calls=options.get("max_metric_calls", 4 * n_train),
                          num_threads=options.get("num_threads", 1), seed=seed)
-    raise ValueError(f"fit: optimizer={name!r} is not one of None, 'bootstrap', 'random_search', 'mipro', "
-                     f"'simba', 'gepa' or a DSPy optimizer instance")
+    raise ValueError(f"fit: optimizer={name!r} is not one of None, 'labeled', 'bootstrap', 'random_search', "
+                     f"'mipro', 'simba', 'gepa' or a DSPy optimizer instance")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -407,7 +423,10 @@ def fit(
     compiled = judge
     report: dict[str, Any] = {"optimizer": optimizer if isinstance(optimizer, (str, type(None))) else type(optimizer).__name__,
                               "train_size": len(trainset), "seed": seed}
-    if optimizer is not None:
+    if optimizer == "labeled":
+        compiled = _labeled_few_shot(judge, trainset, schema, k=optimizer_options.get("max_demos", 3), seed=seed)
+        report["demos"] = {name: len(p.demos) for name, p in compiled.named_predictors()}
+    elif optimizer is not None:
         wants_feedback = optimizer == "gepa" or type(optimizer).__name__ == "GEPA"
         metric = agreement_metric(judge, schema, feedback=wants_feedback)
         teleprompter = (make_optimizer(optimizer, metric, n_train=len(trainset), lm=resolve_lm(judge.judge_lm),

@@ -243,6 +243,11 @@ class Judge(Metric, dspy.Module):
             name = "optimizer_score"
         super().__setattr__(name, value)
 
+    def label_demo(self, inputs: dict[str, Any], label: float) -> dict[str, Any] | None:
+        """A demo for the judge's verdict step built from a human label (``label`` scaled to [0, 1]), for
+        LabeledFewShot; None where no single step's output is the label (multi-step judges)."""
+        return None
+
     def verdict_config(self) -> dict[str, Any]:
         """The per-call LM config for verdict steps."""
         return {"logprobs": True, "top_logprobs": self.top_logprobs} if self.use_logprobs else {}

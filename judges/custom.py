@@ -102,10 +102,17 @@ class AspectCritic(_NamedJudge):
         self.vote_temperature = vote_temperature
         self.judge_aspect = dspy.Predict(AspectVerdict)
 
+    def _step_inputs(self, response: str, user_input: str | None = None,
+                     retrieved_contexts: list[str] | None = None, reference: str | None = None) -> dict[str, Any]:
+        return dict(definition=self.definition, response=response,
+                    **_optional_inputs(user_input, retrieved_contexts, reference))
+
+    def label_demo(self, inputs: dict[str, Any], label: float) -> dict[str, Any]:
+        return {**self._step_inputs(**inputs), "reason": "A human rater's verdict.", "verdict": label >= 0.5}
+
     def forward(self, response: str, user_input: str | None = None, retrieved_contexts: list[str] | None = None,
                 reference: str | None = None):
-        inputs = dict(definition=self.definition, response=response,
-                      **_optional_inputs(user_input, retrieved_contexts, reference))
+        inputs = self._step_inputs(response, user_input, retrieved_contexts, reference)
         if self.strictness == 1:
             votes = [self.judge_aspect(**inputs)]
         else:
@@ -140,6 +147,18 @@ class _RatingJudge(_NamedJudge):
             result["undefined_reason"] = f"rating {rating} was outside {low}..{high}; clipped"
         return result
 
+    def _scale_of(self, inputs: dict[str, Any]) -> tuple[int, int]:
+        return self.min_score, self.max_score
+
+    def label_demo(self, inputs: dict[str, Any], label: float) -> dict[str, Any]:
+        low, high = self._scale_of(inputs)
+        return {**self._step_inputs(**inputs), "reason": "A human rater's rating.",
+                "rating": int(round(low + label * (high - low)))}
+
+    def forward(self, **inputs):
+        low, high = self._scale_of(inputs)
+        return self._rate(self.rate, low, high, **self._step_inputs(**inputs))
+
     def feedback(self, result: dspy.Prediction) -> str:
         low, high = result.scale
         return f"{self.name}: rating {result.rating} of {low}..{high}: {result.reason}"
@@ -160,9 +179,13 @@ class SimpleCriteriaScore(_RatingJudge):
 
     def forward(self, response: str, user_input: str | None = None, retrieved_contexts: list[str] | None = None,
                 reference: str | None = None):
-        return self._rate(self.rate, self.min_score, self.max_score, criterion=self.definition,
-                          scale=f"{self.min_score} to {self.max_score}",
-                          response=response, **_optional_inputs(user_input, retrieved_contexts, reference))
+        return super().forward(response=response, user_input=user_input, retrieved_contexts=retrieved_contexts,
+                               reference=reference)
+
+    def _step_inputs(self, response: str, user_input: str | None = None,
+                     retrieved_contexts: list[str] | None = None, reference: str | None = None) -> dict[str, Any]:
+        return dict(criterion=self.definition, scale=f"{self.min_score} to {self.max_score}", response=response,
+                    **_optional_inputs(user_input, retrieved_contexts, reference))
 
 
 _RUBRIC_KEY = re.compile(r"^score(-?\d+)_description$")
@@ -211,8 +234,13 @@ class RubricsScore(_RatingJudge):
 
     def forward(self, response: str, user_input: str | None = None, retrieved_contexts: list[str] | None = None,
                 reference: str | None = None):
-        return self._rate(self.rate, self.min_score, self.max_score, rubric=format_rubric(self.levels),
-                          response=response, **_optional_inputs(user_input, retrieved_contexts, reference))
+        return super().forward(response=response, user_input=user_input, retrieved_contexts=retrieved_contexts,
+                               reference=reference)
+
+    def _step_inputs(self, response: str, user_input: str | None = None,
+                     retrieved_contexts: list[str] | None = None, reference: str | None = None) -> dict[str, Any]:
+        return dict(rubric=format_rubric(self.levels), response=response,
+                    **_optional_inputs(user_input, retrieved_contexts, reference))
 
 
 class InstanceRubrics(_RatingJudge):
@@ -234,6 +262,15 @@ class InstanceRubrics(_RatingJudge):
 
     def forward(self, response: str, rubrics: dict[str, str], user_input: str | None = None,
                 retrieved_contexts: list[str] | None = None, reference: str | None = None):
-        levels, low, high = parse_rubric(rubrics, self.name)
-        return self._rate(self.rate, low, high, rubric=format_rubric(levels), response=response,
-                          **_optional_inputs(user_input, retrieved_contexts, reference))
+        return super().forward(response=response, rubrics=rubrics, user_input=user_input,
+                               retrieved_contexts=retrieved_contexts, reference=reference)
+
+    def _scale_of(self, inputs: dict[str, Any]) -> tuple[int, int]:
+        _, low, high = parse_rubric(inputs["rubrics"], self.name)
+        return low, high
+
+    def _step_inputs(self, response: str, rubrics: dict[str, str], user_input: str | None = None,
+                     retrieved_contexts: list[str] | None = None, reference: str | None = None) -> dict[str, Any]:
+        levels, _, _ = parse_rubric(rubrics, self.name)
+        return dict(rubric=format_rubric(levels), response=response,
+                    **_optional_inputs(user_input, retrieved_contexts, reference))

@@ -87,6 +87,14 @@ class ResponseGroundednessJudgeB(dspy.Signature):
 class _DualJudge(Judge):
     scale: ClassVar[tuple[int, ...]]
 
+    def label_demo(self, inputs: dict[str, Any], label: float) -> dict[str, Any]:
+        # Both judges' signatures share their field names, so one demo serves judge_a and judge_b.
+        rating = min(self.scale, key=lambda level: abs(level / max(self.scale) - label))
+        return {**self._step_inputs(**inputs), "rating": rating}
+
+    def forward(self, **inputs):
+        return self._ratings(**self._step_inputs(**inputs))
+
     def _ratings(self, **inputs) -> dspy.Prediction:
         ratings: list[int | None] = []
         for predictor in (self.judge_a, self.judge_b):
@@ -117,7 +125,10 @@ class AnswerAccuracy(_DualJudge):
         self.judge_b = dspy.Predict(AnswerAccuracyJudgeB)
 
     def forward(self, user_input: str, response: str, reference: str):
-        return self._ratings(question=user_input, user_answer=response, reference_answer=reference)
+        return super().forward(user_input=user_input, response=response, reference=reference)
+
+    def _step_inputs(self, user_input: str, response: str, reference: str) -> dict[str, Any]:
+        return dict(question=user_input, user_answer=response, reference_answer=reference)
 
 
 class ContextRelevance(_DualJudge):
@@ -132,7 +143,10 @@ class ContextRelevance(_DualJudge):
         self.judge_b = dspy.Predict(ContextRelevanceJudgeB)
 
     def forward(self, user_input: str, retrieved_contexts: list[str]):
-        return self._ratings(question=user_input, context="\n\n".join(retrieved_contexts))
+        return super().forward(user_input=user_input, retrieved_contexts=retrieved_contexts)
+
+    def _step_inputs(self, user_input: str, retrieved_contexts: list[str]) -> dict[str, Any]:
+        return dict(question=user_input, context="\n\n".join(retrieved_contexts))
 
 
 class ResponseGroundedness(_DualJudge):
@@ -147,4 +161,7 @@ class ResponseGroundedness(_DualJudge):
         self.judge_b = dspy.Predict(ResponseGroundednessJudgeB)
 
     def forward(self, response: str, retrieved_contexts: list[str]):
-        return self._ratings(response=response, context="\n\n".join(retrieved_contexts))
+        return super().forward(response=response, retrieved_contexts=retrieved_contexts)
+
+    def _step_inputs(self, response: str, retrieved_contexts: list[str]) -> dict[str, Any]:
+        return dict(response=response, context="\n\n".join(retrieved_contexts))

@@ -54,7 +54,7 @@ def test_other_optimizers_and_unknown_ones():
     compiled = fit(critic(lm), synthetic(8), optimizer="random_search", calibrator=None, num_candidates=2)
     assert judge_scores(compiled, synthetic(6, offset=50))[0].tolist() == [0.0, 1.0] * 3
     with pytest.raises(ValueError, match="optimizer="):
-        fit(critic(lm), synthetic(4), optimizer="labeled")
+        fit(critic(lm), synthetic(4), optimizer="nope")
     with pytest.raises(ValueError, match="reflection_lm"):
         fit(critic(lm), synthetic(4), optimizer="gepa")
 
@@ -131,3 +131,24 @@ def test_cheap_signals():
     qa = SingleTurnSample(response="It was Wilhelm Röntgen in 1901.", reference="Wilhelm Conrad Röntgen / Röntgen")
     assert reference_token_recall(qa) == 1.0
     assert reference_token_recall(SingleTurnSample(response="Marie Curie", reference="Röntgen")) == 0.0
+
+
+def test_labeled_few_shot_uses_human_labels_as_demos_of_the_verdict_step():
+    lm = demo_sensitive_lm()
+    compiled = fit(critic(lm), synthetic(10), optimizer="labeled", calibrator=None, max_demos=4)
+    demos = compiled.judge.judge_aspect.demos
+    assert len(demos) == 4 and all(d.verdict == ("good" in d.response) for d in demos)
+    assert judge_scores(compiled, synthetic(6, offset=70))[0].tolist() == [0.0, 1.0] * 3
+    with pytest.raises(ValueError, match="not the output of one step"):
+        fit(Faithfulness(lm=lm), LabelledSet.from_records(
+            [{"response": "a", "retrieved_contexts": ["b"], "label": i % 2} for i in range(4)]), optimizer="labeled")
+
+
+def test_label_demos_of_rating_and_dual_judges():
+    from judges import AnswerAccuracy, RubricsScore
+
+    demo = RubricsScore().label_demo({"response": "x", "user_input": "q", "retrieved_contexts": None,
+                                      "reference": None}, 0.75)
+    assert demo["rating"] == 4 and "score 5:" in demo["rubric"]
+    demo = AnswerAccuracy().label_demo({"user_input": "q", "response": "a", "reference": "r"}, 0.4)
+    assert demo == {"question": "q", "user_answer": "a", "reference_answer": "r", "rating": 2}
