@@ -21,40 +21,37 @@ from judges.models import output_constraints
 from judges.samples import SampleValidationError
 
 
-class AspectVerdict(dspy.Signature):
+class _JudgedResponse(dspy.Signature):
+    """The inputs every custom judge reads (the instruction comes from each subclass)."""
+
+    user_input: str = dspy.InputField(desc="may be empty")
+    context: str = dspy.InputField(desc="retrieved contexts; may be empty")
+    reference: str = dspy.InputField(desc="reference answer; may be empty")
+    response: str = dspy.InputField()
+
+
+class AspectVerdict(_JudgedResponse):
     """Judge the response against the definition of the aspect. Answer true only if the response
     satisfies the definition."""
 
     definition: str = dspy.InputField(desc="what to check")
-    user_input: str = dspy.InputField(desc="may be empty")
-    context: str = dspy.InputField(desc="retrieved contexts; may be empty")
-    reference: str = dspy.InputField(desc="reference answer; may be empty")
-    response: str = dspy.InputField()
     reason: str = dspy.OutputField()
     verdict: bool = dspy.OutputField()
 
 
-class CriteriaRating(dspy.Signature):
+class CriteriaRating(_JudgedResponse):
     """Rate the response by the criterion, as an integer within the given scale."""
 
     criterion: str = dspy.InputField()
     scale: str = dspy.InputField(desc="lowest and highest allowed rating")
-    user_input: str = dspy.InputField(desc="may be empty")
-    context: str = dspy.InputField(desc="retrieved contexts; may be empty")
-    reference: str = dspy.InputField(desc="reference answer; may be empty")
-    response: str = dspy.InputField()
     reason: str = dspy.OutputField()
     rating: int = dspy.OutputField()
 
 
-class RubricRating(dspy.Signature):
+class RubricRating(_JudgedResponse):
     """Rate the response with the rubric: pick the score whose description fits the response best."""
 
     rubric: str = dspy.InputField(desc="one line per score: 'score N: description'")
-    user_input: str = dspy.InputField(desc="may be empty")
-    context: str = dspy.InputField(desc="retrieved contexts; may be empty")
-    reference: str = dspy.InputField(desc="reference answer; may be empty")
-    response: str = dspy.InputField()
     reason: str = dspy.OutputField()
     rating: int = dspy.OutputField()
 
@@ -155,7 +152,10 @@ class _RatingJudge(_NamedJudge):
         return {**self._step_inputs(**inputs), "reason": "A human rater's rating.",
                 "rating": int(round(low + label * (high - low)))}
 
-    def forward(self, **inputs):
+    def forward(self, response: str, user_input: str | None = None, retrieved_contexts: list[str] | None = None,
+                reference: str | None = None, rubrics: dict[str, str] | None = None):
+        inputs = dict(response=response, user_input=user_input, retrieved_contexts=retrieved_contexts,
+                      reference=reference, rubrics=rubrics)
         low, high = self._scale_of(inputs)
         return self._rate(self.rate, low, high, **self._step_inputs(**inputs))
 
@@ -177,13 +177,8 @@ class SimpleCriteriaScore(_RatingJudge):
         self.definition = definition
         self.rate = dspy.Predict(CriteriaRating)
 
-    def forward(self, response: str, user_input: str | None = None, retrieved_contexts: list[str] | None = None,
-                reference: str | None = None):
-        return super().forward(response=response, user_input=user_input, retrieved_contexts=retrieved_contexts,
-                               reference=reference)
-
-    def _step_inputs(self, response: str, user_input: str | None = None,
-                     retrieved_contexts: list[str] | None = None, reference: str | None = None) -> dict[str, Any]:
+    def _step_inputs(self, response: str, user_input: str | None = None, retrieved_contexts: list[str] | None = None,
+                     reference: str | None = None, rubrics: dict[str, str] | None = None) -> dict[str, Any]:
         return dict(criterion=self.definition, scale=f"{self.min_score} to {self.max_score}", response=response,
                     **_optional_inputs(user_input, retrieved_contexts, reference))
 
@@ -232,13 +227,8 @@ class RubricsScore(_RatingJudge):
         self.levels, self.min_score, self.max_score = parse_rubric(self.rubrics, name)
         self.rate = dspy.Predict(RubricRating)
 
-    def forward(self, response: str, user_input: str | None = None, retrieved_contexts: list[str] | None = None,
-                reference: str | None = None):
-        return super().forward(response=response, user_input=user_input, retrieved_contexts=retrieved_contexts,
-                               reference=reference)
-
-    def _step_inputs(self, response: str, user_input: str | None = None,
-                     retrieved_contexts: list[str] | None = None, reference: str | None = None) -> dict[str, Any]:
+    def _step_inputs(self, response: str, user_input: str | None = None, retrieved_contexts: list[str] | None = None,
+                     reference: str | None = None, rubrics: dict[str, str] | None = None) -> dict[str, Any]:
         return dict(rubric=format_rubric(self.levels), response=response,
                     **_optional_inputs(user_input, retrieved_contexts, reference))
 
@@ -260,17 +250,12 @@ class InstanceRubrics(_RatingJudge):
             raise SampleValidationError([(index, "rubrics", str(err))], metric=self.name) from None
         return sample
 
-    def forward(self, response: str, rubrics: dict[str, str], user_input: str | None = None,
-                retrieved_contexts: list[str] | None = None, reference: str | None = None):
-        return super().forward(response=response, rubrics=rubrics, user_input=user_input,
-                               retrieved_contexts=retrieved_contexts, reference=reference)
-
     def _scale_of(self, inputs: dict[str, Any]) -> tuple[int, int]:
         _, low, high = parse_rubric(inputs["rubrics"], self.name)
         return low, high
 
-    def _step_inputs(self, response: str, rubrics: dict[str, str], user_input: str | None = None,
-                     retrieved_contexts: list[str] | None = None, reference: str | None = None) -> dict[str, Any]:
+    def _step_inputs(self, response: str, user_input: str | None = None, retrieved_contexts: list[str] | None = None,
+                     reference: str | None = None, rubrics: dict[str, str] | None = None) -> dict[str, Any]:
         levels, _, _ = parse_rubric(rubrics, self.name)
         return dict(rubric=format_rubric(levels), response=response,
                     **_optional_inputs(user_input, retrieved_contexts, reference))
