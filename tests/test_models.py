@@ -81,7 +81,9 @@ def test_bounded_schema_caps_strings_arrays_and_ranged_integers():
     assert props["claims"]["maxItems"] == 5 and props["claims"]["items"]["maxLength"] == 100
     assert props["score"]["enum"] == [0, 1, 2, 3, 4] and "minimum" not in props["score"]
     assert props["count"] == {"type": "integer"}
-    assert out["$defs"]["V"]["properties"]["why"]["maxLength"] == 50
+    assert out["$defs"]["V"]["properties"]["why"]["maxLength"] == 50  # a tighter bound of its own stays
+    tight = bounded_schema(schema, max_string_chars=20, max_items=2)
+    assert tight["$defs"]["V"]["properties"]["why"]["maxLength"] == 20  # the fallback tightens it too
     assert schema["properties"]["reason"] == {"type": "string"}  # the input is not modified
 
 
@@ -153,3 +155,5 @@ def test_engine_regenerates_a_truncated_json_answer_under_tighter_bounds():
 def test_bounds_never_contradict_minimums():
     out = bounded_schema({"type": "array", "minItems": 20, "items": {"type": "string", "minLength": 50}}, 10, 4)
     assert out["maxItems"] == 20 and out["items"]["maxLength"] == 50
+    exact = bounded_schema({"type": "array", "minItems": 20, "maxItems": 20}, 10, 4)
+    assert exact["maxItems"] == 20  # an exact count (one verdict per claim) is never cut
