@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import tempfile
 import time
 
@@ -48,6 +49,8 @@ def llm_runs(n: int) -> None:
         prompt = sum(s["input_tokens"] for k, s in summary.items() if k != "_overall")
         completion = sum(s["output_tokens"] for k, s in summary.items() if k != "_overall")
         walls[(label, threads)] = result.wall_seconds
+        for index, metric, reason in result.failures:
+            print(f"  {label}/{threads}: sample {index} {metric}: {reason[:200]}", file=sys.stderr)
         print(f"| {label} | {threads} | {result.wall_seconds:.1f} | {calls} | {prompt / n:.0f} | {completion / n:.0f} | "
               f"{len(result.failures)} |", flush=True)
     speedup = walls[("cold", 4)] / walls[("cached rerun", 4)]
