@@ -127,6 +127,39 @@ def bounded_schema(schema: Any, max_string_chars: int, max_items: int, max_enum_
     return out
 
 
+def _resolve(schema: dict[str, Any], node: Any) -> Any:
+    if isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/$defs/"):
+        return schema.get("$defs", {}).get(node["$ref"].split("/")[-1], node)
+    return node
+
+
+def salvage_json(text: str, schema: dict[str, Any]) -> str | None:
+    """Close a JSON answer cut off by ``max_tokens`` and drop the list items it left unfinished.
+
+    The grammar guarantees the text is a valid prefix of a schema-conforming object, so closing it
+    (json_repair) and removing array items that lack a required key leaves valid data: e.g. the verdicts
+    for the claims that were reached. None when a required top-level field is still missing.
+    """
+    import json_repair
+
+    try:
+        data = json_repair.loads(text)
+    except Exception:  # noqa: BLE001 - json_repair raises various errors on hopeless input
+        return None
+    if not isinstance(data, dict):
+        return None
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = _resolve(schema, prop)
+        if isinstance(data.get(name), list) and isinstance(prop, dict):
+            item = _resolve(schema, prop.get("items", {}))
+            required = item.get("required", []) if isinstance(item, dict) else []
+            if required:
+                data[name] = [v for v in data[name] if isinstance(v, dict) and all(k in v for k in required)]
+    if any(name not in data for name in schema.get("required", [])):
+        return None
+    return json.dumps(data, ensure_ascii=False)
+
+
 class LlamaCppEngine:
     """Runs a GGUF model in-process with llama.cpp, as a DSPy engine.
 
@@ -224,11 +257,17 @@ class LlamaCppEngine:
             messages.append({"role": role, "content": _message_text(message)})
         return messages
 
+    @staticmethod
+    def _schema(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
+        if fmt is None:
+            return None
+        return fmt.get("schema") if fmt.get("type") == "json_schema" else {"type": "object"}
+
     def _grammars(self, fmt: dict[str, Any] | None) -> list[Any]:
         """Grammars for the response format, loosest first: the engine's bounds, then a tight fallback."""
         if fmt is None:
             return [None]
-        schema = fmt.get("schema") if fmt.get("type") == "json_schema" else {"type": "object"}
+        schema = self._schema(fmt)
         constraints = _OUTPUT_CONSTRAINTS.get()
         if constraints and isinstance(schema.get("properties"), dict):
             properties = {name: ({**prop, **constraints[name]} if name in constraints else prop)
@@ -242,8 +281,10 @@ class LlamaCppEngine:
 
     def complete(self, request) -> Response:
         """One completion. If a grammar-constrained answer runs out of ``max_tokens`` before its JSON
-        closes (long lists of long strings), it is generated once more under tighter bounds, so it still
-        parses; the usage reported is the sum of both attempts. Budgets under 64 tokens get no retry."""
+        closes (long lists of long strings), it is generated once more under tighter bounds; if that is
+        cut off too, the JSON is closed and unfinished list items dropped (``salvage_json``; the response
+        still says ``finish_reason="length"``). The usage reported is the sum of both attempts. Budgets
+        under 64 tokens get neither retry nor salvage."""
         config = request.config
         max_tokens = config.max_tokens or DEFAULT_MAX_TOKENS
         temperature = 0.0 if config.temperature is None else float(config.temperature)
@@ -278,10 +319,14 @@ class LlamaCppEngine:
             completion_tokens += usage.get("completion_tokens") or 0
             if choice.get("finish_reason") != "length":
                 break
+        text = choice["message"].get("content") or ""
+        schema = self._schema(config.response_format)
+        if choice.get("finish_reason") == "length" and schema is not None and max_tokens >= 64:
+            text = salvage_json(text, schema) or text
         return Response(
             id=out.get("id") or f"llamacpp-{uuid.uuid4().hex[:12]}",
             model=self.model_name,
-            message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
+            message=Message.assistant([TextPart(text)]),
             finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
             usage=Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens),
             logprobs=self._logprobs(choice.get("logprobs"), config.logprobs or 0),

@@ -1,5 +1,7 @@
 """LM and embedder resolution, without loading any model."""
 
+import json
+
 import dspy
 import numpy as np
 import pytest
@@ -157,3 +159,20 @@ def test_bounds_never_contradict_minimums():
     assert out["maxItems"] == 20 and out["items"]["maxLength"] == 50
     exact = bounded_schema({"type": "array", "minItems": 20, "maxItems": 20}, 10, 4)
     assert exact["maxItems"] == 20  # an exact count (one verdict per claim) is never cut
+
+
+def test_salvage_closes_a_cut_off_answer_and_drops_the_unfinished_item():
+    from judges.models import salvage_json
+
+    schema = {
+        "type": "object", "required": ["verdicts"],
+        "properties": {"verdicts": {"type": "array", "items": {"$ref": "#/$defs/V"}}},
+        "$defs": {"V": {"type": "object", "required": ["claim", "supported"],
+                        "properties": {"claim": {"type": "string"}, "supported": {"type": "boolean"}}}},
+    }
+    cut = '{"verdicts": [{"claim": "a", "supported": true}, {"claim": "b", "supported": false}, {"claim": "c", "reas'
+    assert json.loads(salvage_json(cut, schema)) == {"verdicts": [{"claim": "a", "supported": True},
+                                                                  {"claim": "b", "supported": False}]}
+    two_fields = {"type": "object", "required": ["reason", "verdict"],
+                  "properties": {"reason": {"type": "string"}, "verdict": {"type": "boolean"}}}
+    assert salvage_json('{"reason": "it goes on and on', two_fields) is None  # a required field never came
