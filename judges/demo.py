@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(header))
     print(f"{'':>2}  {'mean':<42}" + "".join(f"{sum(v) / len(v):>13.3f}" for v in totals.values()))
     tokens = usage.get_total_tokens().get(lm.model, {})
-    cached = sum(1 for entry in lm.history if getattr(entry["response"], "cache_hit", False))
+    cached = sum(1 for entry in lm.history if not entry.get("usage"))  # DSPy's cache hits report no usage
     print(f"\n{len(lm.history)} LM calls ({cached} answered from DSPy's cache), {tokens.get('prompt_tokens', 0)} "
           f"prompt + {tokens.get('completion_tokens', 0)} completion tokens, {elapsed:.1f} s")
     return 0
