@@ -35,7 +35,7 @@ import inspect
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import dspy
 import numpy as np

@@ -29,7 +29,6 @@ import contextvars
 import hashlib
 import json
 import math
-import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
