@@ -1,11 +1,12 @@
 # Two commands, each works on a fresh machine (Python >= 3.11 with venv, a C/C++ compiler, make):
-#   make demo   - set up .venv and run the main job on the embedded defaults
+#   make demo   - set up .venv and run the main job on the embedded defaults: calibrate a faithfulness
+#                 judge on the bundled BEGIN slice and show agreement with people before/after
 #   make test   - set up .venv and run the test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test test-unit bench clean
+.PHONY: setup demo demo-metrics test test-unit bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -19,6 +20,10 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: $(STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/dspy-judges calibrate begin-slice --judge faithfulness --optimizer bootstrap \
+		--calibrator stacked --n-train 16 --n-test 32 --max-demos 2
+
+demo-metrics: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m judges.demo
 
 test: $(STAMP)

@@ -137,6 +137,22 @@ def split(data: LabelledSet, *, dev: float = 0.2, test: float = 0.3, seed: int =
     return Split(data.subset(sorted(train_idx)), data.subset(sorted(dev_idx)), data.subset(sorted(test_idx)))
 
 
+def balanced_sample(data: LabelledSet, n: int, *, seed: int = 0) -> LabelledSet:
+    """A seeded sample of ``n`` items of a binary set, half of each label where the set allows
+    (the rest from the other label); items stay in file order."""
+    if data.kind != "binary":
+        raise ValueError(f"{data.name}: balanced_sample needs binary labels, these are {data.kind}")
+    if n > len(data):
+        raise ValueError(f"{data.name}: asked for {n} items, the set has {len(data)}")
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(data.labels)
+    pools = [np.where(labels == value)[0] for value in (0, 1)]
+    positives = min(len(pools[1]), n - min(len(pools[0]), n // 2))
+    take = [n - positives, positives]
+    picked = [i for pool, k in zip(pools, take) for i in rng.choice(pool, size=k, replace=False).tolist()]
+    return data.subset(sorted(picked))
+
+
 def k_fold(data: LabelledSet, *, k: int = 5, seed: int = 0) -> list[tuple[LabelledSet, LabelledSet]]:
     """Seeded, stratified k-fold (train, held-out) pairs: for sets under ~100 items, where one split
     leaves too few items to measure on."""
@@ -179,6 +195,18 @@ def load_begin(parts: Sequence[str] = ("wow", "cmu", "tc"), limit: int | None = 
         samples, labels, meta = samples[:limit], labels[:limit], meta[:limit]
     return LabelledSet("begin", EvaluationDataset(samples), labels, "binary",
                        "BEGIN (google/BEGIN-dataset), CC BY 4.0 / CDLA-Sharing-1.0", meta)
+
+
+def load_begin_slice() -> LabelledSet:
+    """The 60-row BEGIN slice bundled with the package (balanced; CC BY 4.0 parts only; see
+    ``calibration/data/SOURCE.md``): runs on a fresh machine without ``shared/data``."""
+    from importlib import resources
+
+    path = resources.files("calibration") / "data" / "begin_slice.jsonl"
+    with resources.as_file(path) as file:
+        data = LabelledSet.from_jsonl(file, name="begin_slice",
+                                      source="BEGIN (google/BEGIN-dataset) WoW + CMU-DoG, CC BY 4.0")
+    return data
 
 
 EVOUNA_SYSTEMS = ("fid", "gpt35", "chatgpt", "gpt4", "newbing")

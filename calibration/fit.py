@@ -122,7 +122,10 @@ def make_optimizer(name: str, metric, *, n_train: int, lm=None, reflection_lm=No
             metric=metric, max_bootstrapped_demos=options.get("max_demos", 3), max_labeled_demos=0,
             num_candidate_programs=options.get("num_candidates", 4), num_threads=options.get("num_threads", 1))
     if name == "mipro":
-        return dspy.MIPROv2(metric=metric, auto=options.get("auto", "light"), seed=seed, task_model=lm,
+        # auto="light" by default; a budget of your own: num_candidates=..., plus num_trials=... for compile.
+        sized = "num_candidates" in options
+        return dspy.MIPROv2(metric=metric, auto=None if sized else options.get("auto", "light"),
+                            num_candidates=options.get("num_candidates"), seed=seed, task_model=lm,
                             prompt_model=options.get("prompt_model", lm),
                             max_bootstrapped_demos=options.get("max_demos", 3), max_labeled_demos=0,
                             num_threads=options.get("num_threads", 1), verbose=False)
@@ -388,11 +391,17 @@ def _checksum(body: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------------
 # fit()
 # ------------------------------------------------------------------------------------------------
-def judge_scores(judge: Metric, data: LabelledSet) -> tuple[np.ndarray, list[Any]]:
-    """The judge's raw scores on every item (a failed item scores 0.5, the uninformative middle, and is
-    counted in ``failures``) and the Predictions behind them."""
+def judge_scores(judge: Metric, data: LabelledSet, *, progress: bool = False,
+                 desc: str | None = None) -> tuple[np.ndarray, list[Any]]:
+    """The judge's raw scores on every item (a failed item scores 0.5, the uninformative middle, and its
+    result is ``{"error": ...}``) and the Predictions behind them; ``progress`` shows a progress bar."""
     scores, results = [], []
-    for sample in data.dataset:
+    items = data.dataset
+    if progress:
+        from tqdm.auto import tqdm
+
+        items = tqdm(items, desc=desc or judge.name, unit="item")
+    for sample in items:
         try:
             result = judge.score(sample)
             scores.append(float(result.score))
@@ -415,6 +424,7 @@ def fit(
     calibration_set: LabelledSet | None = None,
     reflection_lm: Any = None,
     seed: int = 0,
+    progress: bool = False,
     **optimizer_options: Any,
 ) -> CompiledJudge:
     """Compile ``judge`` against ``trainset``'s human labels, then fit a score calibrator. See the module
@@ -439,6 +449,8 @@ def fit(
             kwargs["valset"] = judge_examples(judge, devset)
         if "requires_permission_to_run" in accepted:
             kwargs["requires_permission_to_run"] = False
+        kwargs.update({k: optimizer_options[k] for k in ("num_trials", "minibatch", "minibatch_size")
+                       if k in optimizer_options and k in accepted})
         with judge_context(judge.judge_lm, judge.judge_adapter):
             compiled = teleprompter.compile(judge, **kwargs)
         compiled.judge_lm, compiled.judge_adapter = judge.judge_lm, judge.judge_adapter
@@ -446,7 +458,7 @@ def fit(
     result = CompiledJudge(compiled, Calibrator(None, binary=schema["kind"] == "binary"), schema, report)
     if calibrator is not None:
         fit_on = calibration_set or trainset
-        raw, results = judge_scores(compiled, fit_on)
+        raw, results = judge_scores(compiled, fit_on, progress=progress, desc="scoring the calibration set")
         chosen = list(features) if calibrator == "stacked" else []
         cal = Calibrator(calibrator, binary=schema["kind"] == "binary", features=chosen)
         extra = (np.array([[FEATURES[f](s, r) for f in chosen] for s, r in zip(fit_on.dataset, results)], float)

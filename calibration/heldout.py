@@ -1,0 +1,139 @@
+"""Does compiling and calibrating a judge make it agree with people? Measure it on a held-out split.
+
+    compiled, run = compare_on_heldout(lambda: Faithfulness(lm=lm), train, test,
+                                       optimizers=[None, "bootstrap"], calibrator="stacked")
+    print(run.table())      # one row per scorer, bootstrap 95% CIs
+
+Every scorer is scored on the same ``test`` items, which ``fit`` never sees:
+
+* ``baseline: <signal>``: cheap signals with no LM (token overlap of the response with its evidence,
+  reference-token recall, embedding similarity), those the samples have the fields for;
+* ``judge as shipped``: the judge with no compiling and no calibration;
+* ``compiled (<optimizer>)``: the judge compiled on ``train`` against the human labels;
+* ``... + <calibrator> calibration``: that judge's scores mapped to the human scale by a calibrator
+  fitted on ``train`` (for ``optimizer=None``, on top of the shipped judge).
+
+Labels are put on a [0, 1] scale (``fit.label_schema``); binary sets get binary agreement statistics,
+ordinal and continuous ones correlations and MAE on that scale.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from calibration.datasets import LabelledSet
+from calibration.fit import FEATURES, CompiledJudge, fit, judge_scores, label_schema, scaled
+from calibration.report import CalibrationRun
+from judges.base import Judge
+
+BASELINES = ("token_overlap", "reference_token_recall", "embedding_similarity")
+
+
+def applicable_baselines(data: LabelledSet) -> list[str]:
+    """The cheap signals every sample of ``data`` has the fields for."""
+    samples = list(data.dataset)
+    has_evidence = all((s.retrieved_contexts or s.reference_contexts or s.reference) for s in samples)
+    has_reference = all(getattr(s, "reference", None) for s in samples)
+    has_response = all(getattr(s, "response", None) for s in samples)
+    chosen = []
+    if has_response and has_evidence:
+        chosen += ["token_overlap", "embedding_similarity"]
+    if has_response and has_reference:
+        chosen.append("reference_token_recall")
+    return [b for b in BASELINES if b in chosen]
+
+
+def _optimizer_label(optimizer: Any) -> str:
+    return "none" if optimizer is None else optimizer if isinstance(optimizer, str) else type(optimizer).__name__
+
+
+def compare_on_heldout(
+    make_judge: Callable[[], Judge],
+    train: LabelledSet,
+    test: LabelledSet,
+    *,
+    optimizers: Sequence[Any] = ("bootstrap",),
+    calibrator: str | None = "stacked",
+    baselines: Sequence[str] | str = "auto",
+    seed: int = 0,
+    reflection_lm: Any = None,
+    progress: bool = True,
+    name: str | None = None,
+    **optimizer_options: Any,
+) -> tuple[dict[str, CompiledJudge], CalibrationRun]:
+    """Score ``test`` with the baselines, the shipped judge and, per optimizer, the compiled and the
+    calibrated judge. Returns the compiled judges by optimizer name and a ``CalibrationRun`` holding
+    every scorer's test scores (agreement computed). An optimizer that cannot compile this judge (e.g.
+    "labeled" for a multi-step judge) is skipped and its reason kept in ``run.meta["skipped"]``."""
+    if len(train) == 0 or len(test) == 0:
+        raise ValueError(f"compare_on_heldout: train has {len(train)} items and test {len(test)}; both need some")
+    if train.kind != test.kind:
+        raise ValueError(f"compare_on_heldout: train labels are {train.kind} but test labels are {test.kind}")
+    schema = label_schema(train)
+    target = scaled(test.labels, schema)
+    kind = "binary" if schema["kind"] == "binary" else "continuous"
+    chosen = applicable_baselines(test) if baselines == "auto" else list(baselines)
+    unknown = [b for b in chosen if b not in FEATURES]
+    if unknown:
+        raise ValueError(f"compare_on_heldout: unknown baselines {unknown}; choose from {list(BASELINES)}")
+
+    scores: dict[str, list[float]] = {}
+    seconds: dict[str, float] = {}
+    meta: dict[str, Any] = {"train_size": len(train), "test_size": len(test), "seed": seed, "calibrator": calibrator,
+                            "label_schema": schema, "optimizers": [_optimizer_label(o) for o in optimizers],
+                            "skipped": {}, "calibrator_notes": {}, "demos": {}, "failures": {}}
+    for feature in chosen:
+        start = time.perf_counter()
+        scores[f"baseline: {feature.replace('_', ' ')}"] = [float(FEATURES[feature](s)) for s in test.dataset]
+        seconds[f"baseline: {feature.replace('_', ' ')}"] = time.perf_counter() - start
+
+    shipped = make_judge()
+    meta["judge"] = shipped.name
+    start = time.perf_counter()
+    raw, results = judge_scores(shipped, test, progress=progress, desc="judge as shipped")
+    scores["judge as shipped"], seconds["judge as shipped"] = raw.tolist(), time.perf_counter() - start
+    meta["failures"]["judge as shipped"] = sum(isinstance(r, dict) and "error" in r for r in results)
+
+    compiled_by_optimizer: dict[str, CompiledJudge] = {}
+    for optimizer in optimizers:
+        label = _optimizer_label(optimizer)
+        start = time.perf_counter()
+        try:
+            compiled = fit(make_judge(), train, optimizer=optimizer, calibrator=calibrator, seed=seed,
+                           reflection_lm=reflection_lm, progress=progress, **optimizer_options)
+        except ValueError as err:
+            if optimizer is None or "optimizer=" not in str(err):
+                raise
+            meta["skipped"][label] = str(err)
+            continue
+        meta[f"fit_seconds.{label}"] = time.perf_counter() - start
+        compiled.report["test_size"] = len(test)
+        compiled_by_optimizer[label] = compiled
+        meta["demos"][label] = compiled.report.get("demos", {})
+        if optimizer is None:
+            test_raw, test_results = raw, results
+        else:
+            start = time.perf_counter()
+            test_raw, test_results = judge_scores(compiled.judge, test, progress=progress, desc=f"compiled ({label})")
+            scores[f"compiled ({label})"] = test_raw.tolist()
+            seconds[f"compiled ({label})"] = time.perf_counter() - start
+            meta["failures"][f"compiled ({label})"] = sum(isinstance(r, dict) and "error" in r for r in test_results)
+        if calibrator is not None:
+            features = compiled.calibrator.features
+            extra = (np.array([[FEATURES[f](s, r) for f in features] for s, r in zip(test.dataset, test_results)], float)
+                     if features else None)
+            base = "judge as shipped" if optimizer is None else f"compiled ({label})"
+            key = f"{base} + {compiled.calibrator.kind} calibration"
+            scores[key] = compiled.calibrator.predict(test_raw, extra).tolist()
+            meta["calibrator_notes"][key] = compiled.calibrator.note
+    meta["seconds"] = seconds
+    run = CalibrationRun(name=name or f"{test.name}: {shipped.name}", labels=target.tolist(), scores=scores,
+                         label_kind=kind, meta=meta)
+    run.compute_agreement()
+    for compiled in compiled_by_optimizer.values():
+        compiled.report["heldout"] = {k: r.to_dict() for k, r in run.agreement.items()}
+    return compiled_by_optimizer, run

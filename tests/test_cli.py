@@ -1,0 +1,136 @@
+"""The `dspy-judges` CLI: metrics, evaluate (with resume), calibrate (scripted LM), report, exit codes."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import dspy
+import pytest
+
+from calibration.fit import CompiledJudge
+from calibration.report import CalibrationRun
+from judges.cli import build_metric, catalogue, main
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scripted import scripted_lm  # noqa: E402
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_metrics_lists_the_catalogue(capsys):
+    assert main(["metrics", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert len(rows) == len(catalogue()) >= 40
+    assert rows["faithfulness"]["required_fields"] == ["response", "retrieved_contexts"]
+    assert rows["faithfulness"]["needs_lm"] and not rows["rouge_score"]["needs_lm"]
+    assert rows["semantic_similarity"]["needs_embeddings"]
+    assert rows["aspect_critic"]["required_params"] == ["name", "definition"]
+    assert rows["context_precision"]["alias_of"] == "llm_context_precision_with_reference"
+    assert main(["metrics"]) == 0
+    assert "tool_call_accuracy" in capsys.readouterr().out
+
+
+def test_build_metric_parses_parameters_and_says_what_is_missing():
+    critic = build_metric('aspect_critic:{"name": "polite", "definition": "Is it polite?"}')
+    assert critic.name == "polite"
+    assert build_metric('rouge_score:{"rouge_type": "rouge1"}').rouge_type == "rouge1"
+    with pytest.raises(Exception, match=r"needs \['name', 'definition'\]"):
+        build_metric("aspect_critic")
+    with pytest.raises(Exception, match="unknown metric 'nope'"):
+        build_metric("nope")
+    with pytest.raises(Exception, match="JSON object"):
+        build_metric("rouge_score:{bad")
+
+
+def test_evaluate_writes_outputs_and_resumes(tmp_path, capsys):
+    data = write_jsonl(tmp_path / "qa.jsonl", [{"response": f"answer {i}", "reference": f"answer {i % 2}"}
+                                               for i in range(6)])
+    out = tmp_path / "out"
+    argv = ["evaluate", str(data), "-m", "exact_match", "-m", "rouge_score", "--out", str(out),
+            "--runs-dir", str(tmp_path / "runs"), "--no-mlflow"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"exact_match\s+0\.333", printed)  # samples 0 and 1 of 6 match
+    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert len(records) == 12 and {r["metric"] for r in records} == {"exact_match", "rouge_score"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["exact_match"]["mean"] == pytest.approx(1 / 3)
+    assert (out / "scores.csv").read_text().startswith("sample,exact_match,rouge_score")
+    run_lines = (out / "run.jsonl").read_text().splitlines()
+    assert len(run_lines) == 13  # header + one line per (sample, metric)
+    assert main(argv) == 0  # resumes: nothing left to do, same result, run file unchanged
+    assert (out / "run.jsonl").read_text().splitlines() == run_lines
+    assert json.loads((out / "summary.json").read_text())["exact_match"]["mean"] == pytest.approx(1 / 3)
+
+
+def test_evaluate_input_errors_exit_2_and_say_what_to_fix(tmp_path, capsys):
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"response": "a", "reference": "a"}, {"response": "b"}])
+    assert main(["evaluate", str(bad), "-m", "exact_match", "--no-mlflow", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "sample 1" in err and "reference" in err and "exact_match" in err
+    assert main(["evaluate", str(tmp_path / "missing.jsonl"), "-m", "exact_match", "--no-mlflow"]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert main(["evaluate", str(bad), "-m", "nope", "--no-mlflow"]) == 2
+    assert "dspy-judges metrics" in capsys.readouterr().err
+
+
+def demo_sensitive_lm():
+    """Says "yes" to everything unless the prompt carries demos; with demos it answers correctly."""
+
+    def respond(prompt):
+        responses = [r for r in re.findall(r"\[\[ ## response ## \]\]\n(.*?)\n", prompt) if r != "{response}"]
+        verdict = ("good" in responses[-1]) if len(responses) > 1 else True
+        return {"reason": "scripted", "verdict": str(verdict)}
+
+    return scripted_lm(respond)
+
+
+def test_calibrate_compiles_reports_and_logs(tmp_path, capsys):
+    rows = [{"response": f"item {i}: {'good' if i % 2 else 'bad'}", "label": i % 2} for i in range(24)]
+    data = write_jsonl(tmp_path / "labels.jsonl", rows)
+    out = tmp_path / "cal"
+    argv = ["calibrate", str(data), "--judge", "aspect_critic",
+            "--judge-params", '{"name": "good", "definition": "Does the response say the item is good?"}',
+            "--optimizer", "none", "--optimizer", "labeled", "--optimizer", "bootstrap", "--calibrator", "platt",
+            "--n-train", "8", "--n-test", "12", "--max-demos", "2", "--out", str(out),
+            "--runs-dir", str(tmp_path / "runs"), "--no-traces"]
+    with dspy.context(lm=demo_sensitive_lm()):
+        assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "judge as shipped" in printed and "compiled (bootstrap)" in printed
+    run = CalibrationRun.load(out / "calibration_run.json")
+    assert len(run.labels) == 12
+    assert run.agreement["judge as shipped"].value("balanced_accuracy") == 0.5  # says yes to everything
+    assert run.agreement["compiled (labeled)"].value("balanced_accuracy") == 1.0
+    assert run.agreement["compiled (bootstrap)"].value("balanced_accuracy") == 1.0
+    compiled = CompiledJudge.load(out / "compiled_good_bootstrap.json")
+    assert compiled.report["demos"] == {"judge_aspect": 2}
+    assert (out / "report" / "index.html").is_file()
+    assert (tmp_path / "runs" / "mlflow.db").is_file()
+
+    assert main(["report", str(out / "calibration_run.json"), "--out", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "index.html").is_file()
+
+
+def test_calibrate_input_errors(tmp_path, capsys):
+    data = write_jsonl(tmp_path / "labels.jsonl", [{"response": "x", "label": i % 2} for i in range(6)])
+    assert main(["calibrate", str(data), "--judge", "rouge_score", "--n-train", "2", "--n-test", "2",
+                 "--no-mlflow"]) == 2
+    assert "not an LLM judge" in capsys.readouterr().err
+    assert main(["calibrate", str(data), "--n-train", "4", "--n-test", "4", "--no-mlflow"]) == 2
+    assert "6 labelled items" in capsys.readouterr().err
+    nolabel = write_jsonl(tmp_path / "nolabel.jsonl", [{"response": "x"}])
+    assert main(["calibrate", str(nolabel), "--no-mlflow"]) == 2
+    assert "row 0 has no 'label'" in capsys.readouterr().err
+    assert main(["report", str(data)]) == 2
+
+
+def test_console_script_help_runs():
+    done = subprocess.run([sys.executable, "-m", "judges.cli", "calibrate", "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and "--optimizer" in done.stdout and "begin-slice" in done.stdout
