@@ -40,7 +40,38 @@ def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
+def _roc_auc(y: np.ndarray, s: np.ndarray) -> float:
+    """Mann-Whitney form of ROC-AUC (ties count half), as ``sklearn.metrics.roc_auc_score``."""
+    from scipy.stats import rankdata
+
+    positive = y == 1
+    n1, n0 = int(positive.sum()), int((~positive).sum())
+    if n1 == 0 or n0 == 0:
+        return float("nan")
+    return float((rankdata(s)[positive].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def _balanced_accuracy(y: np.ndarray, d: np.ndarray) -> float:
+    """Mean recall over the classes present in ``y``, as ``sklearn.metrics.balanced_accuracy_score``."""
+    return float(np.mean([np.mean(d[y == c] == c) for c in np.unique(y)]))
+
+
+def _cohen_kappa(y: np.ndarray, d: np.ndarray) -> float:
+    """(p_o - p_e) / (1 - p_e), as ``sklearn.metrics.cohen_kappa_score``; NaN when p_e is 1."""
+    classes = np.union1d(y, d)
+    observed = np.mean(y == d)
+    expected = sum(np.mean(y == c) * np.mean(d == c) for c in classes)
+    return float((observed - expected) / (1 - expected)) if expected < 1 else float("nan")
+
+
+def _pearson(y: np.ndarray, s: np.ndarray) -> float:
+    return float(np.corrcoef(y, s)[0, 1]) if np.std(y) > 0 and np.std(s) > 0 else float("nan")
+
+
 def _statistics(kind: str, threshold: float) -> dict[str, Callable[[np.ndarray, np.ndarray], float | None]]:
+    """The statistics of one label kind. The binary ones and the correlations are written in numpy (checked
+    against scikit-learn / scipy in the tests): the bootstrap calls each of them a thousand times, and the
+    library versions' input checks made a report of six scorers take minutes."""
     from scipy import stats
     from sklearn import metrics
 
@@ -50,29 +81,26 @@ def _statistics(kind: str, threshold: float) -> dict[str, Callable[[np.ndarray, 
                 warnings.simplefilter("ignore")
                 try:
                     return _finite(fn(y, s))
-                except ValueError:  # e.g. ROC-AUC with a single class
+                except ValueError:  # e.g. a degenerate resample
                     return None
         return run
 
-    def correlation(fn):
-        return guarded(lambda y, s: fn(y, s)[0] if np.std(y) > 0 and np.std(s) > 0 else float("nan"))
-
     common = {
-        "spearman": correlation(stats.spearmanr),
-        "kendall": correlation(stats.kendalltau),
-        "pearson": correlation(stats.pearsonr),
-        "mae": guarded(metrics.mean_absolute_error),
+        "spearman": guarded(lambda y, s: _pearson(stats.rankdata(y), stats.rankdata(s))),
+        "kendall": guarded(lambda y, s: stats.kendalltau(y, s)[0] if np.std(y) > 0 and np.std(s) > 0 else float("nan")),
+        "pearson": guarded(_pearson),
+        "mae": guarded(lambda y, s: float(np.mean(np.abs(y - s)))),
     }
     if kind == "binary":
         def decided(s):
             return (s >= threshold).astype(int)
 
         return {
-            "accuracy": guarded(lambda y, s: metrics.accuracy_score(y, decided(s))),
-            "balanced_accuracy": guarded(lambda y, s: metrics.balanced_accuracy_score(y, decided(s))),
-            "cohen_kappa": guarded(lambda y, s: metrics.cohen_kappa_score(y, decided(s))),
-            "roc_auc": guarded(lambda y, s: metrics.roc_auc_score(y, s) if len(set(y)) == 2 else float("nan")),
-            "brier": guarded(metrics.brier_score_loss),
+            "accuracy": guarded(lambda y, s: float(np.mean(y == decided(s)))),
+            "balanced_accuracy": guarded(lambda y, s: _balanced_accuracy(y, decided(s))),
+            "cohen_kappa": guarded(lambda y, s: _cohen_kappa(y, decided(s))),
+            "roc_auc": guarded(_roc_auc),
+            "brier": guarded(lambda y, s: float(np.mean((s - y) ** 2))),
             "ece": guarded(expected_calibration_error),
             **common,
         }

@@ -63,6 +63,7 @@ def compare_on_heldout(
     reflection_lm: Any = None,
     progress: bool = True,
     name: str | None = None,
+    n_bootstrap: int = 1000,
     **optimizer_options: Any,
 ) -> tuple[dict[str, CompiledJudge], CalibrationRun]:
     """Score ``test`` with the baselines, the shipped judge and, per optimizer, the compiled and the
@@ -133,7 +134,7 @@ def compare_on_heldout(
     meta["seconds"] = seconds
     run = CalibrationRun(name=name or f"{test.name}: {shipped.name}", labels=target.tolist(), scores=scores,
                          label_kind=kind, meta=meta)
-    run.compute_agreement()
+    run.compute_agreement(n_bootstrap=n_bootstrap, seed=seed)
     for compiled in compiled_by_optimizer.values():
         compiled.report["heldout"] = {k: r.to_dict() for k, r in run.agreement.items()}
     return compiled_by_optimizer, run

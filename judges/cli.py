@@ -271,7 +271,8 @@ def cmd_calibrate(args) -> int:
         compiled, run = compare_on_heldout(
             lambda: build_metric(judge_spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
             calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
-            reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}", **options)
+            reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}", n_bootstrap=args.n_bootstrap,
+            **options)
         run.meta.update(data=args.data, lm=args.lm or "embedded", seconds_total=time.perf_counter() - start)
         run.save(out / "calibration_run.json")
         for label, judge in compiled.items():
@@ -389,6 +390,7 @@ def parser() -> argparse.ArgumentParser:
                    help='JSON passed to the optimizers, e.g. {"num_candidates": 2, "num_trials": 3} for mipro, '
                         '{"max_metric_calls": 40} for gepa')
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)")
     p.add_argument("--reflection-lm", default=None, help="GEPA's reflection LM (default: the judge LM)")
     p.add_argument("--out", default=None, help="output folder (default runs/calibrate/<data>-<judge>)")
     p.add_argument("--no-report", action="store_true", help="skip the HTML report")

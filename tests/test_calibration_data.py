@@ -103,3 +103,18 @@ def test_labelled_set_from_records_jsonl_csv_pandas_hf(tmp_path):
         LabelledSet.from_records([{"response": "a", "label": 1}, {"response": "b"}])
     with pytest.raises(ValueError, match="not a number"):
         LabelledSet.from_records([{"response": "a", "label": "maybe"}])
+
+
+def test_bundled_begin_slice_and_balanced_sample():
+    from calibration.datasets import balanced_sample, load_begin_slice
+
+    data = load_begin_slice()
+    assert len(data) == 60 and sum(data.labels) == 30 and data.kind == "binary"
+    assert all(s.response and s.retrieved_contexts for s in data.dataset)
+    picked = balanced_sample(data, 21, seed=1)
+    assert len(picked) == 21 and sum(picked.labels) in (10, 11)
+    assert balanced_sample(data, 21, seed=1).dataset.to_list() == picked.dataset.to_list()  # seeded
+    few_positives = data.subset([i for i, y in enumerate(data.labels) if y == 0] + [data.labels.index(1)])
+    assert sum(balanced_sample(few_positives, 20).labels) == 1  # takes what the set has, fills with the other label
+    with pytest.raises(ValueError, match="has 31"):
+        balanced_sample(few_positives, 40)

@@ -90,3 +90,28 @@ def test_ppi_power_tuning_falls_back_when_the_judge_is_useless():
     assert estimate.lam < 0.3
     with pytest.raises(ValueError, match="labels"):
         ppi_mean([1, 0], [0.5], [0.1, 0.2])
+
+
+def test_numpy_statistics_match_scikit_learn_and_scipy():
+    from scipy import stats
+    from sklearn import metrics
+
+    rng = np.random.default_rng(3)
+    for trial in range(30):
+        n = int(rng.integers(5, 40))
+        y = rng.integers(0, 2, n).astype(float)
+        s = np.round(rng.random(n), 1)  # rounded: ties on purpose
+        if len(set(y)) < 2 or np.std(s) == 0:
+            continue
+        report = agreement(y, s, n_bootstrap=1)
+        d = (s >= 0.5).astype(int)
+        assert report.value("roc_auc") == pytest.approx(metrics.roc_auc_score(y, s))
+        assert report.value("accuracy") == pytest.approx(metrics.accuracy_score(y, d))
+        assert report.value("balanced_accuracy") == pytest.approx(metrics.balanced_accuracy_score(y, d))
+        kappa = metrics.cohen_kappa_score(y, d)
+        assert report.value("cohen_kappa") == (None if np.isnan(kappa) else pytest.approx(kappa))
+        assert report.value("brier") == pytest.approx(metrics.brier_score_loss(y, s))
+        assert report.value("spearman") == pytest.approx(stats.spearmanr(y, s)[0])
+        assert report.value("pearson") == pytest.approx(stats.pearsonr(y, s)[0])
+        assert report.value("kendall") == pytest.approx(stats.kendalltau(y, s)[0])
+        assert report.value("mae") == pytest.approx(metrics.mean_absolute_error(y, s))

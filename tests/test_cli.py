@@ -97,7 +97,7 @@ def test_calibrate_compiles_reports_and_logs(tmp_path, capsys):
     argv = ["calibrate", str(data), "--judge", "aspect_critic",
             "--judge-params", '{"name": "good", "definition": "Does the response say the item is good?"}',
             "--optimizer", "none", "--optimizer", "labeled", "--optimizer", "bootstrap", "--calibrator", "platt",
-            "--n-train", "8", "--n-test", "12", "--max-demos", "2", "--out", str(out),
+            "--n-train", "8", "--n-test", "12", "--max-demos", "2", "--out", str(out), "--n-bootstrap", "100",
             "--runs-dir", str(tmp_path / "runs"), "--no-traces"]
     with dspy.context(lm=demo_sensitive_lm()):
         assert main(argv) == 0
