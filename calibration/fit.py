@@ -21,10 +21,10 @@ dual judges), ``"bootstrap"`` (BootstrapFewShot), ``"random_search"`` (Bootstrap
 Faithfulness have no step whose output is the label, so "labeled" refuses them with a clear error.
 
 Calibrators (scikit-learn), fitted on the judge's scores on ``calibration_set`` (default: the training
-set): ``"isotonic"``, ``"platt"`` (logistic on the raw score), ``"stacked"`` (logistic or linear on the raw
-score plus cheap signals: token overlap, reference-token recall, embedding similarity, the judge's
-intermediate counts; kept only
-if it beats Platt scaling in 5-fold cross-validation on that set, else Platt is used), or ``None``.
+set): ``"isotonic"``, ``"platt"`` (logistic on the raw score), ``"stacked"`` (logistic or linear on inputs
+chosen by forward selection under 5-fold cross-validation among the judge's raw score and cheap signals:
+token overlap, reference-token recall, embedding similarity, the judge's intermediate counts; Platt
+scaling when no signal helps; the judge's score itself is dropped when it adds nothing), or ``None``.
 """
 
 from __future__ import annotations
@@ -205,11 +205,15 @@ class Calibrator:
         if kind not in (None, "isotonic", "platt", "stacked"):
             raise ValueError(f"calibrator={kind!r} is not one of None, 'isotonic', 'platt', 'stacked'")
         self.kind, self.binary, self.features = kind, binary, list(features)
+        self.use_raw = True  # False when the stacked selection found the judge's own score adds nothing
         self.params: dict[str, Any] = {}
         self.note = ""
 
     def _design(self, raw: np.ndarray, extra: np.ndarray | None) -> np.ndarray:
-        return raw[:, None] if extra is None or not self.features else np.column_stack([raw, extra])
+        columns = [raw] if self.use_raw else []
+        if extra is not None and self.features:
+            columns += list(np.asarray(extra, float).T)
+        return np.column_stack(columns)
 
     def fit(self, raw: Sequence[float], target: Sequence[float], extra: np.ndarray | None = None) -> Calibrator:
         raw, target = np.asarray(raw, float), np.asarray(target, float)
@@ -224,14 +228,38 @@ class Calibrator:
             self.params = {"x": model.X_thresholds_.tolist(), "y": model.y_thresholds_.tolist()}
             return self
         if self.kind == "stacked" and extra is not None and self.features:
-            plain = self._cv_loss(raw[:, None], target)
-            stacked = self._cv_loss(self._design(raw, extra), target)
-            if stacked < plain:
-                self.note = f"stacked kept: cross-validated loss {stacked:.4f} < {plain:.4f} (raw score alone)"
-                return self._fit_linear(self._design(raw, extra), target)
-            self.note = f"stacked dropped: cross-validated loss {stacked:.4f} >= {plain:.4f}; Platt scaling used"
-            self.features = []
+            return self._fit_stacked(raw, target, np.asarray(extra, float))
         return self._fit_linear(raw[:, None], target)
+
+    def _fit_stacked(self, raw: np.ndarray, target: np.ndarray, extra: np.ndarray) -> Calibrator:
+        """Forward selection among the judge's score and the cheap signals: add the input that lowers the
+        5-fold cross-validated loss most, stop when none does. So a signal is kept only when it adds
+        agreement, and the judge's own score only when it does (a judge no better than chance is dropped
+        rather than allowed to add noise)."""
+        columns = {"judge score": raw, **{f: extra[:, i] for i, f in enumerate(self.features)}}
+        chosen: list[str] = []
+        best = self._cv_loss(np.empty((len(raw), 0)), target)
+        plain = self._cv_loss(raw[:, None], target)
+        while len(chosen) < len(columns):
+            trials = {c: self._cv_loss(np.column_stack([columns[k] for k in chosen + [c]]), target)
+                      for c in columns if c not in chosen}
+            candidate = min(trials, key=trials.get)
+            if trials[candidate] >= best - 1e-4:
+                break
+            chosen.append(candidate)
+            best = trials[candidate]
+        if not chosen or chosen == ["judge score"]:
+            self.features = []
+            self.note = (f"stacked dropped: no cheap signal lowered the cross-validated loss below {plain:.4f} "
+                         f"(judge score alone); Platt scaling used")
+            return self._fit_linear(raw[:, None], target)
+        self.use_raw = "judge score" in chosen
+        self.features = [f for f in self.features if f in chosen]
+        self.note = (f"stacked kept {chosen} by forward selection: cross-validated loss {best:.4f} vs "
+                     f"{plain:.4f} for the judge score alone"
+                     + ("" if self.use_raw else "; the judge's own score did not lower it and is not used"))
+        return self._fit_linear(self._design(raw, extra[:, [list(columns)[1:].index(f) for f in self.features]]),
+                                target)
 
     def _model(self):
         from sklearn.linear_model import LinearRegression, LogisticRegression
@@ -254,6 +282,11 @@ class Calibrator:
 
         folds = max(2, min(5, int(min(np.bincount((target >= 0.5).astype(int)))) if self.binary else 5))
         model = make_pipeline(StandardScaler(), self._model())
+        if x.shape[1] == 0:  # the intercept alone: predict the base rate / the mean
+            labels = (target >= 0.5).astype(int) if self.binary else target
+            base = np.full(len(target), labels.mean())
+            return (float(log_loss(labels, base, labels=[0, 1])) if self.binary
+                    else float(mean_squared_error(target, base)))
         if self.binary:
             labels = (target >= 0.5).astype(int)
             p = cross_val_predict(model, x, labels, cv=folds, method="predict_proba")[:, 1]
@@ -271,8 +304,8 @@ class Calibrator:
         return 1.0 / (1.0 + np.exp(-z)) if self.binary else np.clip(z, 0.0, 1.0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "binary": self.binary, "features": self.features, "params": self.params,
-                "note": self.note}
+        return {"kind": self.kind, "binary": self.binary, "features": self.features, "use_raw": self.use_raw,
+                "params": self.params, "note": self.note}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Calibrator:
@@ -281,6 +314,7 @@ class Calibrator:
             raise ValueError(f"calibrator uses unknown features {unknown}")
         calibrator = cls(data["kind"], data["binary"], data.get("features", []))
         calibrator.params, calibrator.note = data.get("params", {}), data.get("note", "")
+        calibrator.use_raw = bool(data.get("use_raw", True))
         return calibrator
 
 

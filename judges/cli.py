@@ -339,6 +339,11 @@ def _common(parser: argparse.ArgumentParser, lm: bool = True) -> None:
     parser.add_argument("--runs-dir", default="runs", help="where outputs and the MLflow SQLite store go (default: runs)")
     parser.add_argument("--no-mlflow", action="store_true", help="do not log this run to MLflow")
     parser.add_argument("--no-traces", action="store_true", help="log to MLflow but without DSPy traces")
+    _debug(parser)
+
+
+def _debug(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -349,6 +354,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("metrics", help="list every metric, its required fields, whether it needs an LM or embeddings")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    _debug(p)
     p.set_defaults(run=cmd_metrics)
 
     p = sub.add_parser("evaluate", help="score a dataset with metrics: scores table, per-sample JSONL, summary",
@@ -400,6 +406,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="an HTML page with plots from a calibration run or an evaluate output")
     p.add_argument("source", help="calibration_run.json, or samples.jsonl / run.jsonl from evaluate")
     p.add_argument("--out", default=None, help="output folder (default: <source folder>/report)")
+    _debug(p)
     p.set_defaults(run=cmd_report)
     return top
 

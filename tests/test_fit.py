@@ -77,6 +77,15 @@ def test_calibrators():
     assert dropped.features == [] and "dropped" in dropped.note
     again = Calibrator.from_dict(json.loads(json.dumps(stacked.to_dict())))
     assert np.allclose(again.predict(raw[:5], useful[:5, None]), stacked.predict(raw[:5], useful[:5, None]))
+    # A judge no better than chance beside a signal that knows the label: the judge's score is dropped.
+    coin = rng.random(300)
+    blind = Calibrator("stacked", binary=True, features=["token_overlap", "claim_count"]).fit(
+        coin, labels, np.column_stack([useful, noise]))
+    assert not blind.use_raw and blind.features == ["token_overlap"] and "not used" in blind.note
+    assert np.allclose(blind.predict(rng.random(5), useful[:5, None]), blind.predict(np.zeros(5), useful[:5, None]))
+    reloaded = Calibrator.from_dict(json.loads(json.dumps(blind.to_dict())))
+    assert not reloaded.use_raw and np.allclose(reloaded.predict(coin[:5], useful[:5, None]),
+                                                blind.predict(coin[:5], useful[:5, None]))
     with pytest.raises(ValueError, match="one label class"):
         Calibrator("platt", binary=True).fit([0.1, 0.2], [1, 1])
     with pytest.raises(ValueError, match="calibrator="):

@@ -174,3 +174,24 @@ def test_every_other_llm_judge_runs_on_the_embedded_lm(name):
     if name == "sql_equivalence":
         assert result.execution_equivalent is True  # age > 30 and age >= 31 agree on integers
 
+
+
+def test_cli_calibrates_faithfulness_on_the_bundled_begin_slice(tmp_path, capsys):
+    """The main job, shrunk: the real embedded LM, compile + calibrate on 6 labels, measure on 6."""
+    import json
+
+    from calibration.report import CalibrationRun
+    from judges.cli import main
+
+    out = tmp_path / "cal"
+    assert main(["calibrate", "begin-slice", "--judge", "faithfulness", "--n-train", "6", "--n-test", "6",
+                 "--max-demos", "1", "--calibrator", "platt", "--n-bootstrap", "50", "--out", str(out),
+                 "--runs-dir", str(tmp_path / "runs")]) == 0
+    printed = capsys.readouterr().out
+    assert "judge as shipped" in printed and "compiled (bootstrap) + platt calibration" in printed
+    run = CalibrationRun.load(out / "calibration_run.json")
+    assert len(run.labels) == 6 and set(run.scores) >= {"baseline: token overlap", "judge as shipped"}
+    judged = [k for k in run.scores if not k.startswith("baseline")]
+    assert len(judged) == 3 and all(0.0 <= v <= 1.0 for k in judged for v in run.scores[k])
+    saved = json.loads((out / "compiled_faithfulness_bootstrap.json").read_text())
+    assert saved["calibrator"]["kind"] == "platt" and (out / "report" / "index.html").is_file()
