@@ -64,6 +64,10 @@ def _cohen_kappa(y: np.ndarray, d: np.ndarray) -> float:
     return float((observed - expected) / (1 - expected)) if expected < 1 else float("nan")
 
 
+def _probabilities(s: np.ndarray) -> bool:
+    return bool(np.all((s >= 0) & (s <= 1)))
+
+
 def _pearson(y: np.ndarray, s: np.ndarray) -> float:
     return float(np.corrcoef(y, s)[0, 1]) if np.std(y) > 0 and np.std(s) > 0 else float("nan")
 
@@ -100,8 +104,9 @@ def _statistics(kind: str, threshold: float) -> dict[str, Callable[[np.ndarray, 
             "balanced_accuracy": guarded(lambda y, s: _balanced_accuracy(y, decided(s))),
             "cohen_kappa": guarded(lambda y, s: _cohen_kappa(y, decided(s))),
             "roc_auc": guarded(_roc_auc),
-            "brier": guarded(lambda y, s: float(np.mean((s - y) ** 2))),
-            "ece": guarded(expected_calibration_error),
+            # probability statistics: undefined for scores outside [0, 1] (e.g. negative cosines)
+            "brier": guarded(lambda y, s: float(np.mean((s - y) ** 2)) if _probabilities(s) else float("nan")),
+            "ece": guarded(lambda y, s: expected_calibration_error(y, s) if _probabilities(s) else float("nan")),
             **common,
         }
     if kind == "ordinal":

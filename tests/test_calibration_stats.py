@@ -115,3 +115,5 @@ def test_numpy_statistics_match_scikit_learn_and_scipy():
         assert report.value("pearson") == pytest.approx(stats.pearsonr(y, s)[0])
         assert report.value("kendall") == pytest.approx(stats.kendalltau(y, s)[0])
         assert report.value("mae") == pytest.approx(metrics.mean_absolute_error(y, s))
+    cosines = agreement([0, 1, 0, 1], [-0.2, 0.8, 0.1, 0.9], n_bootstrap=10)
+    assert cosines.value("brier") is None and cosines.value("ece") is None and cosines.value("roc_auc") == 1.0
