@@ -45,10 +45,16 @@ class StabilityReport:
         return float(flip), float(np.mean(pairs)) if pairs else 0.0
 
     def summary(self, values: np.ndarray | None = None) -> dict[str, float]:
+        """``flip_rate``: share of items whose judgments are not all the same verdict (grows with the number
+        of judgments: k single rollouts flip more often than k // m votes even at equal quality);
+        ``pairwise_disagreement``: chance that two judgments of an item disagree, and ``score_std``: the
+        per-item standard deviation (unbiased, ddof=1): these two compare fairly across group sizes."""
         values = self.scores if values is None else values
         flip, pairwise = self._flips(values, self.threshold)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spread = np.nanstd(values, axis=1, ddof=1)
         return {"flip_rate": flip, "pairwise_disagreement": pairwise,
-                "score_std": float(np.nanmean(np.nanstd(values, axis=1))),
+                "score_std": float(np.nanmean(spread)) if np.isfinite(spread).any() else 0.0,
                 "failed_rollouts": int(np.isnan(self.scores).sum()) if values is self.scores else 0}
 
     def grouped(self, group: int, how: str) -> np.ndarray:
