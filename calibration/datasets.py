@@ -137,6 +137,16 @@ def split(data: LabelledSet, *, dev: float = 0.2, test: float = 0.3, seed: int =
     return Split(data.subset(sorted(train_idx)), data.subset(sorted(dev_idx)), data.subset(sorted(test_idx)))
 
 
+def balanced_indices(labels: Sequence[int], n: int, rng: np.random.Generator) -> list[int]:
+    """``n`` sorted positions of binary ``labels``, half of each label where there are enough (the rest
+    from the other label); label-0 items are drawn first from ``rng``, then label-1 items."""
+    labels = np.asarray(labels)
+    pools = [np.where(labels == value)[0] for value in (0, 1)]
+    positives = min(len(pools[1]), n - min(len(pools[0]), n // 2))
+    take = [n - positives, positives]
+    return sorted(i for pool, k in zip(pools, take) for i in rng.choice(pool, size=k, replace=False).tolist())
+
+
 def balanced_sample(data: LabelledSet, n: int, *, seed: int = 0) -> LabelledSet:
     """A seeded sample of ``n`` items of a binary set, half of each label where the set allows
     (the rest from the other label); items stay in file order."""
@@ -144,13 +154,7 @@ def balanced_sample(data: LabelledSet, n: int, *, seed: int = 0) -> LabelledSet:
         raise ValueError(f"{data.name}: balanced_sample needs binary labels, these are {data.kind}")
     if n > len(data):
         raise ValueError(f"{data.name}: asked for {n} items, the set has {len(data)}")
-    rng = np.random.default_rng(seed)
-    labels = np.asarray(data.labels)
-    pools = [np.where(labels == value)[0] for value in (0, 1)]
-    positives = min(len(pools[1]), n - min(len(pools[0]), n // 2))
-    take = [n - positives, positives]
-    picked = [i for pool, k in zip(pools, take) for i in rng.choice(pool, size=k, replace=False).tolist()]
-    return data.subset(sorted(picked))
+    return data.subset(balanced_indices(data.labels, n, np.random.default_rng(seed)))
 
 
 def k_fold(data: LabelledSet, *, k: int = 5, seed: int = 0) -> list[tuple[LabelledSet, LabelledSet]]:
@@ -204,9 +208,8 @@ def load_begin_slice() -> LabelledSet:
 
     path = resources.files("calibration") / "data" / "begin_slice.jsonl"
     with resources.as_file(path) as file:
-        data = LabelledSet.from_jsonl(file, name="begin_slice",
+        return LabelledSet.from_jsonl(file, name="begin_slice",
                                       source="BEGIN (google/BEGIN-dataset) WoW + CMU-DoG, CC BY 4.0")
-    return data
 
 
 EVOUNA_SYSTEMS = ("fid", "gpt35", "chatgpt", "gpt4", "newbing")

@@ -198,6 +198,13 @@ FEATURES: dict[str, Callable[[Any, Any], float]] = {
 }
 
 
+def feature_matrix(names: Sequence[str], samples: Sequence[Any], results: Sequence[Any]) -> np.ndarray | None:
+    """The cheap signals ``names`` of each (sample, judge result), one row per sample; None for no names."""
+    if not names:
+        return None
+    return np.array([[FEATURES[f](s, r) for f in names] for s, r in zip(samples, results)], float)
+
+
 class Calibrator:
     """Raw judge score (plus cheap signals) -> calibrated score on the label scale's [0, 1]."""
 
@@ -341,9 +348,7 @@ class CompiledJudge(Metric):
         return self.judge.name
 
     def features_of(self, sample, result) -> np.ndarray | None:
-        if not self.calibrator.features:
-            return None
-        return np.array([[FEATURES[f](sample, result) for f in self.calibrator.features]], float)
+        return feature_matrix(self.calibrator.features, [sample], [result])
 
     def _score(self, sample) -> dspy.Prediction:
         result = self.judge.score(sample)
@@ -495,8 +500,7 @@ def fit(
         raw, results = judge_scores(compiled, fit_on, progress=progress, desc="scoring the calibration set")
         chosen = list(features) if calibrator == "stacked" else []
         cal = Calibrator(calibrator, binary=schema["kind"] == "binary", features=chosen)
-        extra = (np.array([[FEATURES[f](s, r) for f in chosen] for s, r in zip(fit_on.dataset, results)], float)
-                 if chosen else None)
+        extra = feature_matrix(chosen, fit_on.dataset, results)
         cal.fit(raw, scaled(fit_on.labels, schema), extra)
         result.calibrator = cal
         result.needs_embeddings = result.needs_embeddings or "embedding_similarity" in cal.features

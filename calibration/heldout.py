@@ -23,10 +23,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from calibration.datasets import LabelledSet
-from calibration.fit import FEATURES, CompiledJudge, fit, judge_scores, label_schema, scaled
+from calibration.fit import FEATURES, CompiledJudge, feature_matrix, fit, judge_scores, label_schema, scaled
 from calibration.report import CalibrationRun
 from judges.base import Judge
 
@@ -124,9 +122,7 @@ def compare_on_heldout(
             seconds[f"compiled ({label})"] = time.perf_counter() - start
             meta["failures"][f"compiled ({label})"] = sum(isinstance(r, dict) and "error" in r for r in test_results)
         if calibrator is not None:
-            features = compiled.calibrator.features
-            extra = (np.array([[FEATURES[f](s, r) for f in features] for s, r in zip(test.dataset, test_results)], float)
-                     if features else None)
+            extra = feature_matrix(compiled.calibrator.features, test.dataset, test_results)
             base = "judge as shipped" if optimizer is None else f"compiled ({label})"
             key = f"{base} + {compiled.calibrator.kind} calibration"
             scores[key] = compiled.calibrator.predict(test_raw, extra).tolist()

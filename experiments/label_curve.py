@@ -23,8 +23,8 @@ import mlflow
 import numpy as np
 
 from calibration.agreement import agreement
-from calibration.datasets import balanced_sample, split
-from calibration.fit import FEATURES, Calibrator, judge_scores
+from calibration.datasets import balanced_indices, balanced_sample, split
+from calibration.fit import Calibrator, feature_matrix, judge_scores
 from calibration.heldout import applicable_baselines
 from judges.cli import build_metric, load_labelled
 from judges.models import resolve_lm
@@ -32,19 +32,6 @@ from judges.tracking import data_hash, metric_key, tracked_run
 
 STATS = ("roc_auc", "balanced_accuracy", "brier")
 SIGNALS = ("token_overlap", "reference_token_recall", "embedding_similarity", "claim_count", "unsupported_count")
-
-
-def balanced_indices(labels: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """n pool positions, half of each label (as far as the pool allows)."""
-    if n >= len(labels):
-        return np.arange(len(labels))
-    positives = min(int(labels.sum()), n - min(int((labels == 0).sum()), n // 2))
-    return np.concatenate([rng.choice(np.where(labels == 0)[0], n - positives, replace=False),
-                           rng.choice(np.where(labels == 1)[0], positives, replace=False)])
-
-
-def features_of(data, results, names):
-    return np.array([[FEATURES[f](s, r) for f in names] for s, r in zip(data.dataset, results)], float)
 
 
 def main() -> int:
@@ -74,7 +61,7 @@ def main() -> int:
         test_raw, test_results = judge_scores(judge, test, progress=True, desc="judge on the test set")
         scoring_seconds = time.perf_counter() - start
         signals = [s for s in SIGNALS if s in applicable_baselines(test) or s in ("claim_count", "unsupported_count")]
-        pool_x, test_x = features_of(pool, pool_results, signals), features_of(test, test_results, signals)
+        pool_x, test_x = feature_matrix(signals, pool.dataset, pool_results), feature_matrix(signals, test.dataset, test_results)
         pool_y, test_y = np.asarray(pool.labels, float), np.asarray(test.labels, float)
         best_signal = max(applicable_baselines(test), key=lambda s: agreement(pool_y, pool_x[:, signals.index(s)], n_bootstrap=1).value("roc_auc") or 0)
 
@@ -83,12 +70,11 @@ def main() -> int:
             per_method: dict[str, list[dict[str, float]]] = {"Platt on judge score": [], "stacked": [],
                                                              f"logistic on {best_signal}": []}
             for r in range(args.repeats):
-                index = balanced_indices(pool_y, n, np.random.default_rng([args.seed, r, n]))
+                index = balanced_indices(pool.labels, n, np.random.default_rng([args.seed, r, n]))
                 y, raw, x = pool_y[index], pool_raw[index], pool_x[index]
                 fitted = {
                     "Platt on judge score": Calibrator("platt", binary=True).fit(raw, y).predict(test_raw),
-                    "stacked": (lambda c: c.predict(test_raw, test_x[:, [signals.index(f) for f in c.features]]
-                                                    if c.features else None))(
+                    "stacked": (lambda c: c.predict(test_raw, test_x[:, [signals.index(f) for f in c.features]]))(
                         Calibrator("stacked", binary=True, features=signals).fit(raw, y, x)),
                     f"logistic on {best_signal}": Calibrator("platt", binary=True).fit(
                         x[:, signals.index(best_signal)], y).predict(test_x[:, signals.index(best_signal)]),

@@ -59,18 +59,22 @@ def catalogue() -> dict[str, type]:
     return dict(sorted(out.items()))
 
 
+def required_params(cls: type) -> list[str]:
+    """The constructor parameters a metric class cannot be built without (e.g. AspectCritic's name)."""
+    return [p.name for p in inspect.signature(cls.__init__).parameters.values()
+            if p.default is inspect.Parameter.empty and p.name != "self"
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
 def metric_rows() -> list[dict[str, Any]]:
     from judges.base import _snake_case
 
     rows = []
     for name, cls in catalogue().items():
-        required = [p.name for p in inspect.signature(cls.__init__).parameters.values()
-                    if p.default is inspect.Parameter.empty and p.name != "self"
-                    and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         rows.append({"name": name, "class": cls.__name__, "family": cls.__module__.rsplit(".", 1)[-1],
                      "sample": cls.sample_type.__name__, "required_fields": list(cls.required_fields),
                      "needs_lm": bool(cls.needs_lm), "needs_embeddings": bool(cls.needs_embeddings),
-                     "required_params": required,
+                     "required_params": required_params(cls),
                      "alias_of": None if _snake_case(cls.__name__) == name else _snake_case(cls.__name__)})
     return rows
 
@@ -95,7 +99,7 @@ def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None):
     try:
         return cls(**params)
     except TypeError as err:
-        missing = [r for r in next(r for r in metric_rows() if r["name"] == name)["required_params"] if r not in params]
+        missing = [r for r in required_params(cls) if r not in params]
         hint = f"; it needs {missing}, e.g. {name}:" + json.dumps({m: "..." for m in missing}) if missing else ""
         raise UsageError(f"metric {name!r}: {err}{hint}") from None
 
@@ -112,7 +116,10 @@ def load_dataset(path: str, limit: int | None):
     loaders = {".jsonl": EvaluationDataset.from_jsonl, ".csv": EvaluationDataset.from_csv}
     if file.suffix not in loaders:
         raise UsageError(f"{path}: give a .jsonl or .csv file (one sample per line / row)")
-    dataset = loaders[file.suffix](file)
+    try:
+        dataset = loaders[file.suffix](file)
+    except ValueError as err:  # a row that is not a sample: the message names the row and field
+        raise UsageError(f"{path}: {err}") from None
     return EvaluationDataset(dataset.samples[:limit]) if limit else dataset
 
 
@@ -293,7 +300,7 @@ def cmd_calibrate(args) -> int:
         print(f"  optimizer {label} skipped: {reason}")
     print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/: calibration_run.json, "
           + ", ".join(f"compiled_{probe.name}_{label}.json" for label in compiled)
-          + (f", report/index.html" if report else ""))
+          + (", report/index.html" if report else ""))
     _mlflow_note(args)
     return 0
 

@@ -77,6 +77,9 @@ def test_evaluate_input_errors_exit_2_and_say_what_to_fix(tmp_path, capsys):
     assert "not found" in capsys.readouterr().err
     assert main(["evaluate", str(bad), "-m", "nope", "--no-mlflow"]) == 2
     assert "dspy-judges metrics" in capsys.readouterr().err
+    unknown = write_jsonl(tmp_path / "unknown.jsonl", [{"response": "a", "reference": "a", "answr": "typo"}])
+    assert main(["evaluate", str(unknown), "-m", "exact_match", "--no-mlflow"]) == 2
+    assert "answr" in capsys.readouterr().err
 
 
 def demo_sensitive_lm():
