@@ -518,30 +518,18 @@ def _evaluation_report(result, out: Path, title: str, meta: dict[str, Any]) -> s
     return _page(title, sections)
 
 
-def _read_evaluation(path: Path, lines: list[str]):
+def _read_evaluation(path: Path):
     """An EvaluationResult from ``to_jsonl`` records or a run file (header line first)."""
-    from judges.evaluation import EvaluationResult
+    from judges.evaluation import EvaluationResult, read_run_records
 
-    first = json.loads(lines[0])
-    header = first.get("header") if isinstance(first, dict) else None
-    records: dict[tuple[int, str], dict[str, Any]] = {}
-    for number, line in enumerate(lines[1:] if header else lines, start=2 if header else 1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            if header and number == len(lines):
-                continue  # a run file's last line cut short by a kill
-            raise ValueError(f"{path}: line {number} is not JSON") from None
-        if not isinstance(record, dict) or not isinstance(record.get("sample"), int) or "metric" not in record:
-            raise ValueError(f"{path}: line {number} is not an evaluate record (needs an int 'sample' and 'metric')")
-        records[(record["sample"], record["metric"])] = record
+    header, records = read_run_records(path)
     names = list(header.get("metrics") or {}) if header else []
-    names += [m for _, m in records if m not in names]
-    n_samples = max((s for s, _ in records), default=-1) + 1
+    names += [r["metric"] for r in records if r["metric"] not in names]
+    n_samples = max((r["sample"] for r in records), default=-1) + 1
     meta = {"source": path.name, "kind": "run file" if header else "evaluate records (JSONL)"}
     if header:
         meta["metric settings"] = header.get("metrics")
-    ordered = sorted(records.values(), key=lambda r: (r["sample"], names.index(r["metric"])))
+    ordered = sorted(records, key=lambda r: (r["sample"], names.index(r["metric"])))
     return EvaluationResult(ordered, names, n_samples, wall_seconds=0.0), meta
 
 
@@ -561,7 +549,7 @@ def _read_source(path: Path):
     except json.JSONDecodeError:
         first = None
     if isinstance(first, dict) and (isinstance(first.get("header"), dict) or {"sample", "metric"} <= set(first)):
-        return _read_evaluation(path, lines)
+        return _read_evaluation(path)
     raise ValueError(expected)
 
 

@@ -44,8 +44,8 @@ def main() -> int:
     args = parser.parse_args()
 
     studies = args.study or ["begin:faithfulness", "evouna:answer_accuracy"]
-    lines = ["| data | judge | scorer | " + " | ".join(STATS) + " |", "|---|---|---|" + "---|" * len(STATS)]
-    timings = []
+    header = ["| data | judge | scorer | " + " | ".join(STATS) + " |", "|---|---|---|" + "---|" * len(STATS)]
+    lines, timings = list(header), []
     for study in studies:
         data, _, judge = study.partition(":")
         out = Path(args.out) / f"{data}-{judge}"
@@ -60,6 +60,7 @@ def main() -> int:
             print(f"{study}: dspy-judges calibrate exited {code}", file=sys.stderr)
             return code
         run = CalibrationRun.load(out / "calibration_run.json")
+        first = len(lines)
         for scorer, report in run.agreement.items():
             cells = []
             for stat in STATS:
@@ -68,6 +69,8 @@ def main() -> int:
             lines.append(f"| {data} | {judge} | {scorer} | " + " | ".join(cells) + " |")
         for label, reason in run.meta.get("skipped", {}).items():
             lines.append(f"| {data} | {judge} | {label}: skipped ({reason.split(';')[0]}) |" + " |" * len(STATS))
+        # One file per study as well, so studies run by separate commands can be read side by side.
+        (out / "results.md").write_text("\n".join(header + lines[first:]) + f"\n\n{study}: {timings[-1][1] / 60:.1f} min\n")
     table = "\n".join(lines)
     print("\n" + table)
     for study, seconds in timings:

@@ -200,6 +200,36 @@ class EvaluationResult:
 # ------------------------------------------------------------------------------------------------
 # Run file
 # ------------------------------------------------------------------------------------------------
+def read_run_records(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The header (None for plain ``to_jsonl`` output) and the records of a run file or JSONL output.
+
+    A record is a dict with an int ``sample`` and a ``metric``; a later record for the same pair
+    replaces an earlier one. The last line of a run file may be cut short (a run killed, or still
+    being written) and is skipped; any other line that is not a record raises ValueError naming it."""
+    path = Path(path)
+    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1) if line.strip()]
+    if not lines:
+        raise ValueError(f"{path} is empty")
+    try:
+        first = json.loads(lines[0][1])
+    except json.JSONDecodeError:
+        first = None
+    header = first.get("header") if isinstance(first, dict) and isinstance(first.get("header"), dict) else None
+    records: dict[tuple[int, str], dict[str, Any]] = {}
+    body = lines[1:] if header is not None else lines
+    for position, (number, line) in enumerate(body, start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if header is not None and position == len(body):
+                continue
+            raise ValueError(f"{path}: line {number} is not JSON") from None
+        if not isinstance(record, dict) or not isinstance(record.get("sample"), int) or "metric" not in record:
+            raise ValueError(f"{path}: line {number} is not an evaluate record (needs an int 'sample' and 'metric')")
+        records[(record["sample"], record["metric"])] = record
+    return header, list(records.values())
+
+
 class RunFile:
     """Append-only JSONL: a header line describing the run, then one line per finished (sample, metric).
 
@@ -218,30 +248,24 @@ class RunFile:
                 handle.write(json.dumps({"header": header}, ensure_ascii=False) + "\n")
 
     def _read(self) -> None:
-        with open(self.path, encoding="utf-8") as handle:
-            lines = handle.read().split("\n")
+        with open(self.path, "rb") as handle:
+            data = handle.read()
+        if not data.endswith(b"\n"):  # a kill mid-line: drop the cut line so the file stays valid JSONL
+            with open(self.path, "r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
         try:
-            existing = json.loads(lines[0])["header"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise ValueError(f"{self.path} is not a run file of this library (no header line)") from None
+            existing, records = read_run_records(self.path)
+        except ValueError as error:
+            raise ValueError(f"{error}; use a new run file (or delete it to start over)") from None
+        if existing is None:
+            raise ValueError(f"{self.path} is not a run file of this library (no header line)")
         for key in ("version", "samples", "metrics"):
             if existing.get(key) != self.header.get(key):
                 raise ValueError(
                     f"{self.path} was written for other {key} than this run; use a new run file "
                     f"(or delete it to start over)"
                 )
-        needs_newline = bool(lines[-1])  # a kill mid-line leaves no trailing newline
-        for line in lines[1:]:
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # the line being written when the run was killed
-            self.done[(record["sample"], record["metric"])] = record
-        if needs_newline:
-            with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write("\n")
+        self.done = {(r["sample"], r["metric"]): r for r in records}
 
     def append(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, ensure_ascii=False, default=str) + "\n"

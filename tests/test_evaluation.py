@@ -13,7 +13,7 @@ import pytest
 from dspy.utils import DummyLM
 
 from judges import EvaluationDataset, ExactMatch, Faithfulness, Judge, Metric, RougeScore, SingleTurnSample
-from judges.evaluation import DatasetValidationError, evaluate
+from judges.evaluation import DatasetValidationError, evaluate, read_run_records
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _evaluation_helpers import SlowLength, samples  # noqa: E402
@@ -151,6 +151,24 @@ def test_run_file_resume_skips_finished_work_and_refuses_other_runs(tmp_path):
         evaluate(EvaluationDataset(samples(5)), [SlowLength(delay=0)], run_file=run, progress=False)
     with pytest.raises(ValueError, match="other metrics"):
         evaluate(data, [SlowLength(delay=0.01)], run_file=run, progress=False)
+
+
+def test_a_cut_last_line_is_dropped_and_redone_and_a_corrupt_middle_line_is_named(tmp_path):
+    run = tmp_path / "run.jsonl"
+    data = EvaluationDataset(samples(4))
+    evaluate(data, [SlowLength(delay=0)], run_file=run, progress=False)
+    lines = run.read_text().splitlines()
+    run.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:10])  # as a kill mid-write leaves it
+    header, records = read_run_records(run)
+    assert header["metrics"] and len(records) == 3
+    SlowLength.calls = 0
+    resumed = evaluate(data, [SlowLength(delay=0)], run_file=run, progress=False)
+    assert SlowLength.calls == 1 and len(resumed.scores("slow_length")) == 4
+    assert all(json.loads(line) for line in run.read_text().splitlines())  # the cut line is gone, not buried
+    lines = run.read_text().splitlines()
+    run.write_text("\n".join([lines[0], "{oops", *lines[1:]]) + "\n")
+    with pytest.raises(ValueError, match=r"run\.jsonl: line 2 is not JSON.*new run file"):
+        evaluate(data, [SlowLength(delay=0)], run_file=run, progress=False)
 
 
 def test_sigkill_mid_run_then_resume_loses_nothing_and_matches_an_uninterrupted_run(tmp_path):
