@@ -27,6 +27,7 @@ from calibration.datasets import LabelledSet
 from calibration.fit import FEATURES, CompiledJudge, feature_matrix, fit, judge_scores, label_schema, scaled
 from calibration.report import CalibrationRun
 from judges.base import Judge
+from judges.evaluation import tracked_usage
 
 BASELINES = ("token_overlap", "reference_token_recall", "embedding_similarity")
 
@@ -66,7 +67,9 @@ def compare_on_heldout(
 ) -> tuple[dict[str, CompiledJudge], CalibrationRun]:
     """Score ``test`` with the baselines, the shipped judge and, per optimizer, the compiled and the
     calibrated judge. Returns the compiled judges by optimizer name and a ``CalibrationRun`` holding
-    every scorer's test scores (agreement computed). An optimizer that cannot compile this judge (e.g.
+    every scorer's test scores (agreement computed), the seconds per scorer (``meta["seconds"]``) and the
+    LM calls and tokens per model of each LM phase (``meta["usage"]``: the shipped judge on test, each
+    fit on train, each compiled judge on test; DSPy-cache hits count as no call). An optimizer that cannot compile this judge (e.g.
     "labeled" for a multi-step judge) is skipped and its reason kept in ``run.meta["skipped"]``."""
     if len(train) == 0 or len(test) == 0:
         raise ValueError(f"compare_on_heldout: train has {len(train)} items and test {len(test)}; both need some")
@@ -92,8 +95,10 @@ def compare_on_heldout(
 
     shipped = make_judge()
     meta["judge"] = shipped.name
+    usage: dict[str, dict[str, Any]] = {}
     start = time.perf_counter()
-    raw, results = judge_scores(shipped, test, progress=progress, desc="judge as shipped")
+    with tracked_usage() as usage["judge as shipped"]:
+        raw, results = judge_scores(shipped, test, progress=progress, desc="judge as shipped")
     scores["judge as shipped"], seconds["judge as shipped"] = raw.tolist(), time.perf_counter() - start
     meta["failures"]["judge as shipped"] = sum(isinstance(r, dict) and "error" in r for r in results)
 
@@ -102,9 +107,11 @@ def compare_on_heldout(
         label = _optimizer_label(optimizer)
         start = time.perf_counter()
         try:
-            compiled = fit(make_judge(), train, optimizer=optimizer, calibrator=calibrator, seed=seed,
-                           reflection_lm=reflection_lm, progress=progress, **optimizer_options)
+            with tracked_usage() as usage[f"fit ({label})"]:
+                compiled = fit(make_judge(), train, optimizer=optimizer, calibrator=calibrator, seed=seed,
+                               reflection_lm=reflection_lm, progress=progress, **optimizer_options)
         except ValueError as err:
+            usage.pop(f"fit ({label})")
             if optimizer is None or "optimizer=" not in str(err):
                 raise
             meta["skipped"][label] = str(err)
@@ -117,7 +124,9 @@ def compare_on_heldout(
             test_raw, test_results = raw, results
         else:
             start = time.perf_counter()
-            test_raw, test_results = judge_scores(compiled.judge, test, progress=progress, desc=f"compiled ({label})")
+            with tracked_usage() as usage[f"compiled ({label})"]:
+                test_raw, test_results = judge_scores(compiled.judge, test, progress=progress,
+                                                      desc=f"compiled ({label})")
             scores[f"compiled ({label})"] = test_raw.tolist()
             seconds[f"compiled ({label})"] = time.perf_counter() - start
             meta["failures"][f"compiled ({label})"] = sum(isinstance(r, dict) and "error" in r for r in test_results)
@@ -127,7 +136,7 @@ def compare_on_heldout(
             key = f"{base} + {compiled.calibrator.kind} calibration"
             scores[key] = compiled.calibrator.predict(test_raw, extra).tolist()
             meta["calibrator_notes"][key] = compiled.calibrator.note
-    meta["seconds"] = seconds
+    meta["seconds"], meta["usage"] = seconds, usage
     run = CalibrationRun(name=name or f"{test.name}: {shipped.name}", labels=target.tolist(), scores=scores,
                          label_kind=kind, meta=meta)
     run.compute_agreement(n_bootstrap=n_bootstrap, seed=seed)

@@ -181,12 +181,25 @@ def cmd_metrics(args) -> int:
     return 0
 
 
+def _read_prices(path: str | None) -> dict[str, dict[str, float]] | None:
+    if not path:
+        return None
+    try:
+        prices = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise UsageError(f"--prices {path}: {err}") from None
+    bad = [m for m, p in prices.items() if not isinstance(p, dict)] if isinstance(prices, dict) else ["(not an object)"]
+    if bad:
+        raise UsageError(f'--prices {path}: expected {{"model": {{"input": $/1M tokens, "output": ...}}}}; bad entries {bad}')
+    return prices
+
+
 def cmd_evaluate(args) -> int:
     from judges.evaluation import DatasetValidationError, evaluate
 
     dataset = load_dataset(args.data, args.limit)
     metrics = [build_metric(spec, lm=args.lm, embeddings=args.embeddings) for spec in args.metric]
-    prices = json.loads(Path(args.prices).read_text()) if args.prices else None
+    prices = _read_prices(args.prices)
     out = Path(args.out or Path(args.runs_dir) / "evaluate" / Path(args.data).stem)
     out.mkdir(parents=True, exist_ok=True)
     run_file = Path(args.run_file) if args.run_file else out / "run.jsonl"
@@ -250,6 +263,7 @@ def cmd_calibrate(args) -> int:
     picked = balanced_sample(data, n_train + n_test, seed=args.seed) if data.kind == "binary" else data.subset(
         range(n_train + n_test))
     parts = split(picked, dev=0, test=n_test / len(picked), seed=args.seed)
+    _read_prices(args.prices)  # a bad price file fails now, not after the run
     judge_spec = args.judge + (f":{args.judge_params}" if args.judge_params else "")
     probe = build_metric(judge_spec)
     if not probe.needs_lm:
@@ -289,6 +303,13 @@ def cmd_calibrate(args) -> int:
             from calibration.report import write_report
 
             report = write_report(run, out / "report")
+        prices = _read_prices(args.prices)
+        if prices is not None:
+            from judges.evaluation import usage_cost
+
+            for usage in run.meta["usage"].values():
+                usage["cost"] = usage_cost(usage["by_model"], prices)
+            run.save(out / "calibration_run.json")
         if not args.no_mlflow:
             _log_calibration(run, compiled, out, report)
     print(f"\n{run.name}: held-out test n={len(parts.test)}, 95% bootstrap CIs\n")
@@ -298,6 +319,11 @@ def cmd_calibrate(args) -> int:
             print(f"  {key}: {note}")
     for label, reason in run.meta.get("skipped", {}).items():
         print(f"  optimizer {label} skipped: {reason}")
+    print("\nLM use (cached answers count as no call):")
+    for phase, usage in run.meta["usage"].items():
+        tokens = [sum(t[k] for t in usage["by_model"].values()) for k in ("prompt_tokens", "completion_tokens")]
+        cost = f", ${usage['cost']:.4f}" if usage.get("cost") is not None else ""
+        print(f"  {phase}: {usage['lm_calls']} calls, {tokens[0]} tokens in / {tokens[1]} out{cost}")
     print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/: calibration_run.json, "
           + ", ".join(f"compiled_{probe.name}_{label}.json" for label in compiled)
           + (", report/index.html" if report else ""))
@@ -314,6 +340,12 @@ def _log_calibration(run, compiled: dict[str, Any], out: Path, report: Path | No
         log_agreement(agreement_report, scorer)
     for scorer, seconds in run.meta.get("seconds", {}).items():
         mlflow.log_metric(metric_key(f"{scorer}.seconds"), seconds)
+    for phase, usage in run.meta.get("usage", {}).items():
+        mlflow.log_metric(metric_key(f"{phase}.lm_calls"), usage["lm_calls"])
+        for kind in ("prompt_tokens", "completion_tokens"):
+            mlflow.log_metric(metric_key(f"{phase}.{kind}"), sum(t[kind] for t in usage["by_model"].values()))
+        if usage.get("cost") is not None:
+            mlflow.log_metric(metric_key(f"{phase}.cost"), usage["cost"])
     mlflow.log_artifact(str(out / "calibration_run.json"))
     for label, judge in compiled.items():
         log_compiled_judge(judge, name=f"compiled_{label}")
@@ -349,6 +381,11 @@ def _common(parser: argparse.ArgumentParser, lm: bool = True) -> None:
     _debug(parser)
 
 
+def _prices_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--prices", default=None, help='JSON file of LM prices for the cost column: {"model": '
+                        '{"input": $ per 1M tokens, "output": ...}}, models named as in the LM string')
+
+
 def _debug(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks")
 
@@ -379,7 +416,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--run-file", default=None, help="append-only progress file (default: <out>/run.jsonl)")
     p.add_argument("--out", default=None, help="output folder")
     p.add_argument("--timeout", type=float, default=None, help="seconds before one item is recorded as failed")
-    p.add_argument("--prices", default=None, help='JSON file: {"model": {"input": $/1M tokens, "output": ...}}')
+    _prices_option(p)
     _common(p)
     p.set_defaults(run=cmd_evaluate)
 
@@ -407,6 +444,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reflection-lm", default=None, help="GEPA's reflection LM (default: the judge LM)")
     p.add_argument("--out", default=None, help="output folder (default runs/calibrate/<data>-<judge>)")
     p.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    _prices_option(p)
     _common(p)
     p.set_defaults(run=cmd_calibrate)
 

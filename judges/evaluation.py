@@ -119,14 +119,7 @@ class EvaluationResult:
         return table
 
     def cost(self, record: dict[str, Any]) -> float | None:
-        total = 0.0
-        for model, usage in (record.get("usage") or {}).items():
-            price = self.price_table.get(model)
-            if price is None:
-                return None
-            total += usage.get("prompt_tokens", 0) / 1e6 * price.get("input", 0.0)
-            total += usage.get("completion_tokens", 0) / 1e6 * price.get("output", 0.0)
-        return total
+        return usage_cost(record.get("usage") or {}, self.price_table)
 
     def summary(self) -> dict[str, dict[str, Any]]:
         """Per metric: n, mean/std/min/quartiles/max over defined scores, failures, undefined, LM calls,
@@ -195,6 +188,36 @@ class EvaluationResult:
             for n, s in self.summary().items() if n != "_overall"
         )
         return f"EvaluationResult({self.n_samples} samples: {means}; {len(self.failures)} failures)"
+
+
+def usage_cost(usage: dict[str, dict[str, Any]], price_table: dict[str, dict[str, float]]) -> float | None:
+    """Dollars for ``{model: {"prompt_tokens": .., "completion_tokens": ..}}`` at ``{model: {"input": $ per
+    1M tokens, "output": ..}}``; None when a model used has no price (0.0 when nothing was used)."""
+    total = 0.0
+    for model, tokens in usage.items():
+        price = price_table.get(model)
+        if price is None:
+            return None
+        total += tokens.get("prompt_tokens", 0) / 1e6 * price.get("input", 0.0)
+        total += tokens.get("completion_tokens", 0) / 1e6 * price.get("output", 0.0)
+    return total
+
+
+@contextlib.contextmanager
+def tracked_usage():
+    """``with tracked_usage() as usage:`` fills ``usage`` on exit with ``lm_calls`` and the tokens per
+    model (``{"lm_calls": n, "by_model": {model: {"prompt_tokens": .., "completion_tokens": ..}}}``),
+    from DSPy's usage tracker; answers from DSPy's cache count as no call."""
+    usage: dict[str, Any] = {}
+    with dspy.track_usage() as tracker:
+        try:
+            yield usage
+        finally:
+            totals = tracker.get_total_tokens()
+            usage["lm_calls"] = sum(len(entries) for entries in tracker.usage_data.values())
+            usage["by_model"] = {model: {k: int(totals.get(model, {}).get(k) or 0)
+                                         for k in ("prompt_tokens", "completion_tokens")}
+                                 for model in tracker.usage_data}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -301,11 +324,9 @@ def _score_once(metric: Metric, sample, retries: int, backoff: float) -> tuple[d
     attempt = 0
     while True:
         try:
-            with dspy.track_usage() as tracker:
+            with tracked_usage() as usage:
                 result = metric.score(sample)
-            usage = {model: tracker.get_total_tokens().get(model, {}) for model in tracker.usage_data}
-            calls = sum(len(entries) for entries in tracker.usage_data.values())
-            return result, usage, calls
+            return result, usage["by_model"], usage["lm_calls"]
         except TRANSIENT_ERRORS:
             if attempt >= retries:
                 raise

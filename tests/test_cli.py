@@ -17,6 +17,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scripted import scripted_lm  # noqa: E402
 
 
+def write_json(path, value):
+    path.write_text(json.dumps(value))
+    return path
+
+
 def write_jsonl(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -101,13 +106,20 @@ def test_calibrate_compiles_reports_and_logs(tmp_path, capsys):
             "--judge-params", '{"name": "good", "definition": "Does the response say the item is good?"}',
             "--optimizer", "none", "--optimizer", "labeled", "--optimizer", "bootstrap", "--calibrator", "platt",
             "--n-train", "8", "--n-test", "12", "--max-demos", "2", "--out", str(out), "--n-bootstrap", "100",
-            "--runs-dir", str(tmp_path / "runs"), "--no-traces"]
+            "--runs-dir", str(tmp_path / "runs"), "--no-traces",
+            "--prices", str(write_json(tmp_path / "prices.json", {"scripted/test": {"input": 1e6, "output": 0}}))]
     with dspy.context(lm=demo_sensitive_lm()):
         assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "judge as shipped" in printed and "compiled (bootstrap)" in printed
     run = CalibrationRun.load(out / "calibration_run.json")
     assert len(run.labels) == 12
+    usage = run.meta["usage"]  # one call per item for a one-step judge; 1e6 $/1M tokens: cost = tokens in
+    assert usage["judge as shipped"]["lm_calls"] == 12 and usage["compiled (bootstrap)"]["lm_calls"] == 12
+    shipped_in = usage["judge as shipped"]["by_model"]["scripted/test"]["prompt_tokens"]
+    assert shipped_in > 12 * 20 and usage["judge as shipped"]["cost"] == shipped_in
+    assert usage["fit (bootstrap)"]["lm_calls"] >= 8  # bootstrapping demos on train, then scoring train
+    assert re.search(r"judge as shipped: 12 calls, \d+ tokens in / \d+ out, \$\d", printed)
     assert run.agreement["judge as shipped"].value("balanced_accuracy") == 0.5  # says yes to everything
     assert run.agreement["compiled (labeled)"].value("balanced_accuracy") == 1.0
     assert run.agreement["compiled (bootstrap)"].value("balanced_accuracy") == 1.0
@@ -131,6 +143,9 @@ def test_calibrate_input_errors(tmp_path, capsys):
     assert main(["calibrate", str(nolabel), "--no-mlflow"]) == 2
     assert "row 0 has no 'label'" in capsys.readouterr().err
     assert main(["report", str(data)]) == 2
+    prices = write_json(tmp_path / "prices.json", {"scripted/test": 3})
+    assert main(["calibrate", str(data), "--n-train", "2", "--n-test", "2", "--no-mlflow", "--prices", str(prices)]) == 2
+    assert "bad entries ['scripted/test']" in capsys.readouterr().err
 
 
 def test_console_script_help_runs():
