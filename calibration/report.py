@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,8 @@ DEFAULT_STATS = {
     "ordinal": ("quadratic_kappa", "spearman", "kendall", "mae"),  # ordinal kappa is quadratic-weighted
     "continuous": ("spearman", "pearson", "mae"),
 }
+STAT_NAMES = {"roc_auc": "ROC-AUC", "balanced_accuracy": "balanced accuracy", "cohen_kappa": "Cohen's kappa",
+              "spearman": "Spearman", "kendall": "Kendall's tau", "pearson": "Pearson", "brier": "Brier", "mae": "MAE"}
 BAR_STATS = {"binary": ("roc_auc", "balanced_accuracy", "cohen_kappa"),
              "ordinal": ("quadratic_kappa", "spearman", "kendall"), "continuous": ("spearman", "pearson", "kendall")}
 LOWER_IS_BETTER = {"brier", "ece", "mae"}
@@ -381,6 +384,60 @@ def agreement_bars(agreement: dict[str, AgreementReport], *,
     return _finish(fig, path)
 
 
+_COMPILED = re.compile(r"^(?:judge as shipped|compiled \((?P<optimizer>[^)]*)\))(?P<calibrated> \+ .* calibration)?$")
+
+
+def optimizer_comparison(agreement: dict[str, AgreementReport], *,
+                         stats: Sequence[str] = ("roc_auc", "balanced_accuracy"),
+                         path: str | Path | None = None) -> Figure:
+    """Before/after per optimizer, one panel per statistic: for each optimizer ("none" = the shipped
+    judge) a bar for the judge as compiled and one for compiled + calibration, with 95% CI whiskers; a
+    dashed line marks the shipped judge and a dotted one the best baseline. Scorers are found by the
+    names ``compare_on_heldout`` gives them."""
+    rows: dict[str, dict[str, AgreementReport]] = {}
+    for name, report in agreement.items():
+        match = _COMPILED.match(name)
+        if match:
+            rows.setdefault(match["optimizer"] or "none", {})["calibrated" if match["calibrated"] else "compiled"] = report
+    if "calibrated" not in rows.get("none", {}):
+        rows.pop("none", None)  # the shipped judge alone is the dashed line
+    if not rows:
+        raise ValueError("optimizer_comparison: no compiled or calibrated judge among the scorers "
+                         f"{list(agreement)}")
+    baselines = {n: r for n, r in agreement.items() if n.startswith("baseline: ")}
+    optimizers = list(rows)
+    fig = Figure(figsize=(max(6.0, 1.0 + 1.4 * len(optimizers)) * min(len(stats), 2) / 1.4, 4.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(stats)))
+    kinds = {"compiled": ("compiled", "#4c72b0"), "calibrated": ("compiled + calibration", "#dd8452")}
+    for ax, stat in zip(axes, stats):
+        for k, (kind, (label, colour)) in enumerate(kinds.items()):
+            ax.bar(0, 0, 0, color=colour, label=label)  # a legend entry even when every bar is n/a
+            for i, optimizer in enumerate(optimizers):
+                report = rows[optimizer].get(kind)
+                s = (report.stats.get(stat) if report else None) or {}
+                value, low, high = s.get("value"), s.get("low"), s.get("high")
+                x = i + (k - 0.5) * 0.38
+                if value is None:
+                    ax.text(x, 0.02, "n/a", rotation=90, ha="center", va="bottom", fontsize=7, color=colour)
+                    continue
+                err = None if low is None or high is None else [[max(value - low, 0)], [max(high - value, 0)]]
+                ax.bar(x, value, 0.36, color=colour, yerr=err, capsize=2.5,
+                       error_kw={"elinewidth": 1, "ecolor": "#333333"})
+        shipped = agreement["judge as shipped"].value(stat) if "judge as shipped" in agreement else None
+        if shipped is not None:
+            ax.axhline(shipped, color="#555555", ls="--", lw=1, label=f"judge as shipped ({shipped:.2f})")
+        scored = [(r.value(stat), n) for n, r in baselines.items() if r.value(stat) is not None]
+        if scored:
+            best, name = (min if stat in LOWER_IS_BETTER else max)(scored)
+            ax.axhline(best, color="#2ca02c", ls=":", lw=1.5, label=f"best {name} ({best:.2f})")
+        ax.set_xticks(range(len(optimizers)), [o if o != "none" else "none\n(as shipped)" for o in optimizers])
+        ax.set(title=STAT_NAMES.get(stat, stat), xlabel="optimizer", ylabel=STAT_NAMES.get(stat, stat))
+        ax.grid(axis="y", alpha=0.25)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
+    fig.suptitle("Agreement with human labels before / after compiling, per optimizer (95% CI)")
+    return _finish(fig, path)
+
+
 def metric_histograms(scores: dict[str, Sequence[float | None]], *, path: str | Path | None = None) -> Figure:
     """One subplot per metric: the histogram of its defined scores (None and non-finite left out)."""
     if not scores:
@@ -483,6 +540,9 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
     sections.append(("Score distributions", _img("histograms.png", "score histograms")))
     agreement_bars(reports, stats=BAR_STATS[run.label_kind], path=out / "agreement.png")
     sections.append(("Agreement per scorer", _img("agreement.png", "agreement bars")))
+    if any(_COMPILED.match(n) and n != "judge as shipped" for n in names):
+        optimizer_comparison(reports, stats=BAR_STATS[run.label_kind][:2], path=out / "optimizers.png")
+        sections.append(("Before / after compiling, per optimizer", _img("optimizers.png", "optimizer comparison")))
     if run.label_kind != "continuous":
         images = []
         for i, name in enumerate(names):

@@ -125,7 +125,7 @@ def test_calibrate_compiles_reports_and_logs(tmp_path, capsys):
     assert run.agreement["compiled (bootstrap)"].value("balanced_accuracy") == 1.0
     compiled = CompiledJudge.load(out / "compiled_good_bootstrap.json")
     assert compiled.report["demos"] == {"judge_aspect": 2}
-    assert (out / "report" / "index.html").is_file()
+    assert (out / "report" / "index.html").is_file() and (out / "report" / "optimizers.png").is_file()
     assert (tmp_path / "runs" / "mlflow.db").is_file()
 
     assert main(["report", str(out / "calibration_run.json"), "--out", str(tmp_path / "again")]) == 0

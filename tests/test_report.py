@@ -12,6 +12,7 @@ from calibration.report import (
     agreement_bars,
     confusion_matrix_figure,
     metric_histograms,
+    optimizer_comparison,
     reliability_diagram,
     score_by_label,
     score_histograms,
@@ -143,6 +144,27 @@ def test_agreement_bars_copes_with_none_and_many_scorers(run, tmp_path):
     assert len([t.get_text() for t in ax.get_legend().get_texts()]) == 8
     assert "n/a" in [t.get_text() for t in ax.texts]
     assert_png(tmp_path / "a.png")
+
+
+def test_optimizer_comparison_pairs_compiled_and_calibrated_per_optimizer(run, tmp_path):
+    r = run.agreement
+    reports = {"baseline: token overlap": r["baseline"], "judge as shipped": r["judge"],
+               "judge as shipped + stacked calibration": r["calibrated"], "compiled (bootstrap)": r["judge"],
+               "compiled (bootstrap) + stacked calibration": r["calibrated"], "compiled (gepa)": r["baseline"]}
+    fig = optimizer_comparison(reports, path=tmp_path / "o.png")
+    assert_png(tmp_path / "o.png")
+    roc = fig.axes[0]
+    assert roc.get_title() == "ROC-AUC"
+    assert [t.get_text() for t in roc.get_xticklabels()] == ["none\n(as shipped)", "bootstrap", "gepa"]
+    heights = sorted(round(p.get_height(), 6) for p in roc.patches if p.get_width() > 0)
+    expected = [r[k].value("roc_auc") for k in ("judge", "calibrated", "judge", "calibrated", "baseline")]
+    assert heights == sorted(round(v, 6) for v in expected)  # 5 bars: gepa has no calibrated one
+    assert "n/a" in [t.get_text() for t in roc.texts]
+    legend = [t.get_text() for t in roc.get_legend().get_texts()]
+    assert f"judge as shipped ({r['judge'].value('roc_auc'):.2f})" in legend
+    assert f"best baseline: token overlap ({r['baseline'].value('roc_auc'):.2f})" in legend
+    with pytest.raises(ValueError, match="no compiled or calibrated judge"):
+        optimizer_comparison({"judge as shipped": r["judge"], "baseline: x": r["baseline"]})
 
 
 def test_metric_histograms_and_score_by_label(tmp_path):
