@@ -98,6 +98,8 @@ def main() -> int:
     for row in rows:
         lines.append(f"| {row['n']} | {row['method']} | " + " | ".join(
             f"{row[s]:.3f} ± {row[s + '_sd']:.3f}" for s in STATS) + " |")
+    if max(sizes) >= len(pool):
+        lines.append(f"\n(n >= {len(pool)} is the whole label pool: every draw is the same, so its sd is 0.)")
     table = "\n".join(lines)
     print(table)
     print(f"\njudge scoring {scoring_seconds / 60:.1f} min, total {total / 60:.1f} min")
