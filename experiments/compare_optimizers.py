@@ -48,14 +48,15 @@ def main() -> int:
     lines, timings = list(header), []
     for study in studies:
         data, _, judge = study.partition(":")
-        out = Path(args.out) / f"{data}-{judge}"
+        name = Path(data).stem if Path(data).suffix else data  # a labelled file or a built-in set
+        out = Path(args.out) / f"{name}-{judge}"
         argv = ["calibrate", data, "--judge", judge, "--n-train", str(args.n_train), "--n-test", str(args.n_test),
                 "--seed", str(args.seed), "--out", str(out), "--optimizer-options", args.optimizer_options]
         argv += [a for o in args.optimizers.split(",") for a in ("--optimizer", o)]
         argv += ["--lm", args.lm] if args.lm else []
         start = time.perf_counter()
         code = cli(argv)
-        timings.append((study, time.perf_counter() - start))
+        timings.append((f"{name}:{judge}", time.perf_counter() - start))
         if code != 0:
             print(f"{study}: dspy-judges calibrate exited {code}", file=sys.stderr)
             return code
@@ -66,11 +67,11 @@ def main() -> int:
             for stat in STATS:
                 s = report.stats.get(stat, {})
                 cells.append("n/a" if s.get("value") is None else f"{s['value']:.3f} [{s['low']:.2f}, {s['high']:.2f}]")
-            lines.append(f"| {data} | {judge} | {scorer} | " + " | ".join(cells) + " |")
+            lines.append(f"| {name} | {judge} | {scorer} | " + " | ".join(cells) + " |")
         for label, reason in run.meta.get("skipped", {}).items():
-            lines.append(f"| {data} | {judge} | {label}: skipped ({reason.split(';')[0]}) |" + " |" * len(STATS))
+            lines.append(f"| {name} | {judge} | {label}: skipped ({reason.split(';')[0]}) |" + " |" * len(STATS))
         # One file per study as well, so studies run by separate commands can be read side by side.
-        (out / "results.md").write_text("\n".join(header + lines[first:]) + f"\n\n{study}: {timings[-1][1] / 60:.1f} min\n")
+        (out / "results.md").write_text("\n".join(header + lines[first:]) + f"\n\n{timings[-1][0]}: {timings[-1][1] / 60:.1f} min\n")
     table = "\n".join(lines)
     print("\n" + table)
     for study, seconds in timings:

@@ -105,9 +105,10 @@ def main() -> int:
     print(f"\njudge scoring {scoring_seconds / 60:.1f} min, total {total / 60:.1f} min")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.data}-{args.judge}.json").write_text(json.dumps({"args": vars(args), "rows": rows,
+    stem = f"{Path(args.data).stem if Path(args.data).suffix else args.data}-{args.judge}"  # a file or a built-in set
+    (out / f"{stem}.json").write_text(json.dumps({"args": vars(args), "rows": rows,
                                                                      "seconds": total}, indent=1))
-    (out / f"{args.data}-{args.judge}.md").write_text(table + "\n")
+    (out / f"{stem}.md").write_text(table + "\n")
     return 0
 
 
