@@ -263,7 +263,7 @@ def cmd_calibrate(args) -> int:
     picked = balanced_sample(data, n_train + n_test, seed=args.seed) if data.kind == "binary" else data.subset(
         range(n_train + n_test))
     parts = split(picked, dev=0, test=n_test / len(picked), seed=args.seed)
-    _read_prices(args.prices)  # a bad price file fails now, not after the run
+    prices = _read_prices(args.prices)  # a bad price file fails now, not after the run
     judge_spec = args.judge + (f":{args.judge_params}" if args.judge_params else "")
     probe = build_metric(judge_spec)
     if not probe.needs_lm:
@@ -303,7 +303,6 @@ def cmd_calibrate(args) -> int:
             from calibration.report import write_report
 
             report = write_report(run, out / "report")
-        prices = _read_prices(args.prices)
         if prices is not None:
             from judges.evaluation import usage_cost
 
