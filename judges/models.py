@@ -454,9 +454,11 @@ class Embedder:
         return vectors / np.where(norms == 0, 1.0, norms)
 
     def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
-        """Cosine similarity matrix between two lists of texts (one batched encode)."""
+        """Cosine similarity matrix between two lists of texts (one batched encode), in [-1, 1]: float32
+        rounding makes a unit vector's dot product with itself up to ~1.0000001, which would put scores
+        built on it just outside [0, 1]."""
         vectors = self.embed(list(a) + list(b))
-        return vectors[: len(a)] @ vectors[len(a) :].T
+        return np.clip(vectors[: len(a)] @ vectors[len(a) :].T, -1.0, 1.0)
 
     def __repr__(self) -> str:
         return f"Embedder({self.name!r})"

@@ -111,6 +111,12 @@ def test_embedder_wraps_callables_and_encoders_with_unit_norm_batches():
     assert calls == [2, 1]
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
     assert embedder.similarity(["a"], ["a", "bb"]).shape == (1, 2)
+    # a float32 unit vector dotted with itself can come out at 1.0000001; similarity stays in [-1, 1]
+    rounding = np.random.default_rng(0).normal(size=(4, 384)).astype(np.float32)
+    rounding /= np.linalg.norm(rounding, axis=1, keepdims=True)
+    assert (rounding[3] @ rounding[3]) > 1.0
+    same = Embedder(lambda texts: rounding[[3] * len(texts)], name="rounding")
+    assert same.similarity(["x"], ["x"])[0, 0] == 1.0
 
     class Encoder:
         def encode(self, texts):
