@@ -6,7 +6,7 @@ compiles the judge on train, fits a stacked calibrator on train, and scores test
 shipped judge are scored on the same items. Every study is an MLflow run (params, agreement with CIs,
 compiled judges, plots); the combined table is printed and written to runs/optimizers/results.md.
 
-    .venv/bin/python experiments/compare_optimizers.py                       # the two default studies
+    .venv/bin/python experiments/compare_optimizers.py                       # the three default studies
     .venv/bin/python experiments/compare_optimizers.py --study evouna:answer_correctness --n-train 12 --n-test 24
 
 LabeledFewShot makes demos whose output is the human label, so it applies only to judges whose one
@@ -33,17 +33,19 @@ DEFAULT_OPTIONS = {"num_candidates": 2, "num_trials": 3, "minibatch": False, "ma
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--study", action="append", default=None,
-                        help="DATA:JUDGE, repeatable (default: begin:faithfulness and evouna:answer_accuracy)")
+                        help="DATA:JUDGE, repeatable (default: begin:faithfulness, evouna:answer_accuracy, "
+                             "evouna:answer_correctness)")
     parser.add_argument("--optimizers", default="none,labeled,bootstrap,mipro,gepa")
     parser.add_argument("--n-train", type=int, default=16)
     parser.add_argument("--n-test", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lm", default=None)
+    parser.add_argument("--reflection-lm", default=None, help="GEPA's reflection LM (default: the judge LM)")
     parser.add_argument("--optimizer-options", default=json.dumps(DEFAULT_OPTIONS))
     parser.add_argument("--out", default="runs/optimizers")
     args = parser.parse_args()
 
-    studies = args.study or ["begin:faithfulness", "evouna:answer_accuracy"]
+    studies = args.study or ["begin:faithfulness", "evouna:answer_accuracy", "evouna:answer_correctness"]
     header = ["| data | judge | scorer | " + " | ".join(STATS) + " |", "|---|---|---|" + "---|" * len(STATS)]
     lines, timings = list(header), []
     for study in studies:
@@ -54,6 +56,7 @@ def main() -> int:
                 "--seed", str(args.seed), "--out", str(out), "--optimizer-options", args.optimizer_options]
         argv += [a for o in args.optimizers.split(",") for a in ("--optimizer", o)]
         argv += ["--lm", args.lm] if args.lm else []
+        argv += ["--reflection-lm", args.reflection_lm] if args.reflection_lm else []
         start = time.perf_counter()
         code = cli(argv)
         timings.append((f"{name}:{judge}", time.perf_counter() - start))
