@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from calibration.report import CalibrationRun
-from judges.cli import main as cli
+from judges.cli import dataset_name, main as cli
 
 STATS = ("roc_auc", "balanced_accuracy", "cohen_kappa", "brier")
 DEFAULT_OPTIONS = {"num_candidates": 2, "num_trials": 3, "minibatch": False, "max_metric_calls": 30}
@@ -50,7 +50,7 @@ def main() -> int:
     lines, timings = list(header), []
     for study in studies:
         data, _, judge = study.partition(":")
-        name = Path(data).stem if Path(data).suffix else data  # a labelled file or a built-in set
+        name = dataset_name(data)
         out = Path(args.out) / f"{name}-{judge}"
         argv = ["calibrate", data, "--judge", judge, "--n-train", str(args.n_train), "--n-test", str(args.n_test),
                 "--seed", str(args.seed), "--out", str(out), "--optimizer-options", args.optimizer_options]

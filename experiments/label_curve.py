@@ -26,7 +26,7 @@ from calibration.agreement import agreement
 from calibration.datasets import balanced_indices, balanced_sample, split
 from calibration.fit import Calibrator, feature_matrix, judge_scores
 from calibration.heldout import applicable_baselines
-from judges.cli import build_metric, load_labelled
+from judges.cli import build_metric, dataset_name, load_labelled
 from judges.models import resolve_lm
 from judges.tracking import data_hash, metric_key, tracked_run
 
@@ -105,7 +105,7 @@ def main() -> int:
     print(f"\njudge scoring {scoring_seconds / 60:.1f} min, total {total / 60:.1f} min")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{Path(args.data).stem if Path(args.data).suffix else args.data}-{args.judge}"  # a file or a built-in set
+    stem = f"{dataset_name(args.data)}-{args.judge}"
     (out / f"{stem}.json").write_text(json.dumps({"args": vars(args), "rows": rows,
                                                                      "seconds": total}, indent=1))
     (out / f"{stem}.md").write_text(table + "\n")

@@ -59,6 +59,11 @@ def catalogue() -> dict[str, type]:
     return dict(sorted(out.items()))
 
 
+def dataset_name(data: str) -> str:
+    """A short name for a labelled-set argument: a built-in set's name, or a file's stem (for output paths)."""
+    return data if data in BUILTIN_SETS else Path(data).stem
+
+
 def required_params(cls: type) -> list[str]:
     """The constructor parameters a metric class cannot be built without (e.g. AspectCritic's name)."""
     return [p.name for p in inspect.signature(cls.__init__).parameters.values()
@@ -277,7 +282,7 @@ def cmd_calibrate(args) -> int:
         options = {"max_demos": args.max_demos, **json.loads(args.optimizer_options or "{}")}
     except json.JSONDecodeError as err:
         raise UsageError(f"--optimizer-options must be a JSON object ({err.msg})") from None
-    out = Path(args.out or Path(args.runs_dir) / "calibrate" / f"{args.data if args.data in BUILTIN_SETS else Path(args.data).stem}-{probe.name}")
+    out = Path(args.out or Path(args.runs_dir) / "calibrate" / f"{dataset_name(args.data)}-{probe.name}")
     out.mkdir(parents=True, exist_ok=True)
     from judges.tracking import data_hash
 
@@ -320,14 +325,20 @@ def cmd_calibrate(args) -> int:
         print(f"  optimizer {label} skipped: {reason}")
     print("\nLM use (cached answers count as no call):")
     for phase, usage in run.meta["usage"].items():
-        tokens = [sum(t[k] for t in usage["by_model"].values()) for k in ("prompt_tokens", "completion_tokens")]
+        tokens = _phase_tokens(usage)
         cost = f", ${usage['cost']:.4f}" if usage.get("cost") is not None else ""
-        print(f"  {phase}: {usage['lm_calls']} calls, {tokens[0]} tokens in / {tokens[1]} out{cost}")
+        print(f"  {phase}: {usage['lm_calls']} calls, {tokens['prompt_tokens']} tokens in / "
+              f"{tokens['completion_tokens']} out{cost}")
     print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/: calibration_run.json, "
           + ", ".join(f"compiled_{probe.name}_{label}.json" for label in compiled)
           + (", report/index.html" if report else ""))
     _mlflow_note(args)
     return 0
+
+
+def _phase_tokens(usage: dict[str, Any]) -> dict[str, int]:
+    """Prompt and completion tokens of one ``tracked_usage`` record, summed over models."""
+    return {kind: sum(t[kind] for t in usage["by_model"].values()) for kind in ("prompt_tokens", "completion_tokens")}
 
 
 def _log_calibration(run, compiled: dict[str, Any], out: Path, report: Path | None) -> None:
@@ -341,8 +352,8 @@ def _log_calibration(run, compiled: dict[str, Any], out: Path, report: Path | No
         mlflow.log_metric(metric_key(f"{scorer}.seconds"), seconds)
     for phase, usage in run.meta.get("usage", {}).items():
         mlflow.log_metric(metric_key(f"{phase}.lm_calls"), usage["lm_calls"])
-        for kind in ("prompt_tokens", "completion_tokens"):
-            mlflow.log_metric(metric_key(f"{phase}.{kind}"), sum(t[kind] for t in usage["by_model"].values()))
+        for kind, count in _phase_tokens(usage).items():
+            mlflow.log_metric(metric_key(f"{phase}.{kind}"), count)
         if usage.get("cost") is not None:
             mlflow.log_metric(metric_key(f"{phase}.cost"), usage["cost"])
     mlflow.log_artifact(str(out / "calibration_run.json"))

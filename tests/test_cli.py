@@ -7,11 +7,13 @@ import sys
 from pathlib import Path
 
 import dspy
+import mlflow
 import pytest
 
 from calibration.fit import CompiledJudge
 from calibration.report import CalibrationRun
 from judges.cli import build_metric, catalogue, main
+from judges.tracking import metric_key
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted import scripted_lm  # noqa: E402
@@ -127,6 +129,12 @@ def test_calibrate_compiles_reports_and_logs(tmp_path, capsys):
     assert compiled.report["demos"] == {"judge_aspect": 2}
     assert (out / "report" / "index.html").is_file() and (out / "report" / "optimizers.png").is_file()
     assert (tmp_path / "runs" / "mlflow.db").is_file()
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'runs' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("dspy-judges-calibrate").experiment_id
+    logged = client.search_runs([experiment])[0].data.metrics
+    assert logged[metric_key("judge as shipped.lm_calls")] == 12
+    assert logged[metric_key("judge as shipped.prompt_tokens")] == shipped_in
+    assert logged[metric_key("judge as shipped.cost")] == shipped_in
 
     assert main(["report", str(out / "calibration_run.json"), "--out", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "index.html").is_file()
