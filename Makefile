@@ -24,7 +24,7 @@ demo: $(STAMP)
 		--calibrator stacked --n-train 16 --n-test 32 --max-demos 2
 
 demo-metrics: $(STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m judges.demo
+	HF_HUB_OFFLINE=1 $(PY) -m judges_app.demo
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q

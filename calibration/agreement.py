@@ -161,6 +161,13 @@ class AgreementReport:
         return "\n".join(lines)
 
 
+def undefined_agreement(kind: str, n: int, *, threshold: float = 0.5, reason: str) -> AgreementReport:
+    """A report whose every statistic is undefined (None): fewer than two items to measure on."""
+    names = _statistics(kind, threshold)
+    return AgreementReport(kind, n, {name: {"value": None, "low": None, "high": None} for name in names}, None,
+                           threshold if kind == "binary" else None, 0, {"undefined": reason})
+
+
 def agreement(
     labels: Sequence[float],
     scores: Sequence[float],
@@ -201,3 +208,82 @@ def agreement(
             warnings.simplefilter("ignore")  # one class only: a 1x1 matrix is the right answer
             matrix = confusion_matrix(y.astype(int), decided, labels=classes).tolist()
     return AgreementReport(kind, len(y), out, matrix, threshold if kind == "binary" else None, n_bootstrap)
+
+
+#: Statistics where a smaller value is better agreement.
+LOWER_IS_BETTER = frozenset({"brier", "ece", "mae"})
+
+
+@dataclass
+class PairedComparison:
+    """Scorer A vs scorer B on the same items. ``stats[name]``: ``difference`` (A - B), its paired bootstrap
+    95% CI (``low``, ``high``), and ``better``: "a" or "b" when the CI excludes 0 (the difference is
+    established at 95%), else None. ``mcnemar``: the items only A decides right, only B decides right, and
+    the exact two-sided McNemar p-value (binary labels)."""
+
+    kind: str
+    n: int
+    stats: dict[str, dict[str, Any]]
+    mcnemar: dict[str, Any] | None = None
+    n_bootstrap: int = 1000
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "n": self.n, "stats": self.stats, "mcnemar": self.mcnemar,
+                "n_bootstrap": self.n_bootstrap}
+
+    def better(self, name: str) -> str | None:
+        return self.stats[name]["better"]
+
+
+def compare(
+    labels: Sequence[float],
+    scores_a: Sequence[float | None],
+    scores_b: Sequence[float | None],
+    *,
+    kind: str = "binary",
+    threshold: float = 0.5,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PairedComparison:
+    """Is scorer A really better than scorer B on these items? Paired bootstrap CI of the difference of each
+    agreement statistic (the same resampled items for both), and McNemar's exact test on the threshold
+    decisions for binary labels. Items either scorer failed on (None) are left out of both."""
+    if not len(labels) == len(scores_a) == len(scores_b):
+        raise ValueError(f"compare: labels, scores_a and scores_b must have one value per item, got "
+                         f"{len(labels)}, {len(scores_a)}, {len(scores_b)}")
+    kept = [i for i in range(len(labels)) if scores_a[i] is not None and scores_b[i] is not None]
+    y = np.asarray([labels[i] for i in kept], float)
+    a = np.asarray([scores_a[i] for i in kept], float)
+    b = np.asarray([scores_b[i] for i in kept], float)
+    bad = np.where(~np.isfinite(y) | ~np.isfinite(a) | ~np.isfinite(b))[0]
+    if len(bad):
+        raise ValueError(f"compare: labels/scores are not finite at items {[kept[i] for i in bad[:10]]}")
+    statistics = _statistics(kind, threshold)
+    if len(y) < 2:
+        empty = {name: {"difference": None, "low": None, "high": None, "better": None} for name in statistics}
+        return PairedComparison(kind, len(y), empty, None, n_bootstrap)
+    draws = np.random.default_rng(seed).integers(0, len(y), size=(n_bootstrap, len(y)))
+    alpha = (1 - confidence) / 2
+    out: dict[str, dict[str, Any]] = {}
+    for name, fn in statistics.items():
+        va, vb = fn(y, a), fn(y, b)
+        point = None if va is None or vb is None else va - vb
+        diffs = [da - db for da, db in ((fn(y[d], a[d]), fn(y[d], b[d])) for d in draws)
+                 if da is not None and db is not None]
+        low = float(np.quantile(diffs, alpha)) if diffs and point is not None else None
+        high = float(np.quantile(diffs, 1 - alpha)) if diffs and point is not None else None
+        better = None
+        if low is not None and (low > 0 or high < 0):
+            a_higher = low > 0
+            better = "a" if a_higher != (name in LOWER_IS_BETTER) else "b"
+        out[name] = {"difference": point, "low": low, "high": high, "better": better}
+    mcnemar = None
+    if kind == "binary":
+        from scipy.stats import binomtest
+
+        right_a, right_b = (a >= threshold) == (y == 1), (b >= threshold) == (y == 1)
+        only_a, only_b = int((right_a & ~right_b).sum()), int((right_b & ~right_a).sum())
+        p = binomtest(only_a, only_a + only_b, 0.5).pvalue if only_a + only_b else 1.0
+        mcnemar = {"only_a_right": only_a, "only_b_right": only_b, "p_value": float(p)}
+    return PairedComparison(kind, len(y), out, mcnemar, n_bootstrap)

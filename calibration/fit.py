@@ -29,25 +29,27 @@ scaling when no signal helps; the judge's score itself is dropped when it adds n
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import inspect
-import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import dspy
 import numpy as np
+from tqdm.auto import tqdm
 
+from calibration.calibrators import Calibrator
+from calibration.compiled import CompiledJudge
 from calibration.datasets import LabelledSet
+from calibration.signals import FEATURES, feature_matrix
 from judges.base import Judge, Metric
-from judges.evaluation import _jsonable
-from judges.language import tokenize
 from judges.models import judge_context, resolve_lm
 
-FORMAT = "dspy-judges/compiled-judge"
-FORMAT_VERSION = 1
+__all__ = ["Calibrator", "CompiledJudge", "FEATURES", "agreement_metric", "feature_matrix", "fit", "judge_examples",
+           "judge_scores", "failed_mask", "label_schema", "make_optimizer", "scaled", "JudgeFailedError"]
+
+
+class JudgeFailedError(RuntimeError):
+    """The judge failed on every item it was asked to score: there is nothing to fit or measure."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -145,300 +147,16 @@ def make_optimizer(name: str, metric, *, n_train: int, lm=None, reflection_lm=No
 
 
 # ------------------------------------------------------------------------------------------------
-# Cheap signals and calibrators
-# ------------------------------------------------------------------------------------------------
-def _evidence(sample) -> str:
-    return "\n".join(sample.retrieved_contexts or sample.reference_contexts or []) or (sample.reference or "")
-
-
-def token_overlap(sample, result=None) -> float:
-    """Share of the response's tokens (CJK characters, words) that occur in the evidence text."""
-    response = tokenize(sample.response or "")
-    evidence = set(tokenize(_evidence(sample)))
-    return sum(t in evidence for t in response) / len(response) if response else 0.0
-
-
-def reference_token_recall(sample, result=None) -> float:
-    """Share of the reference's tokens found in the response: does the answer contain the gold answer?
-    A reference listing alternatives as "a / b" takes the best alternative."""
-    if not sample.reference or not sample.response:
-        return 0.0
-    response = set(tokenize(sample.response))
-    best = 0.0
-    for alternative in sample.reference.split(" / "):
-        tokens = tokenize(alternative)
-        if tokens:
-            best = max(best, sum(t in response for t in tokens) / len(tokens))
-    return best
-
-
-def embedding_similarity(sample, result=None) -> float:
-    from judges.models import resolve_embedder
-
-    evidence = _evidence(sample)
-    if not sample.response or not evidence:
-        return 0.0
-    return float(resolve_embedder().similarity([sample.response], [evidence])[0, 0])
-
-
-def claim_count(sample, result=None) -> float:
-    return float(len((result or {}).get("claims", []) or []))
-
-
-def unsupported_count(sample, result=None) -> float:
-    return float(sum(not v["supported"] for v in (result or {}).get("verdicts", []) or []))
-
-
-FEATURES: dict[str, Callable[[Any, Any], float]] = {
-    "token_overlap": token_overlap,
-    "reference_token_recall": reference_token_recall,
-    "embedding_similarity": embedding_similarity,
-    "claim_count": claim_count,
-    "unsupported_count": unsupported_count,
-}
-
-
-def feature_matrix(names: Sequence[str], samples: Sequence[Any], results: Sequence[Any]) -> np.ndarray | None:
-    """The cheap signals ``names`` of each (sample, judge result), one row per sample; None for no names."""
-    if not names:
-        return None
-    return np.array([[FEATURES[f](s, r) for f in names] for s, r in zip(samples, results)], float)
-
-
-class Calibrator:
-    """Raw judge score (plus cheap signals) -> calibrated score on the label scale's [0, 1]."""
-
-    def __init__(self, kind: str | None, binary: bool, features: Sequence[str] = ()):
-        if kind not in (None, "isotonic", "platt", "stacked"):
-            raise ValueError(f"calibrator={kind!r} is not one of None, 'isotonic', 'platt', 'stacked'")
-        self.kind, self.binary, self.features = kind, binary, list(features)
-        self.use_raw = True  # False when the stacked selection found the judge's own score adds nothing
-        self.params: dict[str, Any] = {}
-        self.note = ""
-
-    def _design(self, raw: np.ndarray, extra: np.ndarray | None) -> np.ndarray:
-        columns = [raw] if self.use_raw else []
-        if extra is not None and self.features:
-            columns += list(np.asarray(extra, float).T)
-        return np.column_stack(columns)
-
-    def fit(self, raw: Sequence[float], target: Sequence[float], extra: np.ndarray | None = None) -> Calibrator:
-        raw, target = np.asarray(raw, float), np.asarray(target, float)
-        if self.kind is None:
-            return self
-        if self.binary and len(set((target >= 0.5).tolist())) < 2:
-            raise ValueError("calibration set holds one label class only; a calibrator needs both")
-        if self.kind == "isotonic":
-            from sklearn.isotonic import IsotonicRegression
-
-            model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(raw, target)
-            self.params = {"x": model.X_thresholds_.tolist(), "y": model.y_thresholds_.tolist()}
-            return self
-        if self.kind == "stacked" and extra is not None and self.features:
-            return self._fit_stacked(raw, target, np.asarray(extra, float))
-        return self._fit_linear(raw[:, None], target)
-
-    def _fit_stacked(self, raw: np.ndarray, target: np.ndarray, extra: np.ndarray) -> Calibrator:
-        """Forward selection among the judge's score and the cheap signals: add the input that lowers the
-        5-fold cross-validated loss most, stop when none does. So a signal is kept only when it adds
-        agreement, and the judge's own score only when it does (a judge no better than chance is dropped
-        rather than allowed to add noise)."""
-        columns = {"judge score": raw, **{f: extra[:, i] for i, f in enumerate(self.features)}}
-        chosen: list[str] = []
-        best = self._cv_loss(np.empty((len(raw), 0)), target)
-        plain = self._cv_loss(raw[:, None], target)
-        while len(chosen) < len(columns):
-            trials = {c: self._cv_loss(np.column_stack([columns[k] for k in chosen + [c]]), target)
-                      for c in columns if c not in chosen}
-            candidate = min(trials, key=trials.get)
-            if trials[candidate] >= best - 1e-4:
-                break
-            chosen.append(candidate)
-            best = trials[candidate]
-        if not chosen or chosen == ["judge score"]:
-            self.features = []
-            self.note = (f"stacked dropped: no cheap signal lowered the cross-validated loss below {plain:.4f} "
-                         f"(judge score alone); Platt scaling used")
-            return self._fit_linear(raw[:, None], target)
-        self.use_raw = "judge score" in chosen
-        self.features = [f for f in self.features if f in chosen]
-        self.note = (f"stacked kept {chosen} by forward selection: cross-validated loss {best:.4f} vs "
-                     f"{plain:.4f} for the judge score alone"
-                     + ("" if self.use_raw else "; the judge's own score did not lower it and is not used"))
-        return self._fit_linear(self._design(raw, extra[:, [list(columns)[1:].index(f) for f in self.features]]),
-                                target)
-
-    def _model(self):
-        from sklearn.linear_model import LinearRegression, LogisticRegression
-
-        return LogisticRegression(C=1.0, max_iter=1000) if self.binary else LinearRegression()
-
-    def _fit_linear(self, x: np.ndarray, target: np.ndarray) -> Calibrator:
-        mean, scale = x.mean(axis=0), x.std(axis=0)
-        scale[scale == 0] = 1.0
-        model = self._model().fit((x - mean) / scale, (target >= 0.5).astype(int) if self.binary else target)
-        self.params = {"mean": mean.tolist(), "scale": scale.tolist(),
-                       "coef": np.ravel(model.coef_).tolist(), "intercept": float(np.ravel([model.intercept_])[0])}
-        return self
-
-    def _cv_loss(self, x: np.ndarray, target: np.ndarray) -> float:
-        from sklearn.metrics import log_loss, mean_squared_error
-        from sklearn.model_selection import cross_val_predict
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-
-        folds = max(2, min(5, int(min(np.bincount((target >= 0.5).astype(int)))) if self.binary else 5))
-        model = make_pipeline(StandardScaler(), self._model())
-        if x.shape[1] == 0:  # the intercept alone: predict the base rate / the mean
-            labels = (target >= 0.5).astype(int) if self.binary else target
-            base = np.full(len(target), labels.mean())
-            return (float(log_loss(labels, base, labels=[0, 1])) if self.binary
-                    else float(mean_squared_error(target, base)))
-        if self.binary:
-            labels = (target >= 0.5).astype(int)
-            p = cross_val_predict(model, x, labels, cv=folds, method="predict_proba")[:, 1]
-            return float(log_loss(labels, p, labels=[0, 1]))
-        return float(mean_squared_error(target, cross_val_predict(model, x, target, cv=folds)))
-
-    def predict(self, raw: Sequence[float], extra: np.ndarray | None = None) -> np.ndarray:
-        raw = np.asarray(raw, float)
-        if self.kind is None:
-            return raw
-        if self.kind == "isotonic":
-            return np.interp(raw, self.params["x"], self.params["y"])
-        x = (self._design(raw, extra) - np.asarray(self.params["mean"])) / np.asarray(self.params["scale"])
-        z = x @ np.asarray(self.params["coef"]) + self.params["intercept"]
-        return 1.0 / (1.0 + np.exp(-z)) if self.binary else np.clip(z, 0.0, 1.0)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "binary": self.binary, "features": self.features, "use_raw": self.use_raw,
-                "params": self.params, "note": self.note}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Calibrator:
-        unknown = [f for f in data.get("features", []) if f not in FEATURES]
-        if unknown:
-            raise ValueError(f"calibrator uses unknown features {unknown}")
-        calibrator = cls(data["kind"], data["binary"], data.get("features", []))
-        calibrator.params, calibrator.note = data.get("params", {}), data.get("note", "")
-        calibrator.use_raw = bool(data.get("use_raw", True))
-        return calibrator
-
-
-# ------------------------------------------------------------------------------------------------
-# The compiled judge
-# ------------------------------------------------------------------------------------------------
-class CompiledJudge(Metric):
-    """A judge (compiled or not) plus a score calibrator, usable like any metric and saved as JSON."""
-
-    def __init__(self, judge: Judge, calibrator: Calibrator | None = None, schema: dict[str, Any] | None = None,
-                 report: dict[str, Any] | None = None):
-        self.judge = judge
-        self.calibrator = calibrator or Calibrator(None, binary=True)
-        self.schema = schema or {"kind": "binary", "low": 0.0, "high": 1.0}
-        self.report = report or {}
-        self.required_fields = judge.required_fields
-        self.allow_empty = judge.allow_empty
-        self.sample_type = judge.sample_type
-        self.needs_lm, self.needs_embeddings = judge.needs_lm, judge.needs_embeddings or (
-            "embedding_similarity" in self.calibrator.features)
-
-    @property
-    def name(self) -> str:
-        return self.judge.name
-
-    def features_of(self, sample, result) -> np.ndarray | None:
-        return feature_matrix(self.calibrator.features, [sample], [result])
-
-    def _score(self, sample) -> dspy.Prediction:
-        result = self.judge.score(sample)
-        calibrated = float(self.calibrator.predict([result.score], self.features_of(sample, result))[0])
-        out = dspy.Prediction(**{k: v for k, v in result.items() if k != "score"})
-        out["score"], out["raw_score"] = calibrated, float(result.score)
-        return out
-
-    def label_value(self, score: float) -> float:
-        """A calibrated score on the human label's own scale (e.g. 1-5 for SummEval)."""
-        return self.schema["low"] + score * (self.schema["high"] - self.schema["low"])
-
-    def feedback(self, result: dspy.Prediction) -> str:
-        return self.judge.feedback(result)
-
-    # --- JSON, no pickle ---------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        body = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "judge": {"class": f"{type(self.judge).__module__}.{type(self.judge).__qualname__}",
-                      "params": _jsonable(self.judge.get_params()),
-                      "program": _jsonable(self.judge.dump_state()) if isinstance(self.judge, dspy.Module) else {}},
-            "calibrator": self.calibrator.to_dict(),
-            "label_schema": self.schema,
-            "report": _jsonable(self.report),
-        }
-        body["checksum"] = _checksum(body)
-        return body
-
-    def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
-        return path
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], *, lm: Any = None, embeddings: Any = None) -> CompiledJudge:
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValueError(f"not a compiled judge file (expected format '{FORMAT}')")
-        if data.get("version") != FORMAT_VERSION:
-            raise ValueError(f"compiled judge format version {data.get('version')} is not supported "
-                             f"(this library reads version {FORMAT_VERSION})")
-        if data.get("checksum") != _checksum({k: v for k, v in data.items() if k != "checksum"}):
-            raise ValueError("compiled judge file was modified after it was saved (checksum mismatch)")
-        module_name, _, class_name = data["judge"]["class"].rpartition(".")
-        if not module_name.startswith("judges."):
-            raise ValueError(f"refusing to load judge class {data['judge']['class']!r}: only judges.* classes load")
-        try:
-            judge_class = getattr(importlib.import_module(module_name), class_name)
-        except (ImportError, AttributeError):
-            raise ValueError(f"judge class {data['judge']['class']!r} does not exist in this version") from None
-        params = dict(data["judge"]["params"])
-        accepted = inspect.signature(judge_class.__init__).parameters
-        unknown = [p for p in params if p not in accepted]
-        if unknown:
-            raise ValueError(f"{class_name} does not take the saved parameters {unknown} in this version")
-        for resource, value in (("lm", lm), ("embeddings", embeddings)):
-            if value is not None and resource in accepted:
-                params[resource] = value
-        judge = judge_class(**params)
-        if data["judge"].get("program"):
-            judge.load_state(data["judge"]["program"])
-        return cls(judge, Calibrator.from_dict(data["calibrator"]), data["label_schema"], data.get("report"))
-
-    @classmethod
-    def load(cls, path: str | Path, *, lm: Any = None, embeddings: Any = None) -> CompiledJudge:
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path} is not valid JSON: {err.msg}") from None
-        return cls.from_dict(data, lm=lm, embeddings=embeddings)
-
-
-def _checksum(body: dict[str, Any]) -> str:
-    canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-# ------------------------------------------------------------------------------------------------
 # fit()
 # ------------------------------------------------------------------------------------------------
 def judge_scores(judge: Metric, data: LabelledSet, *, progress: bool = False,
                  desc: str | None = None) -> tuple[np.ndarray, list[Any]]:
-    """The judge's raw scores on every item (a failed item scores 0.5, the uninformative middle, and its
-    result is ``{"error": ...}``) and the Predictions behind them; ``progress`` shows a progress bar."""
+    """The judge's raw scores on every item and the Predictions behind them; ``progress`` shows a progress
+    bar. A failed item is NaN in the scores and ``{"error": "<type>: <message>"}`` in the results: callers
+    leave it out of fitting and agreement (``failed_mask``), never impute a score for it."""
     scores, results = [], []
     items = data.dataset
     if progress:
-        from tqdm.auto import tqdm
-
         items = tqdm(items, desc=desc or judge.name, unit="item")
     for sample in items:
         try:
@@ -446,9 +164,14 @@ def judge_scores(judge: Metric, data: LabelledSet, *, progress: bool = False,
             scores.append(float(result.score))
             results.append(result)
         except Exception as err:  # a weak LM may still fail on an item; the set goes on
-            scores.append(0.5)
+            scores.append(float("nan"))
             results.append({"error": f"{type(err).__name__}: {err}"})
-    return np.asarray(scores), results
+    return np.asarray(scores, dtype=float), results
+
+
+def failed_mask(results: Sequence[Any]) -> np.ndarray:
+    """True where ``judge_scores`` recorded a failure instead of a result."""
+    return np.array([isinstance(r, dict) and "error" in r for r in results], dtype=bool)
 
 
 def fit(
@@ -498,11 +221,18 @@ def fit(
     if calibrator is not None:
         fit_on = calibration_set or trainset
         raw, results = judge_scores(compiled, fit_on, progress=progress, desc="scoring the calibration set")
+        failed = failed_mask(results)
+        if failed.all():
+            raise JudgeFailedError(f"fit: the judge failed on all {len(fit_on)} items of the calibration set; "
+                                   f"first error: {results[0]['error']}")
+        kept = fit_on.subset(np.flatnonzero(~failed).tolist())
         chosen = list(features) if calibrator == "stacked" else []
         cal = Calibrator(calibrator, binary=schema["kind"] == "binary", features=chosen)
-        extra = feature_matrix(chosen, fit_on.dataset, results)
-        cal.fit(raw, scaled(fit_on.labels, schema), extra)
+        extra = feature_matrix(chosen, kept.dataset, [r for r, f in zip(results, failed) if not f])
+        cal.fit(raw[~failed], scaled(kept.labels, schema), extra)
         result.calibrator = cal
         result.needs_embeddings = result.needs_embeddings or "embedding_similarity" in cal.features
-        report["calibrator"] = {"kind": calibrator, "fitted_on": len(fit_on), "note": cal.note}
+        report["calibrator"] = {"kind": calibrator, "fitted_on": len(kept), "failed": int(failed.sum()),
+                                "errors": sorted({r["error"] for r, f in zip(results, failed) if f})[:5],
+                                "note": cal.note}
     return result

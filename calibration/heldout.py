@@ -15,6 +15,11 @@ Every scorer is scored on the same ``test`` items, which ``fit`` never sees:
 
 Labels are put on a [0, 1] scale (``fit.label_schema``); binary sets get binary agreement statistics,
 ordinal and continuous ones correlations and MAE on that scale.
+
+A judge that cannot score the set's samples (a missing field) is refused before any LM call. An item the
+judge fails on is None in that scorer's scores and left out of its agreement (never imputed); the counts
+are in ``run.meta["failures"]``, the distinct errors in ``run.meta["errors"]``. A judge that fails on
+every test item raises ``JudgeFailedError``.
 """
 
 from __future__ import annotations
@@ -23,9 +28,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
+from calibration.compiled import CompiledJudge
 from calibration.datasets import LabelledSet
-from calibration.fit import FEATURES, CompiledJudge, feature_matrix, fit, judge_scores, label_schema, scaled
-from calibration.report import CalibrationRun
+from calibration.fit import JudgeFailedError, failed_mask, fit, judge_scores, label_schema, scaled
+from calibration.run import CalibrationRun
+from calibration.signals import FEATURES, feature_matrix
 from judges.base import Judge
 from judges.evaluation import tracked_usage
 
@@ -44,6 +53,17 @@ def applicable_baselines(data: LabelledSet) -> list[str]:
     if has_response and has_reference:
         chosen.append("reference_token_recall")
     return [b for b in BASELINES if b in chosen]
+
+
+def _record(scores: dict[str, list[float | None]], meta: dict[str, Any], scorer: str, values: np.ndarray,
+            results: Sequence[Any]) -> None:
+    """A judge scorer's test scores, None where the item failed (left out of agreement, never imputed),
+    with the failure count and the distinct errors in ``meta``."""
+    failed = failed_mask(results)
+    scores[scorer] = [None if f else float(v) for v, f in zip(values, failed)]
+    meta["failures"][scorer] = int(failed.sum())
+    if failed.any():
+        meta["errors"][scorer] = sorted({r["error"] for r, f in zip(results, failed) if f})[:5]
 
 
 def _optimizer_label(optimizer: Any) -> str:
@@ -77,6 +97,8 @@ def compare_on_heldout(
         raise ValueError(f"compare_on_heldout: train labels are {train.kind} but test labels are {test.kind}")
     schema = label_schema(train)
     target = scaled(test.labels, schema)
+    shipped = make_judge()
+    shipped.validate_dataset(list(train.dataset) + list(test.dataset))  # before any LM call
     kind = "binary" if schema["kind"] == "binary" else "continuous"
     chosen = applicable_baselines(test) if baselines == "auto" else list(baselines)
     unknown = [b for b in chosen if b not in FEATURES]
@@ -87,20 +109,23 @@ def compare_on_heldout(
     seconds: dict[str, float] = {}
     meta: dict[str, Any] = {"train_size": len(train), "test_size": len(test), "seed": seed, "calibrator": calibrator,
                             "label_schema": schema, "optimizers": [_optimizer_label(o) for o in optimizers],
-                            "skipped": {}, "calibrator_notes": {}, "demos": {}, "failures": {}}
+                            "skipped": {}, "calibrator_notes": {}, "demos": {}, "failures": {}, "errors": {},
+                            "calibrator_inputs": {}}
     for feature in chosen:
         start = time.perf_counter()
         scores[f"baseline: {feature.replace('_', ' ')}"] = [float(FEATURES[feature](s)) for s in test.dataset]
         seconds[f"baseline: {feature.replace('_', ' ')}"] = time.perf_counter() - start
 
-    shipped = make_judge()
     meta["judge"] = shipped.name
     usage: dict[str, dict[str, Any]] = {}
     start = time.perf_counter()
     with tracked_usage() as usage["judge as shipped"]:
         raw, results = judge_scores(shipped, test, progress=progress, desc="judge as shipped")
-    scores["judge as shipped"], seconds["judge as shipped"] = raw.tolist(), time.perf_counter() - start
-    meta["failures"]["judge as shipped"] = sum(isinstance(r, dict) and "error" in r for r in results)
+    seconds["judge as shipped"] = time.perf_counter() - start
+    _record(scores, meta, "judge as shipped", raw, results)
+    if failed_mask(results).all():
+        raise JudgeFailedError(f"the judge as shipped failed on all {len(test)} test items; first error: "
+                               f"{results[0]['error']}")
 
     compiled_by_optimizer: dict[str, CompiledJudge] = {}
     for optimizer in optimizers:
@@ -127,15 +152,25 @@ def compare_on_heldout(
             with tracked_usage() as usage[f"compiled ({label})"]:
                 test_raw, test_results = judge_scores(compiled.judge, test, progress=progress,
                                                       desc=f"compiled ({label})")
-            scores[f"compiled ({label})"] = test_raw.tolist()
             seconds[f"compiled ({label})"] = time.perf_counter() - start
-            meta["failures"][f"compiled ({label})"] = sum(isinstance(r, dict) and "error" in r for r in test_results)
+            _record(scores, meta, f"compiled ({label})", test_raw, test_results)
+        fitted = compiled.report.get("calibrator", {})
+        if fitted.get("failed"):
+            meta["failures"][f"fit ({label}), calibration set"] = fitted["failed"]
+            meta["errors"][f"fit ({label}), calibration set"] = fitted["errors"]
         if calibrator is not None:
-            extra = feature_matrix(compiled.calibrator.features, test.dataset, test_results)
+            ok = ~failed_mask(test_results)
+            extra = feature_matrix(compiled.calibrator.features, [s for s, k in zip(test.dataset, ok) if k],
+                                   [r for r, k in zip(test_results, ok) if k])
             base = "judge as shipped" if optimizer is None else f"compiled ({label})"
             key = f"{base} + {compiled.calibrator.kind} calibration"
-            scores[key] = compiled.calibrator.predict(test_raw, extra).tolist()
+            calibrated = np.full(len(test), np.nan)
+            if ok.any():
+                calibrated[ok] = compiled.calibrator.predict(test_raw[ok], extra)
+            _record(scores, meta, key, calibrated, test_results)
             meta["calibrator_notes"][key] = compiled.calibrator.note
+            meta["calibrator_inputs"][key] = {"kind": compiled.calibrator.kind, "judge_score": compiled.calibrator.use_raw,
+                                              "signals": list(compiled.calibrator.features)}
     meta["seconds"], meta["usage"] = seconds, usage
     run = CalibrationRun(name=name or f"{test.name}: {shipped.name}", labels=target.tolist(), scores=scores,
                          label_kind=kind, meta=meta)

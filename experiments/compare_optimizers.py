@@ -23,8 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from calibration.report import CalibrationRun
-from judges.cli import dataset_name, main as cli
+from calibration.run import CalibrationRun
+from judges_app.cli import main as cli
+from judges_app.cli.common import dataset_name
 
 STATS = ("roc_auc", "balanced_accuracy", "cohen_kappa", "brier")
 DEFAULT_OPTIONS = {"num_candidates": 2, "num_trials": 3, "minibatch": False, "max_metric_calls": 30}

@@ -23,12 +23,14 @@ import mlflow
 import numpy as np
 
 from calibration.agreement import agreement
+from calibration.calibrators import Calibrator
 from calibration.datasets import balanced_indices, balanced_sample, split
-from calibration.fit import Calibrator, feature_matrix, judge_scores
+from calibration.fit import judge_scores
 from calibration.heldout import applicable_baselines
-from judges.cli import build_metric, dataset_name, load_labelled
+from calibration.signals import feature_matrix
 from judges.models import resolve_lm
-from judges.tracking import data_hash, metric_key, tracked_run
+from judges_app.cli.common import build_metric, dataset_name, load_labelled
+from judges_app.tracking import data_hash, metric_key, tracked_run
 
 STATS = ("roc_auc", "balanced_accuracy", "brier")
 SIGNALS = ("token_overlap", "reference_token_recall", "embedding_similarity", "claim_count", "unsupported_count")

@@ -25,9 +25,10 @@ import numpy as np
 from calibration.agreement import agreement
 from calibration.datasets import balanced_sample
 from calibration.stability import stability
-from judges.cli import build_metric, catalogue, load_labelled
+from judges.catalogue import metric_classes
 from judges.models import resolve_lm
-from judges.tracking import metric_key, tracked_run
+from judges_app.cli.common import build_metric, load_labelled
+from judges_app.tracking import metric_key, tracked_run
 
 
 def main() -> int:
@@ -51,7 +52,7 @@ def main() -> int:
         data_name, _, judge_name = study.partition(":")
         data = balanced_sample(load_labelled(data_name, label_column="label", label_kind="binary"), args.n, seed=args.seed)
         variants = {"sampled verdicts": {}}
-        if "use_logprobs" in inspect.signature(catalogue()[judge_name].__init__).parameters:
+        if "use_logprobs" in inspect.signature(metric_classes()[judge_name].__init__).parameters:
             variants["log-probability scores"] = {"use_logprobs": True}
         params = {"data": data_name, "judge": judge_name, "n": len(data), "k": args.k, "group": args.group,
                   "temperature": args.temperature, "seed": args.seed, "lm": args.lm or "embedded"}

@@ -22,10 +22,11 @@ from typing import Any, ClassVar
 
 import dspy
 
+from judges.models import judge_context
 from judges.samples import MultiTurnSample, SampleValidationError, SingleTurnSample
 
 
-def _snake_case(name: str) -> str:
+def snake_case(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
@@ -43,7 +44,7 @@ class Metric:
 
     @property
     def name(self) -> str:
-        return _snake_case(type(self).__name__)
+        return snake_case(type(self).__name__)
 
     #: Constructor arguments that are runtime resources, not settings (never saved with a judge).
     _runtime_params: ClassVar[tuple[str, ...]] = ("lm", "adapter", "embeddings", "arg_comparison")
@@ -257,8 +258,6 @@ class Judge(Metric, dspy.Module):
         return {name: getattr(sample, name) for name in params if name in type(sample).model_fields}
 
     def _score(self, sample) -> dspy.Prediction:
-        from judges.models import judge_context
-
         with judge_context(self.judge_lm, self.judge_adapter):
             return self(**self._forward_inputs(sample))
 

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import dspy
 
 from judges.base import Judge, Metric
+from judges.models import output_constraints
 from judges.samples import SampleValidationError
 
 
@@ -127,8 +128,6 @@ class SummarizationScore(Judge):
         self.answer_questions = dspy.Predict(AnswerFromSummary)
 
     def forward(self, response: str, reference_contexts: list[str]):
-        from judges.models import output_constraints
-
         text = "\n".join(reference_contexts)
         keyphrases = list(dict.fromkeys(k.strip() for k in self.extract_keyphrases(text=text).keyphrases if k.strip()))
         with output_constraints(questions={"maxItems": self.max_questions}):

@@ -42,6 +42,7 @@ import numpy as np
 
 from judges.base import Metric
 from judges.dataset import EvaluationDataset
+from judges.models import default_embeddings, resolve_lm
 from judges.samples import SampleValidationError
 
 RUN_FILE_VERSION = 1
@@ -220,6 +221,11 @@ def tracked_usage():
                                  for model in tracker.usage_data}
 
 
+def usage_tokens(usage: dict[str, Any]) -> dict[str, int]:
+    """Prompt and completion tokens of one ``tracked_usage`` record, summed over models."""
+    return {kind: sum(t[kind] for t in usage["by_model"].values()) for kind in ("prompt_tokens", "completion_tokens")}
+
+
 # ------------------------------------------------------------------------------------------------
 # Run file
 # ------------------------------------------------------------------------------------------------
@@ -350,8 +356,6 @@ def evaluate(
     progress: bool = True,
 ) -> EvaluationResult:
     """Score every sample with every metric. See the module docstring for the guarantees."""
-    from judges.models import default_embeddings, resolve_lm
-
     if not isinstance(dataset, EvaluationDataset):
         dataset = EvaluationDataset(list(dataset))
     metrics = list(metrics)

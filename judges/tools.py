@@ -29,7 +29,7 @@ import dspy
 import numpy as np
 
 from judges.base import Metric
-from judges.samples import MultiTurnSample, ToolCall
+from judges.samples import MultiTurnSample, SingleTurnSample, ToolCall
 
 
 def _exact(a: Any, b: Any) -> float:
@@ -45,8 +45,6 @@ def _comparison_function(arg_comparison: Any) -> Callable[[Any, Any], float]:
     if hasattr(arg_comparison, "similarity"):  # e.g. NonLLMStringSimilarity
         return lambda a, b: float(arg_comparison.similarity(str(a), str(b)))
     if isinstance(arg_comparison, Metric):
-        from judges.samples import SingleTurnSample
-
         return lambda a, b: float(arg_comparison.score(SingleTurnSample(response=str(a), reference=str(b))).score)
     if callable(arg_comparison):
         return lambda a, b: float(arg_comparison(a, b))

@@ -102,7 +102,7 @@ def test_field_map_rejects_unknown_fields():
 
 
 def test_demo_runs_text_metrics_and_rejects_unknown_metrics(capsys):
-    from judges import demo
+    from judges_app import demo
 
     assert demo.main(["--metrics", "rouge_score,bleu_score"]) == 0
     out = capsys.readouterr().out
@@ -112,7 +112,7 @@ def test_demo_runs_text_metrics_and_rejects_unknown_metrics(capsys):
 
 
 def test_demo_reports_invalid_samples(tmp_path, capsys):
-    from judges import demo
+    from judges_app import demo
 
     path = tmp_path / "bad.jsonl"
     path.write_text('{"user_input": "q", "response": "r"}\n', encoding="utf-8")

@@ -10,10 +10,12 @@ import dspy
 import mlflow
 import pytest
 
-from calibration.fit import CompiledJudge
-from calibration.report import CalibrationRun
-from judges.cli import build_metric, catalogue, main
-from judges.tracking import metric_key
+from calibration.compiled import CompiledJudge
+from calibration.run import CalibrationRun
+from judges.catalogue import metric_classes
+from judges_app.cli import main
+from judges_app.cli.common import build_metric
+from judges_app.tracking import metric_key
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted import scripted_lm  # noqa: E402
@@ -32,7 +34,7 @@ def write_jsonl(path, rows):
 def test_metrics_lists_the_catalogue(capsys):
     assert main(["metrics", "--json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    assert len(rows) == len(catalogue()) >= 40
+    assert len(rows) == len(metric_classes()) >= 40
     assert rows["faithfulness"]["required_fields"] == ["response", "retrieved_contexts"]
     assert rows["faithfulness"]["needs_lm"] and not rows["rouge_score"]["needs_lm"]
     assert rows["semantic_similarity"]["needs_embeddings"]
@@ -157,6 +159,6 @@ def test_calibrate_input_errors(tmp_path, capsys):
 
 
 def test_console_script_help_runs():
-    done = subprocess.run([sys.executable, "-m", "judges.cli", "calibrate", "--help"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "judges_app.cli", "calibrate", "--help"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and "--optimizer" in done.stdout and "begin-slice" in done.stdout

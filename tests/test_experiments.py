@@ -10,7 +10,7 @@ import dspy
 import mlflow
 import pytest
 
-from judges.tracking import metric_key
+from judges_app.tracking import metric_key
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted import scripted_lm  # noqa: E402

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from calibration.agreement import agreement
+from calibration.calibrators import Calibrator
+from calibration.compiled import CompiledJudge
 from calibration.datasets import LabelledSet
-from calibration.fit import Calibrator, CompiledJudge, fit, judge_scores
-from judges import AspectCritic, EvaluationDataset, Faithfulness, SingleTurnSample
+from calibration.fit import fit, judge_scores
+from judges import AspectCritic, Faithfulness, SingleTurnSample
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted import scripted_lm  # noqa: E402
@@ -121,19 +123,52 @@ def test_save_load_round_trip_and_tamper_detection(tmp_path):
         CompiledJudge.load(tmp_path / "junk.json")
 
 
-def test_compiled_judge_refuses_classes_outside_judges():
-    compiled = CompiledJudge(Faithfulness())
-    data = compiled.to_dict()
-    data["judge"]["class"] = "os.system"
-    from calibration.fit import _checksum
+def _resealed(data):
+    """``data`` with a checksum that matches again: what anyone can do, since the checksum is no signature."""
+    from calibration.compiled import _checksum
 
     data["checksum"] = _checksum({k: v for k, v in data.items() if k != "checksum"})
-    with pytest.raises(ValueError, match="only judges"):
-        CompiledJudge.from_dict(data)
+    return data
+
+
+@pytest.mark.parametrize("name", ["os.system", "judges.evaluation.RunFile", "judges_app.cli.main",
+                                  "judges.rag._ClaimJudge", "judges.base.Judge", "calibration.compiled.CompiledJudge",
+                                  ["judges.rag.Faithfulness"], None])
+def test_compiled_judge_loads_only_catalogue_classes_and_calls_nothing_else(tmp_path, name):
+    """A file naming RunFile with a chosen path used to create that file during load; judges_app.cli.main ran
+    the CLI. Now the class must be one of the catalogue's metric classes before anything is called."""
+    data = CompiledJudge(Faithfulness()).to_dict()
+    target = tmp_path / "created-by-load.jsonl"
+    data["judge"]["class"], data["judge"]["params"] = name, {"path": str(target), "metrics": [], "samples": []}
+    with pytest.raises(ValueError, match="refusing to load judge class"):
+        CompiledJudge.from_dict(_resealed(data))
+    assert not target.exists()
+
+
+def test_compiled_judge_params_are_checked_against_the_constructor():
+    from judges import AspectCritic
+
+    data = CompiledJudge(AspectCritic(name="polite", definition="Is it polite?")).to_dict()
+    assert CompiledJudge.from_dict(data).judge.definition == "Is it polite?"
+    for params, message in [({"name": "x", "definition": "d", "lm": "openai/evil"}, r"parameters \['lm'\]"),
+                            ({"name": "x", "definition": "d", "nope": 1}, r"parameters \['nope'\]"),
+                            ({"name": "x"}, r"needs the parameters \['definition'\]"),
+                            ("name=x", "must be an object")]:
+        changed = json.loads(json.dumps(data))
+        changed["judge"]["params"] = params
+        with pytest.raises(ValueError, match=message):
+            CompiledJudge.from_dict(_resealed(changed))
+    for key, value, message in [("calibrator", None, "calibrator: expected an object"),
+                                ("label_schema", {"kind": "binary", "low": 1, "high": 0}, "label_schema"),
+                                ("judge", "judges.rag.Faithfulness", "'judge' must be an object")]:
+        changed = json.loads(json.dumps(data))
+        changed[key] = value
+        with pytest.raises(ValueError, match=message):
+            CompiledJudge.from_dict(_resealed(changed))
 
 
 def test_cheap_signals():
-    from calibration.fit import reference_token_recall, token_overlap
+    from calibration.signals import reference_token_recall, token_overlap
 
     sample = SingleTurnSample(response="埃菲尔铁塔位于巴黎", retrieved_contexts=["埃菲尔铁塔在法国巴黎"])
     assert token_overlap(sample) == pytest.approx(7 / 9)

@@ -180,8 +180,8 @@ def test_cli_calibrates_faithfulness_on_the_bundled_begin_slice(tmp_path, capsys
     """The main job, shrunk: the real embedded LM, compile + calibrate on 6 labels, measure on 6."""
     import json
 
-    from calibration.report import CalibrationRun
-    from judges.cli import main
+    from calibration.run import CalibrationRun
+    from judges_app.cli import main
 
     out = tmp_path / "cal"
     assert main(["calibrate", "begin-slice", "--judge", "faithfulness", "--n-train", "6", "--n-test", "6",

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from calibration.report import (
-    CalibrationRun,
+from calibration.plots import (
     agreement_bars,
     confusion_matrix_figure,
     metric_histograms,
@@ -16,8 +15,9 @@ from calibration.report import (
     reliability_diagram,
     score_by_label,
     score_histograms,
-    write_report,
 )
+from calibration.report import write_report
+from calibration.run import CalibrationRun
 
 PNG = b"\x89PNG\r\n\x1a\n"
 N_BOOT = 20  # small: agreement's bootstrap dominates the test time
@@ -140,8 +140,9 @@ def test_agreement_bars_copes_with_none_and_many_scorers(run, tmp_path):
     fig = agreement_bars({**many, "one class": lonely}, path=tmp_path / "a.png")
     ax = fig.axes[0]
     assert ax.get_xlabel() == "statistic"
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["roc_auc", "balanced_accuracy", "cohen_kappa"]
-    assert len([t.get_text() for t in ax.get_legend().get_texts()]) == 8
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["ROC-AUC", "balanced accuracy", "Cohen's kappa"]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(legend) == 9 and legend[-1] == "chance (0.5)"  # 8 scorers and the chance line of AUC / BA
     assert "n/a" in [t.get_text() for t in ax.texts]
     assert_png(tmp_path / "a.png")
 
@@ -204,7 +205,9 @@ def test_write_report_from_a_calibration_run_file(run, tmp_path):
     assert "<b>x</b>" not in page and "<i>j</i>" not in page
     auc = run.agreement["calibrated"].stats["roc_auc"]
     assert f"{auc['value']:.3f} [{auc['low']:.2f}, {auc['high']:.2f}]" in page
-    assert "quadratic_kappa" not in page and "spearman" in page  # every binary statistic, no others
+    assert "quadratic kappa" not in page and "Spearman" in page  # every binary statistic, no others
+    assert page.index("Summary") < page.index("Agreement with human labels") < page.index("Run details")
+    assert 'name="viewport"' in page and "Best by ROC-AUC: calibrated" in page
 
 
 def test_write_report_in_memory_ordinal_run(tmp_path):
@@ -215,7 +218,7 @@ def test_write_report_in_memory_ordinal_run(tmp_path):
     index = write_report(run, tmp_path / "out", n_bootstrap=N_BOOT)
     page = index.read_text()
     assert "score_by_label.png" in referenced_images(page, index.parent)
-    assert "quadratic_kappa" in page and "reliability.png" not in page
+    assert "quadratic kappa" in page and "reliability.png" not in page
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""judges.tracking: runs, params, metrics, artifacts, DSPy traces and compiled-judge models in MLflow, on a
+"""judges_app.tracking: runs, params, metrics, artifacts, DSPy traces and compiled-judge models in MLflow, on a
 SQLite store under a temporary folder (one per module: creating the tables takes seconds) and on a real
 ``mlflow server``. Nothing here writes to the repository's ./runs."""
 
@@ -18,10 +18,11 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from calibration.agreement import AgreementReport  # noqa: E402
+from calibration.compiled import CompiledJudge  # noqa: E402
 from calibration.datasets import LabelledSet  # noqa: E402
-from calibration.fit import CompiledJudge, fit  # noqa: E402
+from calibration.fit import fit  # noqa: E402
 from judges import AspectCritic, ExactMatch, SingleTurnSample, evaluate  # noqa: E402
-from judges.tracking import (  # noqa: E402
+from judges_app.tracking import (  # noqa: E402
     data_hash,
     default_tracking_uri,
     flatten_params,

@@ -29,15 +29,20 @@ import mlflow
 import mlflow.pyfunc
 import numpy as np
 import pandas as pd
+from mlflow.tracking._tracking_service import utils as tracking_utils
 from mlflow.utils.autologging_utils import autologging_is_disabled
 
-from judges.evaluation import EvaluationResult, _jsonable
+import judges
+from calibration.agreement import AgreementReport
+from calibration.compiled import CompiledJudge
+from calibration.run import CalibrationRun
+from judges.evaluation import EvaluationResult, _jsonable, usage_tokens
 
 MAX_PARAM_VALUE = 6000  # mlflow.utils.validation.MAX_PARAM_VAL_LENGTH
 MAX_KEY = 250  # mlflow.utils.validation.MAX_ENTITY_KEY_LENGTH
 ARTIFACT_KEY = "compiled_judge"  # the JSON's name among the pyfunc model's artifacts
 #: The logged model's code (MLflow's models-from-code: a file to run on loading, no pickle).
-MODEL_CODE = ("import mlflow\nfrom judges.tracking import CompiledJudgeModel\n"
+MODEL_CODE = ("import mlflow\nfrom judges_app.tracking import CompiledJudgeModel\n"
               "mlflow.models.set_model(CompiledJudgeModel())\n")
 
 
@@ -124,8 +129,6 @@ def _artifact_location(tracking_uri: str, experiment: str) -> str | None:
 def _using_tracking_uri(uri: str) -> Iterator[None]:
     """Point MLflow at ``uri`` inside the block; afterwards restore the URI and ``$MLFLOW_TRACKING_URI``
     as they were (``mlflow.set_tracking_uri`` also writes the environment variable)."""
-    from mlflow.tracking._tracking_service import utils as tracking_utils
-
     previous, previous_env = getattr(tracking_utils, "_tracking_uri", None), os.environ.get("MLFLOW_TRACKING_URI")
     mlflow.set_tracking_uri(uri)
     try:
@@ -214,11 +217,9 @@ def log_evaluation(result: EvaluationResult, *, prefix: str = "") -> None:
         mlflow.log_artifacts(tmp, artifact_path=folder)
 
 
-def log_agreement(report: Any, prefix: str) -> None:
+def log_agreement(report: AgreementReport, prefix: str) -> None:
     """Log each statistic of an ``AgreementReport`` as ``<prefix>.<stat>`` with ``.ci_low``/``.ci_high``
     (None values skipped), ``<prefix>.n``, and the report as ``agreement/<prefix>.json``."""
-    from calibration.agreement import AgreementReport
-
     if not isinstance(report, AgreementReport):
         raise TypeError(f"log_agreement: expected an AgreementReport, got {type(report).__name__}")
     _require_run("log_agreement")
@@ -231,6 +232,28 @@ def log_agreement(report: Any, prefix: str) -> None:
     mlflow.log_dict(report.to_dict(), f"agreement/{_slug(prefix)}.json")
 
 
+def log_calibration(run: CalibrationRun, compiled: dict[str, CompiledJudge], run_file: Path,
+                    report: Path | None = None) -> None:
+    """Log a calibrate run: agreement per scorer, seconds, LM calls / tokens / cost per phase, the saved
+    ``calibration_run.json``, each compiled judge (JSON + pyfunc model) and the HTML report's folder."""
+    _require_run("log_calibration")
+    for scorer, agreement_report in run.agreement.items():
+        log_agreement(agreement_report, scorer)
+    for scorer, seconds in run.meta.get("seconds", {}).items():
+        mlflow.log_metric(metric_key(f"{scorer}.seconds"), seconds)
+    for phase, usage in run.meta.get("usage", {}).items():
+        mlflow.log_metric(metric_key(f"{phase}.lm_calls"), usage["lm_calls"])
+        for kind, count in usage_tokens(usage).items():
+            mlflow.log_metric(metric_key(f"{phase}.{kind}"), count)
+        if usage.get("cost") is not None:
+            mlflow.log_metric(metric_key(f"{phase}.cost"), usage["cost"])
+    mlflow.log_artifact(str(run_file))
+    for label, judge in compiled.items():
+        log_compiled_judge(judge, name=f"compiled_{label}")
+    if report is not None:
+        mlflow.log_artifacts(str(Path(report).parent), artifact_path="report")
+
+
 class CompiledJudgeModel(mlflow.pyfunc.PythonModel):
     """A compiled judge as an MLflow pyfunc: ``predict`` takes a DataFrame of sample columns (user_input,
     response, retrieved_contexts, reference, ...) and returns the calibrated scores. The LM and embedder
@@ -238,8 +261,6 @@ class CompiledJudgeModel(mlflow.pyfunc.PythonModel):
     settings (``dspy.context(lm=...)``) and the library's defaults."""
 
     def load_context(self, context) -> None:
-        from calibration.fit import CompiledJudge
-
         config = context.model_config or {}
         self.compiled = CompiledJudge.load(context.artifacts[ARTIFACT_KEY], lm=config.get("judge_lm"),
                                            embeddings=config.get("judge_embeddings"))
@@ -255,12 +276,9 @@ def _missing(value: Any) -> bool:
     return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
 
 
-def log_compiled_judge(compiled: Any, *, name: str = "compiled_judge"):
+def log_compiled_judge(compiled: CompiledJudge, *, name: str = "compiled_judge"):
     """Log a ``CompiledJudge`` as ``<name>.json`` in the run's artifacts and as a pyfunc model ``name``;
     returns MLflow's ``ModelInfo`` (``.model_uri`` loads it back)."""
-    import judges
-    from calibration.fit import CompiledJudge
-
     if not isinstance(compiled, CompiledJudge):
         raise TypeError(f"log_compiled_judge: expected a CompiledJudge, got {type(compiled).__name__}")
     _require_run("log_compiled_judge")
@@ -280,8 +298,6 @@ def log_compiled_judge(compiled: Any, *, name: str = "compiled_judge"):
 def load_compiled_judge(model_uri: str, *, lm: Any = None, embeddings: Any = None, run_dir: str | Path = "runs"):
     """The ``CompiledJudge`` inside a model logged by ``log_compiled_judge`` (``models:/...``, ``runs:/...``
     or a local path), read from ``default_tracking_uri(run_dir)``, with ``lm``/``embeddings`` attached."""
-    from calibration.fit import CompiledJudge
-
     with _using_tracking_uri(default_tracking_uri(run_dir)), tempfile.TemporaryDirectory() as tmp:
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=tmp))
         flavor = mlflow.models.Model.load(str(local)).flavors.get("python_function", {})

@@ -1,6 +1,6 @@
-"""The main job on the embedded defaults: score the bundled samples with LLM judges and text metrics.
+"""A scoring demo on the embedded defaults (`make demo-metrics`): the bundled en/zh/ja samples, seven metrics.
 
-    python -m judges.demo [--samples FILE.jsonl] [--metrics faithfulness,rouge_score,...]
+    python -m judges_app.demo [--samples FILE.jsonl] [--metrics faithfulness,rouge_score,...]
 
 Runs on SmolLM2-135M-Instruct (in-process llama.cpp) and all-MiniLM-L6-v2, prints one row per sample and
 the mean of each metric, then the LM calls, tokens and time it took. A 135M judge is fast and always
@@ -10,40 +10,40 @@ parses, but its verdicts are weak: ``calibration`` measures and corrects that ag
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
+import unicodedata
 from importlib import resources
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import dspy
 
+from judges import (
+    AnswerCorrectness,
+    BleuScore,
+    EvaluationDataset,
+    Faithfulness,
+    LLMContextPrecisionWithReference,
+    NonLLMStringSimilarity,
+    RougeScore,
+    SampleValidationError,
+    SemanticSimilarity,
+)
+from judges.models import local_lm
 
-def _catalogue():
-    from judges import (
-        AnswerCorrectness,
-        BleuScore,
-        Faithfulness,
-        LLMContextPrecisionWithReference,
-        NonLLMStringSimilarity,
-        RougeScore,
-        SemanticSimilarity,
-    )
-
-    return {
-        "faithfulness": Faithfulness,
-        "context_precision": LLMContextPrecisionWithReference,
-        "answer_correctness": AnswerCorrectness,
-        "semantic_similarity": SemanticSimilarity,
-        "rouge_score": RougeScore,
-        "bleu_score": BleuScore,
-        "string_similarity": NonLLMStringSimilarity,
-    }
+#: The demo's metrics by the names ``--metrics`` takes.
+DEMO_METRICS = {
+    "faithfulness": Faithfulness,
+    "context_precision": LLMContextPrecisionWithReference,
+    "answer_correctness": AnswerCorrectness,
+    "semantic_similarity": SemanticSimilarity,
+    "rouge_score": RougeScore,
+    "bleu_score": BleuScore,
+    "string_similarity": NonLLMStringSimilarity,
+}
 
 
 def _fit(text: str, width: int) -> str:
     """``text`` cut and padded to ``width`` terminal columns (CJK characters take two)."""
-    import unicodedata
-
     out, used = "", 0
     for char in text:
         w = 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
@@ -54,24 +54,18 @@ def _fit(text: str, width: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    catalogue = _catalogue()
-    parser = argparse.ArgumentParser(prog="python -m judges.demo", description=__doc__,
+    catalogue = DEMO_METRICS
+    parser = argparse.ArgumentParser(prog="python -m judges_app.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", help="a JSONL dataset (default: the bundled samples)")
     parser.add_argument("--metrics", default=",".join(catalogue),
                         help=f"comma-separated, from: {', '.join(catalogue)}")
     args = parser.parse_args(argv)
-
-    import dspy
-
-    from judges import EvaluationDataset, SampleValidationError
-    from judges.models import local_lm
-
     names = [m.strip() for m in args.metrics.split(",") if m.strip()]
     unknown = [m for m in names if m not in catalogue]
     if unknown:
         parser.error(f"unknown metric(s): {', '.join(unknown)}; choose from {', '.join(catalogue)}")
-    path = args.samples or resources.files("judges") / "data" / "demo_samples.jsonl"
+    path = args.samples or resources.files("judges_app") / "data" / "demo_samples.jsonl"
     dataset = EvaluationDataset.from_jsonl(path)
     metrics = {name: catalogue[name]() for name in names}
     try:  # every problem with every sample, before the first LM call

@@ -1,0 +1,54 @@
+"""dspy-judges: score datasets with LLM judges, calibrate judges against human labels, look at the results.
+
+    dspy-judges metrics                                   every metric, its fields, whether it needs an LM
+    dspy-judges evaluate data.jsonl -m faithfulness -m rouge_score
+    dspy-judges calibrate begin-slice --judge faithfulness --optimizer bootstrap
+    dspy-judges report runs/calibrate/begin-slice-faithfulness/calibration_run.json
+
+Every evaluate / calibrate run is logged to MLflow (params, metrics with CIs, artifacts, DSPy traces):
+by default to runs/mlflow.db (SQLite, no server); set MLFLOW_TRACKING_URI to use a tracking server, or
+pass --no-mlflow. See `mlflow ui --backend-store-uri sqlite:///runs/mlflow.db`.
+
+Exit codes: 0 done; 2 bad arguments or input (the message says what to fix); 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from judges_app.cli import calibrate, evaluate, metrics, report
+from judges_app.cli.common import UsageError
+
+#: The subcommands, in the order `--help` lists them; each module has ``add_parser(sub)`` and ``run(args)``.
+COMMANDS = (metrics, evaluate, calibrate, report)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="dspy-judges", description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--debug", action="store_true", help="show full tracebacks")
+    sub = top.add_subparsers(dest="command", required=True,
+                             metavar="{" + ",".join(c.__name__.rsplit(".", 1)[-1] for c in COMMANDS) + "}")
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except UsageError as err:
+        print(f"dspy-judges {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # one line for users; --debug for the traceback
+        if args.debug:
+            raise
+        print(f"dspy-judges {args.command}: failed: {type(err).__name__}: {err} (rerun with --debug for the traceback)",
+              file=sys.stderr)
+        return 1

@@ -1,0 +1,127 @@
+"""`dspy-judges calibrate`: compile a judge on human labels, calibrate it, report agreement on held-out items."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from calibration.datasets import balanced_sample, split
+from calibration.heldout import compare_on_heldout
+from calibration.report import write_report
+from judges.evaluation import usage_cost, usage_tokens
+from judges.models import resolve_lm
+from judges_app.cli.common import (
+    BUILTIN_SETS,
+    UsageError,
+    add_common_options,
+    add_prices_option,
+    build_metric,
+    dataset_name,
+    load_labelled,
+    mlflow_note,
+    read_prices,
+    tracking,
+)
+from judges_app.tracking import data_hash, log_calibration
+
+OPTIMIZERS = ("none", "labeled", "bootstrap", "random_search", "mipro", "simba", "gepa")
+
+
+def run(args) -> int:
+    args.optimizer = args.optimizer or ["bootstrap"]
+    data = load_labelled(args.data, label_column=args.label_column, label_kind=args.label_kind)
+    n_train, n_test = args.n_train, args.n_test
+    if n_train < 2 or n_test < 2:
+        raise UsageError("--n-train and --n-test must be at least 2")
+    if n_train + n_test > len(data):
+        raise UsageError(f"{args.data} has {len(data)} labelled items; --n-train {n_train} + --n-test {n_test} is more")
+    picked = balanced_sample(data, n_train + n_test, seed=args.seed) if data.kind == "binary" else data.subset(
+        range(n_train + n_test))
+    parts = split(picked, dev=0, test=n_test / len(picked), seed=args.seed)
+    prices = read_prices(args.prices)  # a bad price file fails now, not after the run
+    judge_spec = args.judge + (f":{args.judge_params}" if args.judge_params else "")
+    probe = build_metric(judge_spec)
+    if not probe.needs_lm:
+        raise UsageError(f"--judge {args.judge}: not an LLM judge; calibrate compiles LLM judges (see `dspy-judges metrics`)")
+    lm = resolve_lm(args.lm)
+    reflection = resolve_lm(args.reflection_lm) if args.reflection_lm else (lm if "gepa" in args.optimizer else None)
+    optimizers = [None if o == "none" else o for o in args.optimizer]
+    try:
+        options = {"max_demos": args.max_demos, **json.loads(args.optimizer_options or "{}")}
+    except json.JSONDecodeError as err:
+        raise UsageError(f"--optimizer-options must be a JSON object ({err.msg})") from None
+    out = Path(args.out or Path(args.runs_dir) / "calibrate" / f"{dataset_name(args.data)}-{probe.name}")
+    out.mkdir(parents=True, exist_ok=True)
+    params = {"data": args.data, "data_hash": data_hash(list(picked.dataset.samples) + list(picked.labels)),
+              "judge": probe.name, "judge_params": probe.get_params(), "lm": args.lm or "embedded",
+              "optimizers": args.optimizer, "calibrator": args.calibrator, "seed": args.seed,
+              "n_train": len(parts.train), "n_test": len(parts.test), "max_demos": args.max_demos}
+    print(f"{args.data}: train {len(parts.train)}, test {len(parts.test)} (held out); judge {probe.name}; "
+          f"optimizers {args.optimizer}; calibrator {args.calibrator}; seed {args.seed}", flush=True)
+    start = time.perf_counter()
+    with tracking(args, "dspy-judges-calibrate", f"calibrate {probe.name} on {args.data}", params):
+        compiled, run = compare_on_heldout(
+            lambda: build_metric(judge_spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
+            calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
+            reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}", n_bootstrap=args.n_bootstrap,
+            **options)
+        run.meta.update(data=args.data, lm=args.lm or "embedded", seconds_total=time.perf_counter() - start)
+        if prices is not None:
+            for usage in run.meta["usage"].values():
+                usage["cost"] = usage_cost(usage["by_model"], prices)
+        run.save(out / "calibration_run.json")
+        for label, judge in compiled.items():
+            judge.save(out / f"compiled_{probe.name}_{label}.json")
+        report = None if args.no_report else write_report(run, out / "report")
+        if not args.no_mlflow:
+            log_calibration(run, compiled, out / "calibration_run.json", report)
+    print(f"\n{run.name}: held-out test n={len(parts.test)}, 95% bootstrap CIs\n")
+    print(run.table())
+    for key, note in run.meta.get("calibrator_notes", {}).items():
+        if note:
+            print(f"  {key}: {note}")
+    for label, reason in run.meta.get("skipped", {}).items():
+        print(f"  optimizer {label} skipped: {reason}")
+    print("\nLM use (cached answers count as no call):")
+    for phase, usage in run.meta["usage"].items():
+        tokens = usage_tokens(usage)
+        cost = f", ${usage['cost']:.4f}" if usage.get("cost") is not None else ""
+        print(f"  {phase}: {usage['lm_calls']} calls, {tokens['prompt_tokens']} tokens in / "
+              f"{tokens['completion_tokens']} out{cost}")
+    print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/: calibration_run.json, "
+          + ", ".join(f"compiled_{probe.name}_{label}.json" for label in compiled)
+          + (", report/index.html" if report else ""))
+    mlflow_note(args)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="compile a judge on human labels, calibrate it, report held-out agreement",
+                       description="Split a labelled set into train and a held-out test part (seeded, label-balanced "
+                                   "for binary sets), compile the judge on train with each --optimizer, fit the "
+                                   "calibrator, and report agreement with the human labels on test against cheap "
+                                   "baselines. Writes compiled judge JSON, calibration_run.json and an HTML report.")
+    p.add_argument("data", help="a labelled .jsonl/.csv file or one of: " + "; ".join(f"{k} ({v})" for k, v in BUILTIN_SETS.items()))
+    p.add_argument("--judge", default="faithfulness", help="an LLM judge from `dspy-judges metrics` (default faithfulness)")
+    p.add_argument("--judge-params", default=None, help="the judge's constructor parameters as JSON")
+    p.add_argument("--label-column", default="label", help="the label column of a file (default: label)")
+    p.add_argument("--label-kind", default="binary", choices=("binary", "ordinal", "continuous"))
+    p.add_argument("--optimizer", action="append", choices=OPTIMIZERS, default=None,
+                   help="DSPy optimizer; repeat to compare several (default: bootstrap)")
+    p.add_argument("--calibrator", default="stacked", choices=("stacked", "platt", "isotonic", "none"))
+    p.add_argument("--n-train", type=int, default=16, help="labelled items to compile and calibrate on (default 16)")
+    p.add_argument("--n-test", type=int, default=32, help="held-out items to measure on (default 32)")
+    p.add_argument("--max-demos", type=int, default=3, help="few-shot demos per step (default 3)")
+    p.add_argument("--optimizer-options", default=None,
+                   help='JSON passed to the optimizers, e.g. {"num_candidates": 2, "num_trials": 3} for mipro, '
+                        '{"max_metric_calls": 40} for gepa')
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)")
+    p.add_argument("--reflection-lm", default=None, help="GEPA's reflection LM (default: the judge LM)")
+    p.add_argument("--out", default=None, help="output folder (default runs/calibrate/<data>-<judge>)")
+    p.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    add_prices_option(p)
+    add_common_options(p)
+    p.set_defaults(run=run)

@@ -1,0 +1,165 @@
+"""What every subcommand shares: the usage error, metric and data loading by name, MLflow on/off, options."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+from calibration import datasets
+from calibration.datasets import LabelledSet
+from judges.base import Metric
+from judges.catalogue import metric_classes
+from judges.dataset import EvaluationDataset
+from judges_app.tracking import default_tracking_uri, tracked_run
+
+BUILTIN_SETS = {
+    "begin-slice": "60 BEGIN dialogue turns bundled with the package (faithfulness; binary)",
+    "begin": "BEGIN from shared/data (faithfulness / groundedness; binary)",
+    "evouna": "EVOUNA NQ answers of FiD, ChatGPT, GPT-3.5 (answer correctness; binary)",
+    "summeval": "SummEval consistency (summary rubric; ordinal 1-5)",
+    "cranfield": "Cranfield query-document relevance (context relevance)",
+    "tau-bench": "tau-bench airline trajectories (agent goal; binary reward)",
+}
+BUILTIN_LOADERS = {
+    "begin-slice": datasets.load_begin_slice,
+    "begin": datasets.load_begin,
+    "evouna": lambda: datasets.load_evouna(systems=("fid", "chatgpt", "gpt35")),
+    "summeval": datasets.load_summeval,
+    "cranfield": datasets.load_cranfield,
+    "tau-bench": datasets.load_tau_bench,
+}
+
+
+class UsageError(Exception):
+    """Bad arguments or input: reported in one line and exit code 2."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Metrics by name
+# ------------------------------------------------------------------------------------------------
+def dataset_name(data: str) -> str:
+    """A short name for a labelled-set argument: a built-in set's name, or a file's stem (for output paths)."""
+    return data if data in BUILTIN_SETS else Path(data).stem
+
+
+def required_params(cls: type) -> list[str]:
+    """The constructor parameters a metric class cannot be built without (e.g. AspectCritic's name)."""
+    return [p.name for p in inspect.signature(cls.__init__).parameters.values()
+            if p.default is inspect.Parameter.empty and p.name != "self"
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None) -> Metric:
+    """``name`` or ``name:{json constructor params}``, e.g. ``aspect_critic:{"name": "polite", ...}``."""
+    name, _, params_text = spec.partition(":")
+    classes = metric_classes()
+    if name not in classes:
+        raise UsageError(f"unknown metric {name!r}; `dspy-judges metrics` lists them (e.g. {', '.join(list(classes)[:4])})")
+    try:
+        params = json.loads(params_text) if params_text else {}
+    except json.JSONDecodeError as err:
+        raise UsageError(f"metric {name!r}: parameters after ':' must be a JSON object ({err.msg})") from None
+    if not isinstance(params, dict):
+        raise UsageError(f"metric {name!r}: parameters after ':' must be a JSON object")
+    cls = classes[name]
+    accepted = inspect.signature(cls.__init__).parameters
+    for resource, value in (("lm", lm), ("embeddings", embeddings)):
+        if value is not None and resource in accepted:
+            params.setdefault(resource, value)
+    try:
+        return cls(**params)
+    except TypeError as err:
+        missing = [r for r in required_params(cls) if r not in params]
+        hint = f"; it needs {missing}, e.g. {name}:" + json.dumps({m: "..." for m in missing}) if missing else ""
+        raise UsageError(f"metric {name!r}: {err}{hint}") from None
+
+
+# ------------------------------------------------------------------------------------------------
+# Data
+# ------------------------------------------------------------------------------------------------
+def load_dataset(path: str, limit: int | None) -> EvaluationDataset:
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"dataset file not found: {path}")
+    loaders = {".jsonl": EvaluationDataset.from_jsonl, ".csv": EvaluationDataset.from_csv}
+    if file.suffix not in loaders:
+        raise UsageError(f"{path}: give a .jsonl or .csv file (one sample per line / row)")
+    try:
+        dataset = loaders[file.suffix](file)
+    except ValueError as err:  # a row that is not a sample: the message names the row and field
+        raise UsageError(f"{path}: {err}") from None
+    return EvaluationDataset(dataset.samples[:limit]) if limit else dataset
+
+
+def load_labelled(source: str, *, label_column: str, label_kind: str) -> LabelledSet:
+    """A built-in labelled set by name, or a labelled .jsonl / .csv file."""
+    if source in BUILTIN_LOADERS:
+        try:
+            return BUILTIN_LOADERS[source]()
+        except FileNotFoundError as err:
+            raise UsageError(f"{source}: {err}") from None
+    file = Path(source)
+    if not file.is_file():
+        raise UsageError(f"{source!r} is neither a labelled file (.jsonl/.csv) nor one of {list(BUILTIN_LOADERS)}")
+    loaders = {".jsonl": LabelledSet.from_jsonl, ".csv": LabelledSet.from_csv}
+    if file.suffix not in loaders:
+        raise UsageError(f"{source}: give a .jsonl or .csv file with sample fields and a '{label_column}' column")
+    try:
+        return loaders[file.suffix](file, label=label_column, kind=label_kind, name=file.stem)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def read_prices(path: str | None) -> dict[str, dict[str, float]] | None:
+    """The ``--prices`` JSON file: {"model": {"input": $ per 1M tokens, "output": ...}}."""
+    if not path:
+        return None
+    try:
+        prices = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise UsageError(f"--prices {path}: {err}") from None
+    bad = [m for m, p in prices.items() if not isinstance(p, dict)] if isinstance(prices, dict) else ["(not an object)"]
+    if bad:
+        raise UsageError(f'--prices {path}: expected {{"model": {{"input": $/1M tokens, "output": ...}}}}; bad entries {bad}')
+    return prices
+
+
+# ------------------------------------------------------------------------------------------------
+# MLflow on / off
+# ------------------------------------------------------------------------------------------------
+def tracking(args, experiment: str, run_name: str, params: dict[str, Any]):
+    """The command's MLflow run, or nothing with ``--no-mlflow``."""
+    if args.no_mlflow:
+        return contextlib.nullcontext()
+    return tracked_run(experiment, run_name, params=params, run_dir=args.runs_dir, autolog=not args.no_traces)
+
+
+def mlflow_note(args) -> None:
+    if not args.no_mlflow:
+        print(f"MLflow run logged to {default_tracking_uri(args.runs_dir)}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Options several subcommands take
+# ------------------------------------------------------------------------------------------------
+def add_common_options(parser: argparse.ArgumentParser, lm: bool = True) -> None:
+    if lm:
+        parser.add_argument("--lm", default=None, help="judge LM: 'embedded' (default: SmolLM2-135M in-process), a "
+                            ".gguf path, or any LiteLLM model string such as openai/gpt-4o-mini")
+    parser.add_argument("--runs-dir", default="runs", help="where outputs and the MLflow SQLite store go (default: runs)")
+    parser.add_argument("--no-mlflow", action="store_true", help="do not log this run to MLflow")
+    parser.add_argument("--no-traces", action="store_true", help="log to MLflow but without DSPy traces")
+    add_debug_option(parser)
+
+
+def add_prices_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--prices", default=None, help='JSON file of LM prices for the cost column: {"model": '
+                        '{"input": $ per 1M tokens, "output": ...}}, models named as in the LM string')
+
+
+def add_debug_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks")

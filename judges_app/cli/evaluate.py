@@ -1,0 +1,92 @@
+"""`dspy-judges evaluate`: score a dataset with metrics; per-sample JSONL, scores CSV, summary, resumable run file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from judges.evaluation import DatasetValidationError, evaluate
+from judges_app.cli.common import (
+    UsageError,
+    add_common_options,
+    add_prices_option,
+    build_metric,
+    load_dataset,
+    mlflow_note,
+    read_prices,
+    tracking,
+)
+from judges_app.tracking import data_hash, log_evaluation
+
+
+def run(args) -> int:
+    dataset = load_dataset(args.data, args.limit)
+    metrics = [build_metric(spec, lm=args.lm, embeddings=args.embeddings) for spec in args.metric]
+    prices = read_prices(args.prices)
+    out = Path(args.out or Path(args.runs_dir) / "evaluate" / Path(args.data).stem)
+    out.mkdir(parents=True, exist_ok=True)
+    run_file = Path(args.run_file) if args.run_file else out / "run.jsonl"
+    params = {"data": args.data, "data_hash": data_hash(dataset.samples), "samples": len(dataset),
+              "lm": args.lm or "embedded", "embeddings": args.embeddings or "embedded", "threads": args.threads,
+              "metrics": {m.name: {"class": type(m).__name__, **m.get_params()} for m in metrics}}
+    with tracking(args, "dspy-judges-evaluate", f"evaluate {Path(args.data).stem}", params):
+        try:
+            result = evaluate(dataset, metrics, lm=args.lm, embeddings=args.embeddings, num_threads=args.threads,
+                              run_file=run_file, timeout=args.timeout, price_table=prices, progress=True)
+        except DatasetValidationError as err:
+            raise UsageError(str(err)) from None
+        except ValueError as err:
+            if "run file" in str(err) or "was written for other" in str(err):
+                raise UsageError(f"{err} (or pass --out / --run-file)") from None
+            raise
+        result.to_jsonl(out / "samples.jsonl")
+        result.to_csv(out / "scores.csv")
+        summary = result.summary()
+        (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        if not args.no_mlflow:
+            log_evaluation(result)
+    print_summary(summary, result.failures)
+    print(f"\nwrote {out}/samples.jsonl (every score with its intermediates), scores.csv, summary.json; "
+          f"run file {run_file} (rerun to resume)")
+    mlflow_note(args)
+    return 0
+
+
+def print_summary(summary: dict[str, dict[str, Any]], failures) -> None:
+    def num(v, spec=".3f"):
+        return "n/a" if v is None else format(v, spec)
+
+    print(f"\n{'metric':<34} {'mean':>6} {'std':>6} {'scored':>7} {'failed':>6} {'LM calls':>8} "
+          f"{'tokens in/out':>15} {'p50 s':>6}")
+    for name, s in summary.items():
+        if name == "_overall":
+            continue
+        print(f"{name:<34} {num(s['mean']):>6} {num(s['std']):>6} {s['scored']:>7} {s['failures']:>6} "
+              f"{s['lm_calls']:>8} {s['input_tokens']:>7}/{s['output_tokens']:<7} {num(s['latency_p50'], '.2f'):>6}")
+    overall = summary["_overall"]
+    print(f"{overall['samples']} samples in {overall['wall_seconds']:.1f} s; {overall['failures']} failures")
+    for sample, metric, error in failures[:10]:
+        print(f"  sample {sample}, {metric}: {error}")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="score a dataset with metrics: scores table, per-sample JSONL, summary",
+                       description="Score every sample of DATA with every metric. Outputs go to --out "
+                                   "(default runs/evaluate/<data name>): samples.jsonl, scores.csv, summary.json and "
+                                   "run.jsonl, which makes a rerun resume where a killed run stopped.")
+    p.add_argument("data", help="a .jsonl or .csv file of samples (user_input, response, retrieved_contexts, reference ...)")
+    p.add_argument("-m", "--metric", action="append", required=True,
+                   help="a metric name from `dspy-judges metrics`, repeatable; parameters as NAME:{json}")
+    p.add_argument("--embeddings", default=None, help="embedder: 'embedded' (default: all-MiniLM-L6-v2), a "
+                   "sentence-transformers folder, or a LiteLLM embedding model string")
+    p.add_argument("--threads", type=int, default=1, help="parallel items (default 1: one in-process LM "
+                   "serialises calls; use more with a remote LM)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N samples")
+    p.add_argument("--run-file", default=None, help="append-only progress file (default: <out>/run.jsonl)")
+    p.add_argument("--out", default=None, help="output folder")
+    p.add_argument("--timeout", type=float, default=None, help="seconds before one item is recorded as failed")
+    add_prices_option(p)
+    add_common_options(p)
+    p.set_defaults(run=run)
