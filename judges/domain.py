@@ -231,6 +231,36 @@ def _random_rows(columns: list[tuple[str, str, bool]], rng, n_rows: int) -> list
     return rows
 
 
+#: SQLite's own limits on the throw-away databases (``sqlite3.Connection.setlimit``): no string or blob
+#: over 1 MB (``zeroblob(999999999)`` fails at once instead of allocating GBs), no SQL text over 100 KB,
+#: no attached database.
+SQLITE_LIMITS = {"SQLITE_LIMIT_LENGTH": 1_000_000, "SQLITE_LIMIT_SQL_LENGTH": 100_000, "SQLITE_LIMIT_ATTACHED": 0}
+#: What a compared query may do (``set_authorizer``): read tables, call functions, recurse; nothing else
+#: (no ATTACH, PRAGMA, write, schema change or transaction).
+_READ_ACTIONS = ("SQLITE_SELECT", "SQLITE_READ", "SQLITE_FUNCTION", "SQLITE_RECURSIVE")
+
+
+def _read_only(connection) -> None:
+    import sqlite3
+
+    allowed = {getattr(sqlite3, name) for name in _READ_ACTIONS}
+    connection.set_authorizer(lambda action, *_: sqlite3.SQLITE_OK if action in allowed else sqlite3.SQLITE_DENY)
+
+
+def _one_statement(sql: str, dialect: str | None, which: str) -> tuple[str | None, str]:
+    """``sql`` transpiled to SQLite, or (None, why) when it cannot be parsed or holds more than one statement
+    (``SELECT ...; DROP TABLE t`` would otherwise be judged on its first statement only)."""
+    import sqlglot
+
+    try:
+        statements = [s for s in sqlglot.transpile(sql, read=dialect, write="sqlite") if s.strip()]
+    except sqlglot.errors.ParseError as err:
+        return None, f"could not parse the {which} SQL: {str(err).splitlines()[0]}"
+    if len(statements) != 1:
+        return None, f"the {which} SQL holds {len(statements)} statements; one query is compared"
+    return statements[0], ""
+
+
 def execution_equivalence(
     candidate_sql: str,
     reference_sql: str,
@@ -240,12 +270,18 @@ def execution_equivalence(
     trials: int = 3,
     rows_per_table: int = 12,
     time_limit: float = 2.0,
+    max_rows: int = 10_000,
     seed: int = 0,
 ) -> tuple[bool | None, str]:
     """Run both queries on ``trials`` throw-away in-memory SQLite databases filled with seeded random
-    rows (read-only while the queries run, each interrupted after ``time_limit`` seconds) and compare the
-    results: as lists when the reference orders its rows, else as multisets. Returns (True/False, note),
-    or (None, why) when the check cannot run (no usable schema, or the reference itself fails)."""
+    rows and compare the results: as lists when the reference orders its rows, else as multisets.
+    Returns (True/False, note), or (None, why) when the check cannot run (no usable schema, a schema SQLite
+    cannot load, or the reference itself fails or breaks a limit).
+
+    Bounded: the queries may only read (an authorizer denies ATTACH, PRAGMA, writes and schema changes),
+    each is interrupted after ``time_limit`` seconds, SQLite refuses strings and blobs over 1 MB and SQL over
+    100 KB (``SQLITE_LIMITS``), results are read up to ``max_rows`` rows, and a query of more than one
+    statement is not run. A candidate that breaks a limit is not equivalent (False)."""
     import random
     import sqlite3
     import time as _time
@@ -254,33 +290,46 @@ def execution_equivalence(
 
     if not tables:
         return None, "no table definitions found in the schema"
-    try:
-        candidate = sqlglot.transpile(candidate_sql, read=dialect, write="sqlite")[0]
-        reference = sqlglot.transpile(reference_sql, read=dialect, write="sqlite")[0]
-    except sqlglot.errors.ParseError as err:
-        return None, f"could not parse the SQL: {str(err).splitlines()[0]}"
+    reference, why = _one_statement(reference_sql, dialect, "reference")
+    if reference is None:
+        return None, why
+    candidate, why = _one_statement(candidate_sql, dialect, "candidate")
+    if candidate is None:
+        return (None, why) if why.startswith("could not parse") else (False, why)
     ordered = sqlglot.parse_one(reference, read="sqlite").args.get("order") is not None
     rng = random.Random(seed)
     all_empty = True
     for trial in range(trials):
         connection = sqlite3.connect(":memory:")
         try:
-            for table, columns in tables.items():
-                definition = ", ".join(f'"{name}" {kind}' for name, kind, _ in columns)
-                connection.execute(f'CREATE TABLE "{table}" ({definition})')
-                marks = ", ".join("?" * len(columns))
-                connection.executemany(f'INSERT INTO "{table}" VALUES ({marks})', _random_rows(columns, rng, rows_per_table))
-            connection.execute("PRAGMA query_only = ON")
+            for limit, value in SQLITE_LIMITS.items():
+                connection.setlimit(getattr(sqlite3, limit), value)
+            try:
+                for table, columns in tables.items():
+                    definition = ", ".join(f'"{name}" {kind}' for name, kind, _ in columns)
+                    connection.execute(f'CREATE TABLE "{table}" ({definition})')
+                    marks = ", ".join("?" * len(columns))
+                    connection.executemany(f'INSERT INTO "{table}" VALUES ({marks})',
+                                           _random_rows(columns, rng, rows_per_table))
+            except sqlite3.Error as err:
+                return None, f"SQLite cannot load the schema ({err}); no execution check"
+            _read_only(connection)
             results = []
             for which, sql in (("reference", reference), ("candidate", candidate)):
                 deadline = _time.monotonic() + time_limit
                 connection.set_progress_handler(lambda: int(_time.monotonic() > deadline), 1000)
                 try:
-                    results.append(connection.execute(sql).fetchall())
+                    cursor = connection.execute(sql)
+                    rows = cursor.fetchmany(max_rows + 1)
                 except sqlite3.Error as err:
+                    reason = "ran over the time limit" if "interrupted" in str(err) else f"failed on SQLite: {err}"
                     if which == "reference":
-                        return None, f"the reference query failed on SQLite: {err}"
-                    return False, f"the candidate query failed on SQLite: {err}"
+                        return None, f"the reference query {reason}"
+                    return False, f"the candidate query {reason}"
+                if len(rows) > max_rows:
+                    return (None, f"the reference query returns more than {max_rows} rows") if which == "reference" \
+                        else (False, f"the candidate query returns more than {max_rows} rows")
+                results.append(rows)
         finally:
             connection.close()
         expected, got = ([tuple(_rounded(v) for v in row) for row in rows] for rows in results)

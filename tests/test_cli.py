@@ -162,3 +162,74 @@ def test_console_script_help_runs():
     done = subprocess.run([sys.executable, "-m", "judges_app.cli", "calibrate", "--help"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and "--optimizer" in done.stdout and "begin-slice" in done.stdout
+
+
+def failing_lm(fails):
+    """AspectCritic's verdict is "good" in the response; ``fails(response)`` says which items raise."""
+
+    def respond(prompt):
+        response = re.findall(r"\[\[ ## response ## \]\]\n(.*?)\n", prompt)[-1]
+        if fails(response):
+            raise ConnectionError(f"scripted outage on {response!r}")
+        return {"reason": "scripted", "verdict": str("good" in response)}
+
+    return scripted_lm(respond)
+
+
+CRITIC = ["--judge", "aspect_critic", "--judge-params", '{"name": "good", "definition": "Is the item good?"}']
+
+
+def critic_labels(tmp_path, n=24):
+    rows = [{"response": f"item {i}: {'good' if i % 2 else 'bad'}", "label": i % 2} for i in range(n)]
+    return write_jsonl(tmp_path / "labels.jsonl", rows)
+
+
+def test_calibrate_refuses_a_judge_the_data_cannot_feed_before_any_lm_call(tmp_path, capsys):
+    """The default judge (faithfulness) on answers without contexts: exit 2 naming the field, no LM call."""
+    data = write_jsonl(tmp_path / "qa.jsonl", [{"response": f"a{i}", "reference": "a", "label": i % 2}
+                                               for i in range(8)])
+    lm = failing_lm(lambda response: True)
+    with dspy.context(lm=lm):
+        assert main(["calibrate", str(data), "--n-train", "4", "--n-test", "4", "--no-mlflow",
+                     "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be scored by --judge faithfulness" in err and "retrieved_contexts" in err
+    assert lm.engine.calls == 0
+
+
+def test_calibrate_with_an_lm_that_always_fails_is_an_error_not_a_table(tmp_path, capsys):
+    with dspy.context(lm=failing_lm(lambda response: True)):
+        code = main(["calibrate", str(critic_labels(tmp_path)), *CRITIC, "--optimizer", "none", "--n-train", "6",
+                     "--n-test", "6", "--no-mlflow", "--out", str(tmp_path / "o"), "--n-bootstrap", "50"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "failed on all 6 test items" in captured.err and "scripted outage" in captured.err
+    assert "| scorer" not in captured.out
+
+
+def test_calibrate_leaves_failed_items_out_counts_them_and_fails_above_the_share(tmp_path, capsys):
+    """Items 1 and 2 of every 6 fail: never scored 0.5 (the old imputation), counted in the table, the findings
+    and the report, and the command exits 1 above --max-failure-share."""
+    fails = lambda response: int(response.split()[1].rstrip(":")) % 6 in (1, 2)  # noqa: E731
+    argv = ["calibrate", str(critic_labels(tmp_path)), *CRITIC, "--optimizer", "none", "--calibrator", "platt",
+            "--n-train", "12", "--n-test", "12", "--no-mlflow", "--n-bootstrap", "50"]
+    with dspy.context(lm=failing_lm(fails)):
+        assert main([*argv, "--out", str(tmp_path / "strict")]) == 1
+        captured = capsys.readouterr()
+        assert "more than --max-failure-share 20%" in captured.err
+        assert "| failed |" in captured.out and "Failures (left out of agreement, never imputed)" in captured.out
+        assert main([*argv, "--out", str(tmp_path / "lenient"), "--max-failure-share", "0.5"]) == 0
+    run = CalibrationRun.load(tmp_path / "lenient" / "calibration_run.json")
+    shipped = run.scores["judge as shipped"]
+    failed = [i for i, v in enumerate(shipped) if v is None]
+    assert 0 < len(failed) < len(shipped) and 0.5 not in shipped
+    assert run.meta["failures"]["judge as shipped"] == len(failed)
+    assert run.agreement["judge as shipped"].n == len(shipped) - len(failed)
+    assert run.agreement["judge as shipped"].value("balanced_accuracy") == 1.0  # perfect on what it scored
+    assert any("scripted outage" in e for e in run.meta["errors"]["judge as shipped"])
+    page = (tmp_path / "lenient" / "report" / "index.html").read_text()
+    summary = page[page.index("<h2>Summary"):page.index("<h2>Agreement")]
+    assert "Failures (left out of agreement, never imputed): judge as shipped" in summary
+    with pytest.raises(SystemExit) as exited:  # argparse: a share above 1 is bad input
+        main(["calibrate", str(critic_labels(tmp_path)), "--max-failure-share", "2", "--no-mlflow"])
+    assert exited.value.code == 2 and "between 0 and 1" in capsys.readouterr().err

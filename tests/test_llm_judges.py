@@ -191,14 +191,44 @@ def test_execution_check_is_read_only_time_limited_and_needs_a_schema():
     tables = schema_tables(SCHEMA)
     assert set(tables) == {"order_items", "products"}
     ok, note = execution_equivalence("DELETE FROM products", SUM_SQL, tables)
-    assert ok is False and "readonly" in note.replace("-", "").replace(" ", "").lower()
+    assert ok is False and "not authorized" in note
     slow = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
     ok, note = execution_equivalence(slow, SUM_SQL, tables, time_limit=0.2)
-    assert ok is False and "interrupted" in note
+    assert ok is False and "time limit" in note
     assert execution_equivalence(SUM_SQL, SUM_SQL, {})[0] is None
     assert execution_equivalence(SUM_SQL, "SELECT nope FROM missing", tables)[0] is None
     ddl = schema_tables(["CREATE TABLE t (id INT PRIMARY KEY, name TEXT)"])
     assert ddl == {"t": [("id", "INT", True), ("name", "TEXT", False)]}
+
+
+def test_execution_check_stays_inside_hard_limits(tmp_path):
+    """What an audit found: a 1 GB zeroblob ran 22 s past a 2 s limit and took 6.7 GB; ATTACH created a file;
+    a second statement went unseen; schemas SQLite cannot load raised out of the metric."""
+    import time
+
+    tables = schema_tables(SCHEMA)
+    start = time.monotonic()
+    ok, note = execution_equivalence("SELECT zeroblob(999999999) FROM products", SUM_SQL, tables)
+    assert ok is False and "too big" in note and time.monotonic() - start < 5
+    target = tmp_path / "attached.db"
+    ok, note = execution_equivalence(f"ATTACH DATABASE '{target}' AS x", SUM_SQL, tables, dialect="sqlite")
+    assert ok is False and not target.exists()
+    ok, note = execution_equivalence(SUM_SQL + " DROP TABLE products;", SUM_SQL, tables)
+    assert ok is False and "2 statements" in note
+    ok, note = execution_equivalence("PRAGMA table_info(products)", SUM_SQL, tables, dialect="sqlite")
+    assert ok is False and "not authorized" in note
+    huge = "SELECT a.product_id FROM order_items a, order_items b, order_items c, order_items d"
+    ok, note = execution_equivalence(huge, SUM_SQL, tables, max_rows=1000)
+    assert ok is False and "more than 1000 rows" in note
+    enum = schema_tables(["CREATE TABLE t (id INT, size ENUM('s', 'm', 'l'))"])
+    array = schema_tables(["CREATE TABLE t (id INT, tags TEXT[])"])
+    for schema, dialect in ((enum, "mysql"), (array, "postgres")):
+        ok, note = execution_equivalence("SELECT id FROM t", "SELECT id FROM t", schema, dialect=dialect)
+        assert ok is None and "cannot load the schema" in note, (dialect, note)
+    sample = SingleTurnSample(response="SELECT id FROM t", reference="SELECT id FROM t",
+                              reference_contexts=["CREATE TABLE t (id INT, tags TEXT[])"])
+    result = LLMSQLEquivalence(lm=DummyLM([sql_verdict(True)]), dialect="postgres").score(sample)
+    assert result.score == 1.0 and result.execution_equivalent is None
 
 
 def test_summarization_score_combines_qa_and_conciseness():

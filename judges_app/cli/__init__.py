@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from judges_app.cli import calibrate, evaluate, metrics, report
-from judges_app.cli.common import UsageError
+from judges_app.cli.common import CommandFailed, UsageError
 
 #: The subcommands, in the order `--help` lists them; each module has ``add_parser(sub)`` and ``run(args)``.
 COMMANDS = (metrics, evaluate, calibrate, report)
@@ -43,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(f"dspy-judges {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except CommandFailed as err:
+        print(f"dspy-judges {args.command}: failed: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

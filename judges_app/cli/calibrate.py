@@ -10,10 +10,13 @@ from pathlib import Path
 from calibration.datasets import balanced_sample, split
 from calibration.heldout import compare_on_heldout
 from calibration.report import write_report
+from calibration.fit import JudgeFailedError
 from judges.evaluation import usage_cost, usage_tokens
+from judges.samples import SampleValidationError
 from judges.models import resolve_lm
 from judges_app.cli.common import (
     BUILTIN_SETS,
+    CommandFailed,
     UsageError,
     add_common_options,
     add_prices_option,
@@ -22,6 +25,7 @@ from judges_app.cli.common import (
     load_labelled,
     mlflow_note,
     read_prices,
+    share,
     tracking,
 )
 from judges_app.tracking import data_hash, log_calibration
@@ -45,6 +49,10 @@ def run(args) -> int:
     probe = build_metric(judge_spec)
     if not probe.needs_lm:
         raise UsageError(f"--judge {args.judge}: not an LLM judge; calibrate compiles LLM judges (see `dspy-judges metrics`)")
+    try:  # every sample must have what the judge reads: refused now, before any LM work
+        probe.validate_dataset(picked.dataset)
+    except SampleValidationError as err:
+        raise UsageError(f"{args.data} cannot be scored by --judge {probe.name}: {err}") from None
     lm = resolve_lm(args.lm)
     reflection = resolve_lm(args.reflection_lm) if args.reflection_lm else (lm if "gepa" in args.optimizer else None)
     optimizers = [None if o == "none" else o for o in args.optimizer]
@@ -62,11 +70,14 @@ def run(args) -> int:
           f"optimizers {args.optimizer}; calibrator {args.calibrator}; seed {args.seed}", flush=True)
     start = time.perf_counter()
     with tracking(args, "dspy-judges-calibrate", f"calibrate {probe.name} on {args.data}", params):
-        compiled, run = compare_on_heldout(
-            lambda: build_metric(judge_spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
-            calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
-            reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}", n_bootstrap=args.n_bootstrap,
-            **options)
+        try:
+            compiled, run = compare_on_heldout(
+                lambda: build_metric(judge_spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
+                calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
+                reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}",
+                n_bootstrap=args.n_bootstrap, **options)
+        except JudgeFailedError as err:
+            raise CommandFailed(f"{err}. No agreement table: there is nothing to measure.") from None
         run.meta.update(data=args.data, lm=args.lm or "embedded", seconds_total=time.perf_counter() - start)
         if prices is not None:
             for usage in run.meta["usage"].values():
@@ -79,9 +90,11 @@ def run(args) -> int:
             log_calibration(run, compiled, out / "calibration_run.json", report)
     print(f"\n{run.name}: held-out test n={len(parts.test)}, 95% bootstrap CIs\n")
     print(run.table())
-    for key, note in run.meta.get("calibrator_notes", {}).items():
-        if note:
-            print(f"  {key}: {note}")
+    print()
+    for finding in run.findings(n_bootstrap=args.n_bootstrap, seed=args.seed):
+        print(f"* {finding}")
+    for scorer, errors in run.meta.get("errors", {}).items():
+        print(f"  {scorer} failed with: " + "; ".join(errors))
     for label, reason in run.meta.get("skipped", {}).items():
         print(f"  optimizer {label} skipped: {reason}")
     print("\nLM use (cached answers count as no call):")
@@ -94,6 +107,11 @@ def run(args) -> int:
           + ", ".join(f"compiled_{probe.name}_{label}.json" for label in compiled)
           + (", report/index.html" if report else ""))
     mlflow_note(args)
+    worst = max(((count / len(parts.test if scorer in run.scores else parts.train), scorer)
+                 for scorer, count in run.meta["failures"].items()), default=(0.0, None))
+    if worst[0] > args.max_failure_share:
+        raise CommandFailed(f"{worst[1]} failed on {worst[0]:.0%} of its items, more than --max-failure-share "
+                            f"{args.max_failure_share:.0%}: the numbers above describe only the items it scored")
     return 0
 
 
@@ -122,6 +140,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reflection-lm", default=None, help="GEPA's reflection LM (default: the judge LM)")
     p.add_argument("--out", default=None, help="output folder (default runs/calibrate/<data>-<judge>)")
     p.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    p.add_argument("--max-failure-share", type=share, default=0.2,
+                   help="exit with an error when a judge fails on more than this share of its items (default 0.2); "
+                        "failed items are always left out of agreement, never imputed")
     add_prices_option(p)
     add_common_options(p)
     p.set_defaults(run=run)

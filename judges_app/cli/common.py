@@ -38,6 +38,22 @@ class UsageError(Exception):
     """Bad arguments or input: reported in one line and exit code 2."""
 
 
+class CommandFailed(Exception):
+    """The command ran but its result cannot be trusted (e.g. the judge failed on too many items):
+    reported in one line and exit code 1, after whatever was written and printed."""
+
+
+def share(text: str) -> float:
+    """An argparse type: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text}")
+    return value
+
+
 # ------------------------------------------------------------------------------------------------
 # Metrics by name
 # ------------------------------------------------------------------------------------------------
