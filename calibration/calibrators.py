@@ -95,7 +95,8 @@ class Calibrator:
         return self
 
     def _cv_loss(self, x: np.ndarray, target: np.ndarray) -> float:
-        folds = max(2, min(5, int(min(np.bincount((target >= 0.5).astype(int)))) if self.binary else 5))
+        # at most 5 folds, and no more than the smallest class (binary) or the items (otherwise) allow
+        folds = max(2, min(5, int(min(np.bincount((target >= 0.5).astype(int)))) if self.binary else len(target)))
         model = make_pipeline(StandardScaler(), self._model())
         if x.shape[1] == 0:  # the intercept alone: predict the base rate / the mean
             labels = (target >= 0.5).astype(int) if self.binary else target

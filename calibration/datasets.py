@@ -19,7 +19,15 @@ from typing import Any
 import numpy as np
 
 from judges.dataset import EvaluationDataset
-from judges.samples import AIMessage, HumanMessage, MultiTurnSample, SingleTurnSample, ToolCall, ToolMessage
+from judges.samples import (
+    AIMessage,
+    HumanMessage,
+    MultiTurnSample,
+    SampleValidationError,
+    SingleTurnSample,
+    ToolCall,
+    ToolMessage,
+)
 
 
 def data_dir() -> Path:
@@ -31,10 +39,18 @@ def data_dir() -> Path:
     return path
 
 
+LABEL_KINDS = ("binary", "ordinal", "continuous")
+
+
 @dataclass
 class LabelledSet:
     """Samples with a human label each. ``kind`` is "binary" (0/1), "ordinal" (ordered integers) or
-    "continuous"; ``source`` says where the data came from (keep its attribution when publishing)."""
+    "continuous"; ``source`` says where the data came from (keep its attribution when publishing).
+
+    Every label is checked against ``kind`` when the set is made, before any judge sees it: a finite
+    number; 0 or 1 for binary sets; a whole number for ordinal ones. ``label_range`` is the scale's
+    (low, high): declared (SummEval's 1-5) or else taken from all the set's labels; subsets and splits keep
+    the whole set's range, so a test label is never put on a scale fitted to the train split only."""
 
     name: str
     dataset: EvaluationDataset
@@ -42,12 +58,31 @@ class LabelledSet:
     kind: str = "binary"
     source: str = ""
     meta: list[dict[str, Any]] = field(default_factory=list)
+    label_range: tuple[float, float] | None = None
+    #: How each row is named in errors (a file and line); default "<name>: row i".
+    row_names: list[str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if len(self.labels) != len(self.dataset):
             raise ValueError(f"{self.name}: {len(self.dataset)} samples but {len(self.labels)} labels")
-        if self.kind not in ("binary", "ordinal", "continuous"):
+        if self.kind not in LABEL_KINDS:
             raise ValueError(f"{self.name}: kind={self.kind!r} is not one of binary, ordinal, continuous")
+        for i, value in enumerate(self.labels):
+            problem = _label_problem(value, self.kind)
+            if problem:
+                where = self.row_names[i] if self.row_names else f"{self.name}: row {i}"
+                raise ValueError(f"{where}: label {value!r} {problem}")
+        self.labels = [int(v) if self.kind != "continuous" else float(v) for v in self.labels]
+        if self.label_range is None:
+            self.label_range = (0.0, 1.0) if self.kind == "binary" else (
+                (float(min(self.labels)), float(max(self.labels))) if self.labels else (0.0, 1.0))
+        low, high = (float(v) for v in self.label_range)
+        if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+            raise ValueError(f"{self.name}: label_range {self.label_range!r} is not (low, high) with low <= high")
+        outside = [v for v in self.labels if not low <= v <= high]
+        if outside:
+            raise ValueError(f"{self.name}: label {outside[0]!r} is outside the declared range {low:g}-{high:g}")
+        self.label_range = (low, high)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -55,27 +90,51 @@ class LabelledSet:
     # --- generic sources: rows holding sample fields plus a label column --------------------------
     @classmethod
     def from_records(cls, rows: Sequence[dict[str, Any]], *, label: str = "label", kind: str = "binary",
-                     name: str = "labelled", source: str = "") -> LabelledSet:
-        """Rows holding the sample's fields plus ``label``; missing labels are errors naming the row."""
+                     name: str = "labelled", source: str = "", label_range: tuple[float, float] | None = None,
+                     row_names: Sequence[str] | None = None) -> LabelledSet:
+        """Rows holding the sample's fields plus ``label``; a missing or invalid label is an error naming the
+        row (``row_names[i]``, e.g. a file and line, else "<name>: row i") and the value."""
         samples, labels = [], []
+        names = list(row_names) if row_names is not None else [f"{name}: row {i}" for i in range(len(rows))]
         for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise ValueError(f"{names[i]}: expected an object of sample fields and '{label}', got "
+                                 f"{type(row).__name__}")
             row = dict(row)
             if label not in row or row[label] is None or (isinstance(row[label], float) and math.isnan(row[label])):
-                raise ValueError(f"{name}: row {i} has no '{label}' value")
-            labels.append(_as_number(row.pop(label), i, label))
+                raise ValueError(f"{names[i]} has no '{label}' value")
+            labels.append(_as_number(row.pop(label), names[i], label))
             samples.append(row)
-        return cls(name, EvaluationDataset(samples), labels, kind, source)
+        if not samples:
+            raise ValueError(f"{name}: no labelled rows")
+        try:
+            dataset = EvaluationDataset(samples)
+        except SampleValidationError as err:  # name the file and line of each problem, not a sample index
+            raise ValueError("\n".join(f"{names[i] if i is not None else name}, field '{field}': {message}"
+                                       for i, field, message in err.problems)) from None
+        return cls(name, dataset, labels, kind, source, label_range=label_range, row_names=names)
 
     @classmethod
     def from_jsonl(cls, path: str | Path, **kwargs) -> LabelledSet:
-        with open(path, encoding="utf-8") as handle:
-            return cls.from_records([json.loads(line) for line in handle if line.strip()], **kwargs)
+        rows, names = [], []
+        with open(path, encoding="utf-8-sig") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(json.loads(line, parse_constant=_no_constant))
+                except (json.JSONDecodeError, ValueError) as err:
+                    raise ValueError(f"{path}: line {number} is not valid JSON ({err})") from None
+                names.append(f"{path}: line {number}")
+        return cls.from_records(rows, row_names=names, **kwargs)
 
     @classmethod
     def from_csv(cls, path: str | Path, **kwargs) -> LabelledSet:
-        with open(path, encoding="utf-8", newline="") as handle:
+        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is not part of the first column's name
+        with open(path, encoding="utf-8-sig", newline="") as handle:
             rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(handle)]
-        return cls.from_records(rows, **kwargs)
+        # line numbers of the file (header is line 1), for rows without quoted line breaks
+        return cls.from_records(rows, row_names=[f"{path}: line {i + 2}" for i in range(len(rows))], **kwargs)
 
     @classmethod
     def from_pandas(cls, frame, **kwargs) -> LabelledSet:
@@ -94,10 +153,25 @@ class LabelledSet:
             kind=self.kind,
             source=self.source,
             meta=[self.meta[i] for i in indices] if self.meta else [],
+            label_range=self.label_range,
+            row_names=[self.row_names[i] for i in indices] if self.row_names else None,
         )
 
 
-def _as_number(value: Any, index: int, field_name: str) -> float | int:
+def _label_problem(value: Any, kind: str) -> str | None:
+    """Why ``value`` is not a label of ``kind`` (None when it is one)."""
+    if isinstance(value, bool):
+        value = int(value)
+    if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(float(value)):
+        return "is not a finite number"
+    if kind == "binary" and float(value) not in (0.0, 1.0):
+        return "is not 0 or 1 (binary labels; use --label-kind ordinal or continuous for a scale)"
+    if kind == "ordinal" and not float(value).is_integer():
+        return "is not a whole number (ordinal labels; use --label-kind continuous)"
+    return None
+
+
+def _as_number(value: Any, index: str, field_name: str) -> float | int:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, (int, float)):
@@ -110,8 +184,15 @@ def _as_number(value: Any, index: int, field_name: str) -> float | int:
     try:
         number = float(text)
     except ValueError:
-        raise ValueError(f"row {index}: '{field_name}' = {value!r} is not a number or true/false") from None
+        raise ValueError(f"{index}: '{field_name}' = {value!r} is not a number or true/false") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{index}: '{field_name}' = {value!r} is not a finite number")
     return int(number) if number.is_integer() else number
+
+
+def _no_constant(name: str):
+    """``json.loads`` hook: NaN, Infinity and -Infinity are not JSON numbers; refuse them."""
+    raise ValueError(f"{name} is not a finite number")
 
 
 @dataclass
@@ -309,7 +390,7 @@ def load_summeval(aspect: str = "consistency", limit: int | None = None) -> Labe
             labels.append(float(row[aspect]))
             meta.append({k: row.get(k) for k in ("article_id", "summary_id")})
     return LabelledSet(f"summeval_{aspect}", EvaluationDataset(samples), labels, "continuous",
-                       "SummEval (via maiush/PPairS), MIT", meta)
+                       "SummEval (via maiush/PPairS), MIT", meta, label_range=(1.0, 5.0))
 
 
 def _smart_records(path: Path) -> list[dict[str, str]]:

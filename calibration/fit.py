@@ -56,8 +56,8 @@ class JudgeFailedError(RuntimeError):
 # Labels <-> [0, 1]
 # ------------------------------------------------------------------------------------------------
 def label_schema(data: LabelledSet) -> dict[str, Any]:
-    labels = np.asarray(data.labels, float)
-    low, high = (0.0, 1.0) if data.kind == "binary" else (float(labels.min()), float(labels.max()))
+    """The label scale (``data.label_range``: declared, or from the whole set's labels) that scores map to."""
+    low, high = data.label_range
     if high <= low:
         raise ValueError(f"{data.name}: every label is {low}; nothing to calibrate against")
     return {"kind": data.kind, "low": low, "high": high}

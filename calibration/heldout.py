@@ -55,6 +55,21 @@ def applicable_baselines(data: LabelledSet) -> list[str]:
     return [b for b in BASELINES if b in chosen]
 
 
+def check_split(train: LabelledSet, test: LabelledSet, calibrator: str | None) -> None:
+    """A train / test split that can be compiled, calibrated and measured: refused before any LM work
+    (ValueError) when a part is empty, the kinds differ, test holds one label value (agreement is then
+    undefined), or a binary train split holds one class and a calibrator must be fitted on it."""
+    if len(train) == 0 or len(test) == 0:
+        raise ValueError(f"train has {len(train)} items and test {len(test)}; both need some")
+    if train.kind != test.kind:
+        raise ValueError(f"train labels are {train.kind} but test labels are {test.kind}")
+    if len(set(test.labels)) < 2:
+        raise ValueError(f"every test label is {test.labels[0]}: agreement with people is undefined on one label "
+                         "value; use a larger or balanced test split")
+    if calibrator is not None and len(set(train.labels)) < 2:
+        raise ValueError(f"every train label is {train.labels[0]}: a calibrator cannot be fitted on one label value")
+
+
 def _record(scores: dict[str, list[float | None]], meta: dict[str, Any], scorer: str, values: np.ndarray,
             results: Sequence[Any]) -> None:
     """A judge scorer's test scores, None where the item failed (left out of agreement, never imputed),
@@ -91,10 +106,7 @@ def compare_on_heldout(
     LM calls and tokens per model of each LM phase (``meta["usage"]``: the shipped judge on test, each
     fit on train, each compiled judge on test; DSPy-cache hits count as no call). An optimizer that cannot compile this judge (e.g.
     "labeled" for a multi-step judge) is skipped and its reason kept in ``run.meta["skipped"]``."""
-    if len(train) == 0 or len(test) == 0:
-        raise ValueError(f"compare_on_heldout: train has {len(train)} items and test {len(test)}; both need some")
-    if train.kind != test.kind:
-        raise ValueError(f"compare_on_heldout: train labels are {train.kind} but test labels are {test.kind}")
+    check_split(train, test, calibrator)
     schema = label_schema(train)
     target = scaled(test.labels, schema)
     shipped = make_judge()

@@ -108,7 +108,8 @@ def _usage_rows(usage: dict[str, Any]) -> list[list[Any]]:
     rows = []
     for phase, u in usage.items():
         tokens = [sum(t.get(k, 0) for t in u.get("by_model", {}).values()) for k in ("prompt_tokens", "completion_tokens")]
-        rows.append([phase, u.get("lm_calls", 0), tokens[0], tokens[1], "-" if u.get("cost") is None else f"${u['cost']:.4f}"])
+        rows.append([phase, u.get("lm_calls", 0), u.get("cached_calls", 0), tokens[0], tokens[1],
+                     "-" if u.get("cost") is None else f"${u['cost']:.4f}"])
     return rows
 
 
@@ -165,9 +166,11 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
         sections.append(("Errors", _table(["scorer", "distinct errors"],
                                           [[k, "; ".join(v)] for k, v in run.meta["errors"].items()], numeric_from=2)))
     if run.meta.get("usage"):
-        sections.append(("LM use", _table(["phase", "LM calls", "prompt tokens", "completion tokens", "cost"],
+        sections.append(("LM use", _table(["phase", "LM calls", "answered from cache", "prompt tokens",
+                                           "completion tokens", "cost"],
                                           _usage_rows(run.meta["usage"]))
-                         + '<p class="note">answers from DSPy\'s cache count as no call.</p>'))
+                         + '<p class="note">LM calls cost tokens in this run; answers from DSPy\'s cache were free '
+                           "now (an interrupted earlier run may have paid for them).</p>"))
     sections.append(("Run details", _table(["", "value"], _meta_rows(
         {"label kind": run.label_kind, "threshold": run.threshold, **meta}), numeric_from=2)))
     return _page(title or f"Calibration report: {run.name}", sections)
@@ -180,11 +183,11 @@ def _evaluation_report(result, out: Path, title: str, meta: dict[str, Any]) -> s
             "failures": overall["failures"]}
     if result.wall_seconds:
         meta["wall seconds"] = round(result.wall_seconds, 3)
-    header = ["metric", "n", "mean", "std", "failures", "undefined", "LM calls", "input tokens", "output tokens",
-              "latency p50 (s)", "latency p95 (s)"]
+    header = ["metric", "n", "mean", "std", "failures", "undefined", "LM calls", "answered from cache",
+              "input tokens", "output tokens", "latency p50 (s)", "latency p95 (s)"]
     rows = [[name, s["n"], num(s["mean"]), num(s["std"]), s["failures"], s["undefined"], s["lm_calls"],
-             s["input_tokens"], s["output_tokens"], num(s["latency_p50"]), num(s["latency_p95"])]
-            for name, s in summary.items()]
+             s.get("cached_calls", 0), s["input_tokens"], s["output_tokens"], num(s["latency_p50"]),
+             num(s["latency_p95"])] for name, s in summary.items()]
     metric_histograms({n: result.scores(n) for n in result.metric_names}, path=out / "metrics.png")
     failures = result.failures
     listed = _table(["sample", "metric", "error"], [list(f) for f in failures[:200]], numeric_from=3)

@@ -10,8 +10,8 @@ from judges.base import FieldResolver, Judge, Metric
 from judges.custom import AspectCritic, InstanceRubrics, RubricsScore, SimpleCriteriaScore
 from judges.dataset import LEGACY_COLUMNS, EvaluationDataset
 from judges.domain import DataCompyScore, LLMSQLEquivalence, SummarizationScore
-from judges.evaluation import DatasetValidationError, EvaluationResult, evaluate
 from judges.dual_judge import AnswerAccuracy, ContextRelevance, JudgeOutputError, ResponseGroundedness
+from judges.evaluation import DatasetValidationError, EvaluationResult, evaluate
 from judges.models import (
     Embedder,
     LlamaCppEngine,

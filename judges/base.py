@@ -26,6 +26,11 @@ from judges.models import judge_context
 from judges.samples import MultiTurnSample, SampleValidationError, SingleTurnSample
 
 
+class InputTooLargeError(ValueError):
+    """An input beyond a metric's documented size guard (e.g. ROUGE-L's ``max_lcs_cells``): the item fails
+    with this named error instead of taking minutes or gigabytes."""
+
+
 def snake_case(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 

@@ -191,7 +191,7 @@ class EvaluationDataset(Sequence):
     @classmethod
     def from_jsonl(cls, path: str | Path) -> EvaluationDataset:
         rows = []
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:  # -sig: a byte-order mark is not data
             for line_number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
@@ -212,7 +212,8 @@ class EvaluationDataset(Sequence):
 
     @classmethod
     def from_csv(cls, path: str | Path) -> EvaluationDataset:
-        with open(path, encoding="utf-8", newline="") as handle:
+        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is not part of the first column's name
+        with open(path, encoding="utf-8-sig", newline="") as handle:
             rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(handle)]
         return cls(rows)
 

@@ -7,11 +7,18 @@
 
 * Every sample is validated against every metric's required fields before the first LM call; all
   problems are reported at once (``DatasetValidationError``).
-* Work items are (sample, metric) pairs run on ``num_threads`` threads (DSPy's settings and the LM/
-  embedder overrides travel with each item). Transient LM errors (rate limit, timeout, server,
-  transport) are retried with exponential backoff; a task still running after ``timeout`` seconds is
-  recorded as failed (its thread is left to finish, its result discarded). A failed sample never stops
-  the run unless ``strict=True``.
+* Work items are (sample, metric) pairs run ``num_threads`` at a time, each on a daemon thread (DSPy's
+  settings and the LM/embedder overrides travel with each item). Transient LM errors (rate limit,
+  timeout, server, transport) are retried with exponential backoff. A failed sample never stops the run
+  unless ``strict=True``.
+* ``timeout`` (seconds per item, counted from when the item starts, not from when it was queued):
+  metrics without an LM or embedder run in a killable child process (``judges.workers``), so an item
+  that overruns is stopped and recorded as ``TimeoutError``. An LLM judge cannot be stopped mid-call:
+  its item is recorded as failed and abandoned (its late result discarded; the thread is a daemon and
+  never keeps the process alive), but the call runs on until the LM returns, and an in-process model
+  stays busy until then.
+* ``retry_failed=True`` with a ``run_file``: items recorded as failed are run again (the new record
+  replaces the old one); finished items are still skipped.
 * ``run_file``: each finished item is appended (and flushed) as one JSON line the moment it finishes; a
   rerun with the same file skips what is there, so a run killed at any point (even SIGKILL) resumes
   without losing or redoing finished work, and ends with the same table as an uninterrupted run. A run
@@ -27,23 +34,27 @@ import collections
 import contextlib
 import contextvars
 import hashlib
+import itertools
 import json
 import math
+import queue
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import dspy
 import numpy as np
+from dspy.utils.callback import BaseCallback
+from tqdm.auto import tqdm
 
 from judges.base import Metric
 from judges.dataset import EvaluationDataset
 from judges.models import default_embeddings, resolve_lm
 from judges.samples import SampleValidationError
+from judges.workers import ProcessWorker, rebuildable
 
 RUN_FILE_VERSION = 1
 
@@ -123,8 +134,10 @@ class EvaluationResult:
         return usage_cost(record.get("usage") or {}, self.price_table)
 
     def summary(self) -> dict[str, dict[str, Any]]:
-        """Per metric: n, mean/std/min/quartiles/max over defined scores, failures, undefined, LM calls,
-        tokens, cost (None without prices), latency p50/p95 (s); plus an ``_overall`` entry."""
+        """Per metric: n, mean/std/min/quartiles/max over defined scores, failures, undefined, LM calls
+        (paid in this run) and cached calls (answered by DSPy's cache: free now, but an interrupted earlier
+        run may have paid for them), tokens, cost (None without prices), latency p50/p95 (s); plus an
+        ``_overall`` entry."""
         out: dict[str, dict[str, Any]] = {}
         for name in self.metric_names:
             records = self._by_metric(name)
@@ -144,6 +157,7 @@ class EvaluationResult:
                 stats[label] = float(np.percentile(values, q)) if len(values) else None
             stats.update(
                 lm_calls=sum(r.get("lm_calls", 0) for r in records),
+                cached_calls=sum(r.get("cached_calls", 0) for r in records),
                 input_tokens=sum(u.get("prompt_tokens", 0) for r in records for u in (r.get("usage") or {}).values()),
                 output_tokens=sum(u.get("completion_tokens", 0) for r in records for u in (r.get("usage") or {}).values()),
                 cost=None if any(c is None for c in costs) else float(sum(costs)),
@@ -204,18 +218,32 @@ def usage_cost(usage: dict[str, dict[str, Any]], price_table: dict[str, dict[str
     return total
 
 
+class _AnsweredCalls(BaseCallback):
+    """Counts LM calls that returned, cached or not (DSPy's usage tracker sees only the uncached ones)."""
+
+    def __init__(self):
+        self.answered = 0
+
+    def on_lm_end(self, call_id, outputs, exception=None):
+        if exception is None:
+            self.answered += 1
+
+
 @contextlib.contextmanager
 def tracked_usage():
-    """``with tracked_usage() as usage:`` fills ``usage`` on exit with ``lm_calls`` and the tokens per
-    model (``{"lm_calls": n, "by_model": {model: {"prompt_tokens": .., "completion_tokens": ..}}}``),
-    from DSPy's usage tracker; answers from DSPy's cache count as no call."""
+    """``with tracked_usage() as usage:`` fills ``usage`` on exit with ``lm_calls`` (calls the LM answered
+    in this block and that cost tokens), ``cached_calls`` (calls DSPy's cache answered: free now, though an
+    interrupted earlier run may have paid for them) and the tokens per model
+    (``{"lm_calls": n, "cached_calls": m, "by_model": {model: {"prompt_tokens": .., "completion_tokens": ..}}}``)."""
     usage: dict[str, Any] = {}
-    with dspy.track_usage() as tracker:
+    counter = _AnsweredCalls()
+    with dspy.track_usage() as tracker, dspy.context(callbacks=[*dspy.settings.callbacks, counter]):
         try:
             yield usage
         finally:
             totals = tracker.get_total_tokens()
             usage["lm_calls"] = sum(len(entries) for entries in tracker.usage_data.values())
+            usage["cached_calls"] = max(0, counter.answered - usage["lm_calls"])
             usage["by_model"] = {model: {k: int(totals.get(model, {}).get(k) or 0)
                                          for k in ("prompt_tokens", "completion_tokens")}
                                  for model in tracker.usage_data}
@@ -324,15 +352,16 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _score_once(metric: Metric, sample, retries: int, backoff: float) -> tuple[dspy.Prediction, dict, int]:
+def _score_once(metric: Metric, sample, retries: int, backoff: float) -> tuple[dspy.Prediction, dict[str, Any]]:
+    """The metric's result and its ``tracked_usage`` record (empty for a metric without an LM)."""
     if not metric.needs_lm:  # no LM, nothing to track or retry
-        return metric.score(sample), {}, 0
+        return metric.score(sample), {}
     attempt = 0
     while True:
         try:
             with tracked_usage() as usage:
                 result = metric.score(sample)
-            return result, usage["by_model"], usage["lm_calls"]
+            return result, usage
         except TRANSIENT_ERRORS:
             if attempt >= retries:
                 raise
@@ -348,6 +377,7 @@ def evaluate(
     embeddings: Any = None,
     num_threads: int = 4,
     run_file: str | Path | None = None,
+    retry_failed: bool = False,
     strict: bool = False,
     retries: int = 3,
     backoff: float = 1.0,
@@ -361,8 +391,13 @@ def evaluate(
     metrics = list(metrics)
     if not metrics:
         raise ValueError("evaluate: give at least one metric")
-    if not isinstance(num_threads, int) or num_threads < 1:
+    if len(dataset) == 0:
+        raise ValueError("evaluate: the dataset holds no samples")
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
         raise ValueError(f"evaluate: num_threads must be a positive int, got {num_threads!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout <= 0):
+        raise ValueError(f"evaluate: timeout must be a positive number of seconds or None, got {timeout!r}")
     names = _metric_names(metrics)
 
     errors = []
@@ -382,67 +417,90 @@ def evaluate(
     }
     store = RunFile(run_file, header) if run_file is not None else None
     done = dict(store.done) if store else {}
+    if retry_failed:
+        done = {key: record for key, record in done.items() if not record.get("error")}
     todo = [(i, m) for i in range(len(dataset)) for m in metrics if (i, m.name) not in done]
+    isolated = {m.name for m in metrics if timeout is not None and rebuildable(m)}
 
     resolved_lm = resolve_lm(lm) if lm is not None else None
     records: dict[tuple[int, str], dict[str, Any]] = dict(done)
+    idle_workers: collections.deque[ProcessWorker] = collections.deque()
+    finished: queue.Queue = queue.Queue()
 
-    def run_one(index: int, metric: Metric) -> dict[str, Any]:
-        start = time.perf_counter()
+    def run_one(attempt: int, index: int, metric: Metric) -> None:
+        started = time.monotonic()
+        running[attempt] = started
         record: dict[str, Any] = {"sample": index, "metric": metric.name, "sample_key": keys[index]}
         try:
-            result, usage, calls = _score_once(metric, dataset[index], retries, backoff)
-            details = {k: _jsonable(v) for k, v in result.items() if k not in ("score", "undefined_reason")}
-            record.update(score=float(result.score), details=details, usage=usage, lm_calls=calls)
-            if result.get("undefined_reason"):
-                record["undefined_reason"] = result["undefined_reason"]
+            if metric.name in isolated:
+                worker = idle_workers.popleft() if idle_workers else ProcessWorker()
+                try:
+                    reply = worker.score(metric, dataset[index], timeout)
+                finally:
+                    idle_workers.append(worker)
+                if "error" in reply:
+                    record.update(score=None, error=reply["error"])
+                else:
+                    record.update(reply, usage={}, lm_calls=0)
+            else:
+                result, usage = _score_once(metric, dataset[index], retries, backoff)
+                details = {k: _jsonable(v) for k, v in result.items() if k not in ("score", "undefined_reason")}
+                record.update(score=float(result.score), details=details, usage=usage.get("by_model", {}),
+                              lm_calls=usage.get("lm_calls", 0), cached_calls=usage.get("cached_calls", 0))
+                if result.get("undefined_reason"):
+                    record["undefined_reason"] = result["undefined_reason"]
         except Exception as err:  # recorded, the run goes on (unless strict)
             if strict:
-                raise
+                finished.put((attempt, err))
+                return
             record.update(score=None, error=f"{type(err).__name__}: {err}")
-        record["latency_s"] = time.perf_counter() - start
-        return record
+        record["latency_s"] = time.monotonic() - started
+        finished.put((attempt, record))
 
     context = dspy.context(lm=resolved_lm) if resolved_lm is not None else contextlib.nullcontext()
-    bar = None
-    if progress and todo:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(todo), desc="evaluate", unit="item")
+    bar = tqdm(total=len(todo), desc="evaluate", unit="item") if progress and todo else None
     start = time.perf_counter()
-    pool = ThreadPoolExecutor(max_workers=num_threads)
-    abandoned = False  # a timed-out task still holds a thread: do not wait for it at the end
+    running: dict[int, float] = {}  # attempt -> when its thread started working on it
     with context, default_embeddings(embeddings):
-        pending: dict[Any, tuple[int, Metric, float]] = {}
-        queue = collections.deque(todo)
+        pending: dict[int, tuple[int, Metric]] = {}
+        waiting = collections.deque(todo)
+        attempts = itertools.count()
         try:
-            while queue or pending:
-                while queue and len(pending) < num_threads:
-                    index, metric = queue.popleft()
-                    future = pool.submit(contextvars.copy_context().run, run_one, index, metric)
-                    pending[future] = (index, metric, time.monotonic())
-                finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                now = time.monotonic()
-                for future in list(pending):
-                    index, metric, started = pending[future]
-                    if future in finished:
-                        record = future.result()
-                    elif timeout is not None and now - started > timeout:
-                        if strict:
-                            raise TimeoutError(f"{metric.name} on sample {index} took over {timeout} s")
-                        record = {"sample": index, "metric": metric.name, "sample_key": keys[index], "score": None,
-                                  "error": f"TimeoutError: no result after {timeout} s", "latency_s": now - started}
-                        abandoned = True
-                    else:
-                        continue
-                    del pending[future]
-                    records[(index, metric.name)] = record
+            while waiting or pending:
+                while waiting and len(pending) < num_threads:
+                    index, metric = waiting.popleft()
+                    attempt = next(attempts)
+                    pending[attempt] = (index, metric)
+                    # daemon threads: an item abandoned at its timeout never keeps the process alive
+                    threading.Thread(target=contextvars.copy_context().run, args=(run_one, attempt, index, metric),
+                                     daemon=True, name=f"evaluate-{attempt}").start()
+                try:
+                    attempt, outcome = finished.get(timeout=0.2)
+                except queue.Empty:
+                    attempt, outcome = None, None
+                if isinstance(outcome, Exception):
+                    raise outcome
+                done_now = [] if attempt is None or attempt not in pending else [(attempt, outcome)]
+                if timeout is not None:  # in-thread items: the clock starts when the item starts, not when queued
+                    now = time.monotonic()
+                    for late, (index, metric) in pending.items():
+                        if metric.name not in isolated and late in running and now - running[late] > timeout:
+                            if strict:
+                                raise TimeoutError(f"{metric.name} on sample {index} took over {timeout} s")
+                            done_now.append((late, {
+                                "sample": index, "metric": metric.name, "sample_key": keys[index], "score": None,
+                                "error": f"TimeoutError: no result after {timeout} s (the call was abandoned)",
+                                "latency_s": now - running[late]}))
+                for finished_attempt, record in done_now:
+                    del pending[finished_attempt]
+                    records[(record["sample"], record["metric"])] = record
                     if store:
                         store.append(record)
                     if bar:
                         bar.update(1)
         finally:
-            pool.shutdown(wait=not abandoned and not pending, cancel_futures=True)
+            for worker in idle_workers:
+                worker.close()
             if bar:
                 bar.close()
     wall = time.perf_counter() - start

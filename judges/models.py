@@ -13,6 +13,10 @@ Embedders (``resolve_embedder``):
   * a local directory         -> that sentence-transformers model;
   * any other string          -> ``dspy.Embedder(string)`` (LiteLLM embedding model);
   * an object with ``encode`` or a callable ``list[str] -> array`` -> wrapped as is.
+
+LiteLLM's price table: the copy bundled with LiteLLM is used (``LITELLM_LOCAL_MODEL_COST_MAP=True`` unless
+you set it), because fetching the live one blocks for seconds of retries on an offline machine; set the
+variable to ``False`` before importing ``judges`` for the live table.
 """
 
 from __future__ import annotations
@@ -29,10 +33,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import dspy
-import numpy as np
-from dspy.lm15 import ContextLengthError, InvalidRequestError, Message, Response, TextPart, Usage
-from dspy.lm15 import TokenLogprob, TopLogprob, response_to_events
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # read when LiteLLM is first imported
+
+import dspy  # noqa: E402
+import numpy as np  # noqa: E402
+from dspy.lm15 import (  # noqa: E402
+    ContextLengthError,
+    InvalidRequestError,
+    Message,
+    Response,
+    TextPart,
+    TokenLogprob,
+    TopLogprob,
+    Usage,
+    response_to_events,
+)
 
 EMBEDDED = "embedded"
 EMBEDDED_LM_NAME = "llamacpp/smollm2-135m-instruct"

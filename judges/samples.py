@@ -8,9 +8,10 @@ unknown field raises :class:`SampleValidationError`, whose message names the fie
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 class SampleValidationError(ValueError):
@@ -46,8 +47,33 @@ def _describe_pydantic_error(error: ValidationError) -> list[tuple[str, str]]:
     return out
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unicode_problem(value: Any) -> str | None:
+    """Why ``value`` (or a string inside it) is not text that can be written out, else None. JSON's
+    ``"\\ud800"`` escapes decode to lone surrogates, which no file or terminal can encode."""
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        return None if found is None else (f"is not valid Unicode text: a lone surrogate U+{ord(found.group()):04X} "
+                                           f"at position {found.start()}")
+    if isinstance(value, (list, tuple)):
+        return next((p for p in map(_unicode_problem, value) if p), None)
+    if isinstance(value, dict):
+        return next((p for p in map(_unicode_problem, [*value.keys(), *value.values()]) if p), None)
+    return None
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, str_strip_whitespace=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _valid_unicode(cls, value: Any) -> Any:
+        problem = _unicode_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @classmethod
     def parse(cls, data: Any, *, index: int | None = None):

@@ -11,13 +11,18 @@ from typing import ClassVar
 
 import dspy
 
-from judges.base import Metric
+from judges.base import InputTooLargeError, Metric
 from judges.language import Tokenizer, has_cjk, tokenize
 
 
 def _check_choice(metric: str, parameter: str, value, choices) -> None:
     if value not in choices:
         raise ValueError(f"{metric}: {parameter}={value!r} is not one of {sorted(choices)}")
+
+
+def _check_positive(metric: str, parameter: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{metric}: {parameter} must be a positive int, got {value!r}")
 
 
 class _ResponseVsReference(Metric):
@@ -53,8 +58,9 @@ class BleuScore(_ResponseVsReference):
             result = self._bleu_pretokenized.sentence_score(hypothesis, [reference])
         else:
             result = self._bleu.sentence_score(hypothesis, [reference])
-        return dspy.Prediction(score=result.score / 100.0, precisions=[p / 100.0 for p in result.precisions],
-                               brevity_penalty=result.bp)
+        # sacrebleu's float arithmetic can give 100.00000000000004: clipped so a score is never above 1
+        return dspy.Prediction(score=min(1.0, max(0.0, result.score / 100.0)),
+                               precisions=[p / 100.0 for p in result.precisions], brevity_penalty=result.bp)
 
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
@@ -73,23 +79,38 @@ class RougeScore(_ResponseVsReference):
 
     Defaults follow Ragas (``rougeL``, ``fmeasure``). Tokens are lower-cased words, and single characters
     for Chinese/Japanese, so CJK text is not dropped as rouge-score's default tokenizer would.
+
+    Size guard: ROUGE-L fills a table of (response tokens x reference tokens) cells in pure Python (a 2 MB
+    pair took 9.6 GB). Beyond ``max_lcs_cells`` (default 10,000,000, e.g. 3,000 x 3,000 tokens: about 3 s
+    and 100 MB) the item fails with ``InputTooLargeError`` instead; ROUGE-1/2 are linear and unguarded.
     """
 
-    def __init__(self, *, rouge_type: str = "rougeL", mode: str = "fmeasure"):
+    def __init__(self, *, rouge_type: str = "rougeL", mode: str = "fmeasure", max_lcs_cells: int = 10_000_000):
         _check_choice("rouge_score", "rouge_type", rouge_type, ROUGE_TYPES)
         _check_choice("rouge_score", "mode", mode, ROUGE_MODES)
+        _check_positive("rouge_score", "max_lcs_cells", max_lcs_cells)
         self.rouge_type = rouge_type
         self.mode = mode
+        self.max_lcs_cells = max_lcs_cells
         self._scorer = _rouge_scorer(rouge_type)
 
     def _score(self, sample) -> dspy.Prediction:
+        if self.rouge_type == "rougeL" and len(sample.reference) * len(sample.response) > self.max_lcs_cells:
+            cells = len(tokenize(sample.reference)) * len(tokenize(sample.response))  # chars bound tokens
+            if cells > self.max_lcs_cells:
+                raise InputTooLargeError(f"rouge_score: ROUGE-L on {cells:,} token pairs is over max_lcs_cells="
+                                         f"{self.max_lcs_cells:,}; raise it or use rouge1 / rouge2")
         result = self._scorer.score(sample.reference, sample.response)[self.rouge_type]
-        return dspy.Prediction(
+        out = dspy.Prediction(
             score=float(getattr(result, self.mode)),
             precision=result.precision,
             recall=result.recall,
             fmeasure=result.fmeasure,
         )
+        empty = [f for f in ("reference", "response") if not tokenize(getattr(sample, f))]
+        if empty:  # rouge-score gives 0 here; say why rather than pass it off as a real 0
+            out["undefined_reason"] = f"the {' and the '.join(empty)} has no tokens; ROUGE is 0 by convention"
+        return out
 
 
 class ChrfScore(_ResponseVsReference):
@@ -157,9 +178,14 @@ def _similarity_function(measure: DistanceMeasure):
 
 class NonLLMStringSimilarity(_ResponseVsReference):
     """Normalised string similarity (rapidfuzz) of ``response`` and ``reference``, character by character:
-    Levenshtein (default), Hamming, Jaro or Jaro-Winkler. 1.0 means identical."""
+    Levenshtein (default), Hamming, Jaro or Jaro-Winkler. 1.0 means identical.
 
-    def __init__(self, *, distance_measure: DistanceMeasure | str = DistanceMeasure.LEVENSHTEIN):
+    Size guard: Levenshtein's time grows with the product of the lengths (two 2 MB strings: 160 s, holding
+    the interpreter). A string longer than ``max_length`` characters (default 200,000: about 2 s at most)
+    fails the item with ``InputTooLargeError``."""
+
+    def __init__(self, *, distance_measure: DistanceMeasure | str = DistanceMeasure.LEVENSHTEIN,
+                 max_length: int = 200_000):
         try:
             self.distance_measure = DistanceMeasure(distance_measure)
         except ValueError:
@@ -167,9 +193,14 @@ class NonLLMStringSimilarity(_ResponseVsReference):
                 f"non_llm_string_similarity: distance_measure={distance_measure!r} is not one of "
                 f"{[m.value for m in DistanceMeasure]}"
             ) from None
+        _check_positive("non_llm_string_similarity", "max_length", max_length)
+        self.max_length = max_length
         self._similarity = _similarity_function(self.distance_measure)
 
     def similarity(self, a: str, b: str) -> float:
+        if max(len(a), len(b)) > self.max_length:
+            raise InputTooLargeError(f"non_llm_string_similarity: a string of {max(len(a), len(b)):,} characters "
+                                     f"is over max_length={self.max_length:,}")
         return float(self._similarity(a, b))
 
     def _score(self, sample) -> dspy.Prediction:

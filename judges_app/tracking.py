@@ -19,6 +19,7 @@ import json
 import os
 import re
 import tempfile
+import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,36 @@ def default_tracking_uri(run_dir: str | Path = "runs") -> str:
     folder = Path(run_dir).absolute()
     folder.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{folder / 'mlflow.db'}"
+
+
+def tracking_problem(run_dir: str | Path = "runs", timeout: float = 5.0) -> str | None:
+    """Why a run could not be logged where ``default_tracking_uri(run_dir)`` points, checked in a moment
+    before any work (MLflow itself retries a read-only store for ~100 s, or fails after the work): a
+    SQLite store whose folder, file or artifact folder is not writable, a file store likewise, or a
+    tracking server that does not answer ``/health``. None when logging can go ahead."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(run_dir).absolute() / 'mlflow.db'}"
+    if uri.startswith(("http://", "https://")):
+        try:
+            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout) as answer:
+                ok = answer.status == 200
+        except (OSError, ValueError) as err:
+            return f"the MLflow tracking server {uri} does not answer ({err})"
+        return None if ok else f"the MLflow tracking server {uri} is not healthy"
+    if uri.startswith("sqlite:///") and ":memory:" not in uri:
+        db = Path(unquote(uri[len("sqlite:///"):]).split("?")[0]).absolute()
+        places = [db.parent, db.parent / "mlartifacts"]
+    elif uri.startswith("file:") or "://" not in uri:
+        places = [Path(unquote(uri.removeprefix("file://").removeprefix("file:"))).absolute()]
+        db = None
+    else:
+        return None  # another store (a database server ...): MLflow reports its own errors
+    for place in places:
+        existing = next((p for p in (place, *place.parents) if p.exists()), None)
+        if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+            return f"MLflow cannot write to {place} (not writable)"
+    if db is not None and db.exists() and not os.access(db, os.W_OK):
+        return f"MLflow cannot write to {db} (read-only file)"
+    return None
 
 
 def metric_key(name: str) -> str:
@@ -202,7 +233,7 @@ def log_evaluation(result: EvaluationResult, *, prefix: str = "") -> None:
     summary = result.summary()
     metrics: dict[str, float] = {}
     for name in result.metric_names:
-        for stat in ("mean", "std", "failures", "undefined", "lm_calls", "input_tokens", "output_tokens", "cost",
+        for stat in ("mean", "std", "failures", "undefined", "lm_calls", "cached_calls", "input_tokens", "output_tokens", "cost",
                      "latency_p50", "latency_p95"):
             if summary[name][stat] is not None:
                 metrics[metric_key(f"{head}{name}.{stat}")] = float(summary[name][stat])
@@ -243,6 +274,7 @@ def log_calibration(run: CalibrationRun, compiled: dict[str, CompiledJudge], run
         mlflow.log_metric(metric_key(f"{scorer}.seconds"), seconds)
     for phase, usage in run.meta.get("usage", {}).items():
         mlflow.log_metric(metric_key(f"{phase}.lm_calls"), usage["lm_calls"])
+        mlflow.log_metric(metric_key(f"{phase}.cached_calls"), usage.get("cached_calls", 0))
         for kind, count in usage_tokens(usage).items():
             mlflow.log_metric(metric_key(f"{phase}.{kind}"), count)
         if usage.get("cost") is not None:

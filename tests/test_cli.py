@@ -151,7 +151,7 @@ def test_calibrate_input_errors(tmp_path, capsys):
     assert "6 labelled items" in capsys.readouterr().err
     nolabel = write_jsonl(tmp_path / "nolabel.jsonl", [{"response": "x"}])
     assert main(["calibrate", str(nolabel), "--no-mlflow"]) == 2
-    assert "row 0 has no 'label'" in capsys.readouterr().err
+    assert "nolabel.jsonl: line 1 has no 'label'" in capsys.readouterr().err
     assert main(["report", str(data)]) == 2
     prices = write_json(tmp_path / "prices.json", {"scripted/test": 3})
     assert main(["calibrate", str(data), "--n-train", "2", "--n-test", "2", "--no-mlflow", "--prices", str(prices)]) == 2

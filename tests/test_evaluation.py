@@ -12,7 +12,16 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from judges import EvaluationDataset, ExactMatch, Faithfulness, Judge, Metric, RougeScore, SingleTurnSample
+from judges import (
+    EvaluationDataset,
+    ExactMatch,
+    Faithfulness,
+    Judge,
+    Metric,
+    NonLLMStringSimilarity,
+    RougeScore,
+    SingleTurnSample,
+)
 from judges.evaluation import DatasetValidationError, evaluate, read_run_records
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -124,6 +133,86 @@ def test_per_task_timeout():
     result = evaluate(EvaluationDataset(samples(2)), [SlowLength(delay=2.0)], num_threads=2, timeout=0.3,
                       progress=False)
     assert len(result.failures) == 2 and "TimeoutError" in result.failures[0][2]
+
+
+def test_a_timeout_stops_a_cpu_bound_item_and_the_next_item_still_runs():
+    """Audit: a Levenshtein item on a 2 MB pair ran 160 s under --timeout 5 and was recorded as a success, and
+    the trivial item after a timed-out one was recorded as TimeoutError without running. CPU-bound metrics
+    now run in a killable worker process, and an item's clock starts when it starts."""
+    import random
+
+    rng = random.Random(0)
+    big = "".join(rng.choice("abcdefgh ") for _ in range(1_000_000))
+    data = EvaluationDataset([{"response": big, "reference": big[::-1]}, {"response": "a", "reference": "a"}])
+    start = time.monotonic()
+    result = evaluate(data, [NonLLMStringSimilarity(max_length=5_000_000)], num_threads=1, timeout=2,
+                      progress=False)
+    assert time.monotonic() - start < 30  # ~45 s of Levenshtein was stopped at 2 s (+ worker start-ups)
+    assert result.failures == [(0, "non_llm_string_similarity",
+                                "TimeoutError: no result after 2 s (the worker process was killed)")]
+    assert result.records[1]["score"] == 1.0
+
+
+def test_quadratic_metrics_refuse_inputs_beyond_their_documented_size():
+    """ROUGE-L on a 2 MB pair took 9.6 GB: beyond max_lcs_cells / max_length the item is a named failure."""
+    long_text = " ".join(f"w{i % 5000}" for i in range(12_000))  # ~60 KB, 12,000 tokens
+    data = EvaluationDataset([{"response": long_text, "reference": long_text}, {"response": "a b", "reference": "a b"}])
+    start = time.monotonic()
+    result = evaluate(data, [RougeScore(), NonLLMStringSimilarity(max_length=10_000)], progress=False)
+    assert time.monotonic() - start < 10
+    reasons = {metric: error for _, metric, error in result.failures}
+    assert reasons["rouge_score"].startswith("InputTooLargeError: rouge_score: ROUGE-L on 144,000,000 token pairs")
+    assert reasons["non_llm_string_similarity"].startswith("InputTooLargeError")
+    assert [r["score"] for r in result.records[2:]] == [1.0, 1.0]
+    assert RougeScore(rouge_type="rouge1").score(data[0]).score == 1.0  # linear: no guard
+    with pytest.raises(ValueError, match="max_lcs_cells must be a positive int"):
+        RougeScore(max_lcs_cells=0)
+
+
+def test_an_abandoned_llm_call_does_not_keep_the_process_alive(tmp_path):
+    """Audit: the process lingered ~60 s after printing. A timed-out LM call is abandoned on a daemon thread."""
+    script = tmp_path / "slow.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from scripted import scripted_lm
+        from test_evaluation import PolitenessJudge
+        from judges import evaluate
+        lm = scripted_lm(lambda prompt: time.sleep(60) or {{"polite": "True"}})
+        result = evaluate([{{"response": "hello"}}], [PolitenessJudge(lm=lm)], timeout=1, progress=False)
+        print(result.failures, flush=True)
+    """))
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "TimeoutError: no result after 1 s (the call was abandoned)" in done.stdout
+    assert time.monotonic() - start < 40  # imports + 1 s, not the 60 s the call would take
+
+
+class Outage(Metric):
+    """Fails while its class attribute ``down`` is set (an outage that ends), else scores 1."""
+
+    required_fields: ClassVar[tuple[str, ...]] = ("response",)
+    down = True
+
+    def _score(self, sample):
+        if type(self).down and sample.response.endswith("2"):
+            raise ConnectionRefusedError("provider down")
+        return dspy.Prediction(score=1.0)
+
+
+def test_retry_failed_reruns_recorded_failures_only(tmp_path):
+    """Failed records count as finished, so a rerun never retried them; retry_failed=True does."""
+    run_file, data = tmp_path / "run.jsonl", EvaluationDataset(rows(4))
+    Outage.down = True
+    first = evaluate(data, [Outage(), ExactMatch()], run_file=run_file, progress=False)
+    assert [f[:2] for f in first.failures] == [(2, "outage")]
+    Outage.down = False
+    assert evaluate(data, [Outage(), ExactMatch()], run_file=run_file, progress=False).failures == first.failures
+    lines = len(run_file.read_text().splitlines())
+    retried = evaluate(data, [Outage(), ExactMatch()], run_file=run_file, retry_failed=True, progress=False)
+    assert retried.failures == [] and retried.records[4]["score"] == 1.0
+    assert len(run_file.read_text().splitlines()) == lines + 1  # only the failed item ran again
 
 
 def test_lm_argument_reaches_judges_without_their_own_lm():

@@ -196,3 +196,10 @@ def test_label_demos_of_rating_and_dual_judges():
     assert demo["rating"] == 4 and "score 5:" in demo["rubric"]
     demo = AnswerAccuracy().label_demo({"user_input": "q", "response": "a", "reference": "r"}, 0.4)
     assert demo == {"question": "q", "user_answer": "a", "reference_answer": "r", "rating": 2}
+
+
+def test_stacked_calibrator_fits_sets_smaller_than_five_folds():
+    """Found by the fuzz test: 4 continuous labels asked for 5-fold cross-validation and crashed."""
+    cal = Calibrator("stacked", binary=False, features=["token_overlap"])
+    cal.fit([0.1, 0.5, 0.7, 0.9], [0.0, 0.4, 0.8, 1.0], np.array([[0.0], [0.5], [0.7], [1.0]]))
+    assert np.all(np.isfinite(cal.predict([0.3], np.array([[0.3]]))))

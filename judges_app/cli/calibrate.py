@@ -8,12 +8,12 @@ import time
 from pathlib import Path
 
 from calibration.datasets import balanced_sample, split
-from calibration.heldout import compare_on_heldout
-from calibration.report import write_report
 from calibration.fit import JudgeFailedError
+from calibration.heldout import check_split, compare_on_heldout
+from calibration.report import write_report
 from judges.evaluation import usage_cost, usage_tokens
-from judges.samples import SampleValidationError
 from judges.models import resolve_lm
+from judges.samples import SampleValidationError
 from judges_app.cli.common import (
     BUILTIN_SETS,
     CommandFailed,
@@ -21,9 +21,13 @@ from judges_app.cli.common import (
     add_common_options,
     add_prices_option,
     build_metric,
+    check_tracking,
     dataset_name,
+    label_range,
     load_labelled,
+    log_after_printing,
     mlflow_note,
+    positive_int,
     read_prices,
     share,
     tracking,
@@ -35,7 +39,8 @@ OPTIMIZERS = ("none", "labeled", "bootstrap", "random_search", "mipro", "simba",
 
 def run(args) -> int:
     args.optimizer = args.optimizer or ["bootstrap"]
-    data = load_labelled(args.data, label_column=args.label_column, label_kind=args.label_kind)
+    data = load_labelled(args.data, label_column=args.label_column, label_kind=args.label_kind,
+                         label_range=args.label_range)
     n_train, n_test = args.n_train, args.n_test
     if n_train < 2 or n_test < 2:
         raise UsageError("--n-train and --n-test must be at least 2")
@@ -44,7 +49,12 @@ def run(args) -> int:
     picked = balanced_sample(data, n_train + n_test, seed=args.seed) if data.kind == "binary" else data.subset(
         range(n_train + n_test))
     parts = split(picked, dev=0, test=n_test / len(picked), seed=args.seed)
+    try:
+        check_split(parts.train, parts.test, None if args.calibrator == "none" else args.calibrator)
+    except ValueError as err:
+        raise UsageError(f"{args.data}: {err}") from None
     prices = read_prices(args.prices)  # a bad price file fails now, not after the run
+    check_tracking(args)
     judge_spec = args.judge + (f":{args.judge_params}" if args.judge_params else "")
     probe = build_metric(judge_spec)
     if not probe.needs_lm:
@@ -57,9 +67,12 @@ def run(args) -> int:
     reflection = resolve_lm(args.reflection_lm) if args.reflection_lm else (lm if "gepa" in args.optimizer else None)
     optimizers = [None if o == "none" else o for o in args.optimizer]
     try:
-        options = {"max_demos": args.max_demos, **json.loads(args.optimizer_options or "{}")}
+        extra = json.loads(args.optimizer_options or "{}")
     except json.JSONDecodeError as err:
         raise UsageError(f"--optimizer-options must be a JSON object ({err.msg})") from None
+    if not isinstance(extra, dict):
+        raise UsageError(f"--optimizer-options must be a JSON object, got {type(extra).__name__}: {args.optimizer_options}")
+    options = {"max_demos": args.max_demos, **extra}
     out = Path(args.out or Path(args.runs_dir) / "calibrate" / f"{dataset_name(args.data)}-{probe.name}")
     out.mkdir(parents=True, exist_ok=True)
     params = {"data": args.data, "data_hash": data_hash(list(picked.dataset.samples) + list(picked.labels)),
@@ -86,9 +99,27 @@ def run(args) -> int:
         for label, judge in compiled.items():
             judge.save(out / f"compiled_{probe.name}_{label}.json")
         report = None if args.no_report else write_report(run, out / "report")
-        if not args.no_mlflow:
-            log_calibration(run, compiled, out / "calibration_run.json", report)
-    print(f"\n{run.name}: held-out test n={len(parts.test)}, 95% bootstrap CIs\n")
+        print_results(run, args)
+        print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/: calibration_run.json, "
+              + ", ".join(f"compiled_{probe.name}_{label}.json" for label in compiled))
+        if report:
+            print(f"HTML report: {report}")
+        logging_failed = log_after_printing(
+            args, lambda: log_calibration(run, compiled, out / "calibration_run.json", report))
+    if logging_failed:
+        raise CommandFailed(logging_failed)
+    mlflow_note(args)
+    worst = max(((count / len(parts.test if scorer in run.scores else parts.train), scorer)
+                 for scorer, count in run.meta["failures"].items()), default=(0.0, None))
+    if worst[0] > args.max_failure_share:
+        raise CommandFailed(f"{worst[1]} failed on {worst[0]:.0%} of its items, more than --max-failure-share "
+                            f"{args.max_failure_share:.0%}: the numbers above describe only the items it scored")
+    return 0
+
+
+def print_results(run, args) -> None:
+    """The agreement table, the findings in words, errors, skipped optimizers and LM use per phase."""
+    print(f"\n{run.name}: held-out test n={len(run.labels)}, 95% bootstrap CIs\n")
     print(run.table())
     print()
     for finding in run.findings(n_bootstrap=args.n_bootstrap, seed=args.seed):
@@ -97,22 +128,13 @@ def run(args) -> int:
         print(f"  {scorer} failed with: " + "; ".join(errors))
     for label, reason in run.meta.get("skipped", {}).items():
         print(f"  optimizer {label} skipped: {reason}")
-    print("\nLM use (cached answers count as no call):")
+    print("\nLM use (calls that cost tokens; answers from DSPy's cache are counted apart):")
     for phase, usage in run.meta["usage"].items():
         tokens = usage_tokens(usage)
         cost = f", ${usage['cost']:.4f}" if usage.get("cost") is not None else ""
-        print(f"  {phase}: {usage['lm_calls']} calls, {tokens['prompt_tokens']} tokens in / "
+        cached = f" (+{usage['cached_calls']} answered from cache)" if usage.get("cached_calls") else ""
+        print(f"  {phase}: {usage['lm_calls']} calls{cached}, {tokens['prompt_tokens']} tokens in / "
               f"{tokens['completion_tokens']} out{cost}")
-    print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/: calibration_run.json, "
-          + ", ".join(f"compiled_{probe.name}_{label}.json" for label in compiled)
-          + (", report/index.html" if report else ""))
-    mlflow_note(args)
-    worst = max(((count / len(parts.test if scorer in run.scores else parts.train), scorer)
-                 for scorer, count in run.meta["failures"].items()), default=(0.0, None))
-    if worst[0] > args.max_failure_share:
-        raise CommandFailed(f"{worst[1]} failed on {worst[0]:.0%} of its items, more than --max-failure-share "
-                            f"{args.max_failure_share:.0%}: the numbers above describe only the items it scored")
-    return 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -125,18 +147,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judge", default="faithfulness", help="an LLM judge from `dspy-judges metrics` (default faithfulness)")
     p.add_argument("--judge-params", default=None, help="the judge's constructor parameters as JSON")
     p.add_argument("--label-column", default="label", help="the label column of a file (default: label)")
-    p.add_argument("--label-kind", default="binary", choices=("binary", "ordinal", "continuous"))
+    p.add_argument("--label-kind", default="binary", choices=("binary", "ordinal", "continuous"),
+                   help="binary (0/1, true/false), ordinal (whole numbers) or continuous; every label is checked "
+                        "before any LM call")
+    p.add_argument("--label-range", type=label_range, default=None, metavar="LOW,HIGH",
+                   help="the label scale, e.g. 1,5 (default: the lowest and highest label in the file)")
     p.add_argument("--optimizer", action="append", choices=OPTIMIZERS, default=None,
                    help="DSPy optimizer; repeat to compare several (default: bootstrap)")
     p.add_argument("--calibrator", default="stacked", choices=("stacked", "platt", "isotonic", "none"))
-    p.add_argument("--n-train", type=int, default=16, help="labelled items to compile and calibrate on (default 16)")
-    p.add_argument("--n-test", type=int, default=32, help="held-out items to measure on (default 32)")
-    p.add_argument("--max-demos", type=int, default=3, help="few-shot demos per step (default 3)")
+    p.add_argument("--n-train", type=positive_int, default=16,
+                   help="labelled items to compile and calibrate on (default 16)")
+    p.add_argument("--n-test", type=positive_int, default=32, help="held-out items to measure on (default 32)")
+    p.add_argument("--max-demos", type=positive_int, default=3, help="few-shot demos per step (default 3)")
     p.add_argument("--optimizer-options", default=None,
                    help='JSON passed to the optimizers, e.g. {"num_candidates": 2, "num_trials": 3} for mipro, '
                         '{"max_metric_calls": 40} for gepa')
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)")
+    p.add_argument("--n-bootstrap", type=positive_int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)")
     p.add_argument("--reflection-lm", default=None, help="GEPA's reflection LM (default: the judge LM)")
     p.add_argument("--out", default=None, help="output folder (default runs/calibrate/<data>-<judge>)")
     p.add_argument("--no-report", action="store_true", help="skip the HTML report")

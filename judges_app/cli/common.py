@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import inspect
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from calibration.datasets import LabelledSet
 from judges.base import Metric
 from judges.catalogue import metric_classes
 from judges.dataset import EvaluationDataset
-from judges_app.tracking import default_tracking_uri, tracked_run
+from judges_app.tracking import default_tracking_uri, tracked_run, tracking_problem
 
 BUILTIN_SETS = {
     "begin-slice": "60 BEGIN dialogue turns bundled with the package (faithfulness; binary)",
@@ -41,6 +42,39 @@ class UsageError(Exception):
 class CommandFailed(Exception):
     """The command ran but its result cannot be trusted (e.g. the judge failed on too many items):
     reported in one line and exit code 1, after whatever was written and printed."""
+
+
+def label_range(text: str) -> tuple[float, float]:
+    """An argparse type: "LOW,HIGH", e.g. "1,5"."""
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LOW,HIGH such as 1,5; got {text!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise argparse.ArgumentTypeError(f"expected finite LOW < HIGH, got {text!r}")
+    return low, high
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """An argparse type: a finite number > 0 (e.g. seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+    return value
 
 
 def share(text: str) -> float:
@@ -92,6 +126,8 @@ def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None) -> Metric
         missing = [r for r in required_params(cls) if r not in params]
         hint = f"; it needs {missing}, e.g. {name}:" + json.dumps({m: "..." for m in missing}) if missing else ""
         raise UsageError(f"metric {name!r}: {err}{hint}") from None
+    except ValueError as err:  # a setting out of range: the constructor's message names it
+        raise UsageError(f"metric {name!r}: {err}") from None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -106,13 +142,17 @@ def load_dataset(path: str, limit: int | None) -> EvaluationDataset:
         raise UsageError(f"{path}: give a .jsonl or .csv file (one sample per line / row)")
     try:
         dataset = loaders[file.suffix](file)
-    except ValueError as err:  # a row that is not a sample: the message names the row and field
+    except (ValueError, UnicodeDecodeError) as err:  # a row that is not a sample: the message names row and field
         raise UsageError(f"{path}: {err}") from None
+    if len(dataset) == 0:
+        raise UsageError(f"{path} holds no samples")
     return EvaluationDataset(dataset.samples[:limit]) if limit else dataset
 
 
-def load_labelled(source: str, *, label_column: str, label_kind: str) -> LabelledSet:
-    """A built-in labelled set by name, or a labelled .jsonl / .csv file."""
+def load_labelled(source: str, *, label_column: str, label_kind: str,
+                  label_range: tuple[float, float] | None = None) -> LabelledSet:
+    """A built-in labelled set by name, or a labelled .jsonl / .csv file whose labels are all checked
+    against ``label_kind`` (and ``label_range``) here, before any judge runs."""
     if source in BUILTIN_LOADERS:
         try:
             return BUILTIN_LOADERS[source]()
@@ -125,8 +165,8 @@ def load_labelled(source: str, *, label_column: str, label_kind: str) -> Labelle
     if file.suffix not in loaders:
         raise UsageError(f"{source}: give a .jsonl or .csv file with sample fields and a '{label_column}' column")
     try:
-        return loaders[file.suffix](file, label=label_column, kind=label_kind, name=file.stem)
-    except ValueError as err:
+        return loaders[file.suffix](file, label=label_column, kind=label_kind, name=file.stem, label_range=label_range)
+    except (ValueError, UnicodeDecodeError) as err:
         raise UsageError(str(err)) from None
 
 
@@ -138,20 +178,47 @@ def read_prices(path: str | None) -> dict[str, dict[str, float]] | None:
         prices = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
         raise UsageError(f"--prices {path}: {err}") from None
-    bad = [m for m, p in prices.items() if not isinstance(p, dict)] if isinstance(prices, dict) else ["(not an object)"]
+    def bad_entry(price: Any) -> bool:
+        return not isinstance(price, dict) or set(price) - {"input", "output"} or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+            for v in price.values())
+
+    bad = [m for m, p in prices.items() if bad_entry(p)] if isinstance(prices, dict) else ["(not an object)"]
     if bad:
-        raise UsageError(f'--prices {path}: expected {{"model": {{"input": $/1M tokens, "output": ...}}}}; bad entries {bad}')
+        raise UsageError(f'--prices {path}: expected {{"model": {{"input": $ per 1M tokens, "output": ...}}}} with '
+                         f"numbers >= 0; bad entries {bad}")
     return prices
 
 
 # ------------------------------------------------------------------------------------------------
 # MLflow on / off
 # ------------------------------------------------------------------------------------------------
+def check_tracking(args) -> None:
+    """Refuse to start when MLflow could not log the run (a read-only folder, a server that is down),
+    before any work rather than after it."""
+    if not args.no_mlflow:
+        problem = tracking_problem(args.runs_dir)
+        if problem:
+            raise UsageError(f"{problem}; pass --no-mlflow, another --runs-dir or MLFLOW_TRACKING_URI")
+
+
 def tracking(args, experiment: str, run_name: str, params: dict[str, Any]):
     """The command's MLflow run, or nothing with ``--no-mlflow``."""
     if args.no_mlflow:
         return contextlib.nullcontext()
     return tracked_run(experiment, run_name, params=params, run_dir=args.runs_dir, autolog=not args.no_traces)
+
+
+def log_after_printing(args, log: Any) -> str | None:
+    """Run ``log()`` (MLflow logging at the end of a command whose results are already written and printed);
+    a failure becomes a message for the caller to report after the results, not instead of them."""
+    if args.no_mlflow:
+        return None
+    try:
+        log()
+    except Exception as err:  # the results stand; logging them is what failed
+        return f"logging to MLflow failed ({type(err).__name__}: {err}); the results above are written to disk"
+    return None
 
 
 def mlflow_note(args) -> None:

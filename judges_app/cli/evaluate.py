@@ -9,12 +9,17 @@ from typing import Any
 
 from judges.evaluation import DatasetValidationError, evaluate
 from judges_app.cli.common import (
+    CommandFailed,
     UsageError,
     add_common_options,
     add_prices_option,
     build_metric,
+    check_tracking,
     load_dataset,
+    log_after_printing,
     mlflow_note,
+    positive_int,
+    positive_number,
     read_prices,
     tracking,
 )
@@ -25,6 +30,7 @@ def run(args) -> int:
     dataset = load_dataset(args.data, args.limit)
     metrics = [build_metric(spec, lm=args.lm, embeddings=args.embeddings) for spec in args.metric]
     prices = read_prices(args.prices)
+    check_tracking(args)
     out = Path(args.out or Path(args.runs_dir) / "evaluate" / Path(args.data).stem)
     out.mkdir(parents=True, exist_ok=True)
     run_file = Path(args.run_file) if args.run_file else out / "run.jsonl"
@@ -34,7 +40,8 @@ def run(args) -> int:
     with tracking(args, "dspy-judges-evaluate", f"evaluate {Path(args.data).stem}", params):
         try:
             result = evaluate(dataset, metrics, lm=args.lm, embeddings=args.embeddings, num_threads=args.threads,
-                              run_file=run_file, timeout=args.timeout, price_table=prices, progress=True)
+                              run_file=run_file, retry_failed=args.retry_failed, timeout=args.timeout,
+                              price_table=prices, progress=True)
         except DatasetValidationError as err:
             raise UsageError(str(err)) from None
         except ValueError as err:
@@ -45,11 +52,12 @@ def run(args) -> int:
         result.to_csv(out / "scores.csv")
         summary = result.summary()
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
-        if not args.no_mlflow:
-            log_evaluation(result)
-    print_summary(summary, result.failures)
-    print(f"\nwrote {out}/samples.jsonl (every score with its intermediates), scores.csv, summary.json; "
-          f"run file {run_file} (rerun to resume)")
+        print_summary(summary, result.failures)
+        print(f"\nwrote {out}/samples.jsonl (every score with its intermediates), scores.csv, summary.json; "
+              f"run file {run_file} (rerun to resume)")
+        logging_failed = log_after_printing(args, lambda: log_evaluation(result))
+    if logging_failed:
+        raise CommandFailed(logging_failed)
     mlflow_note(args)
     return 0
 
@@ -58,13 +66,14 @@ def print_summary(summary: dict[str, dict[str, Any]], failures) -> None:
     def num(v, spec=".3f"):
         return "n/a" if v is None else format(v, spec)
 
-    print(f"\n{'metric':<34} {'mean':>6} {'std':>6} {'scored':>7} {'failed':>6} {'LM calls':>8} "
+    print(f"\n{'metric':<34} {'mean':>6} {'std':>6} {'scored':>7} {'failed':>6} {'LM calls':>8} {'cached':>6} "
           f"{'tokens in/out':>15} {'p50 s':>6}")
     for name, s in summary.items():
         if name == "_overall":
             continue
         print(f"{name:<34} {num(s['mean']):>6} {num(s['std']):>6} {s['scored']:>7} {s['failures']:>6} "
-              f"{s['lm_calls']:>8} {s['input_tokens']:>7}/{s['output_tokens']:<7} {num(s['latency_p50'], '.2f'):>6}")
+              f"{s['lm_calls']:>8} {s['cached_calls']:>6} {s['input_tokens']:>7}/{s['output_tokens']:<7} "
+              f"{num(s['latency_p50'], '.2f'):>6}")
     overall = summary["_overall"]
     print(f"{overall['samples']} samples in {overall['wall_seconds']:.1f} s; {overall['failures']} failures")
     for sample, metric, error in failures[:10]:
@@ -81,12 +90,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a metric name from `dspy-judges metrics`, repeatable; parameters as NAME:{json}")
     p.add_argument("--embeddings", default=None, help="embedder: 'embedded' (default: all-MiniLM-L6-v2), a "
                    "sentence-transformers folder, or a LiteLLM embedding model string")
-    p.add_argument("--threads", type=int, default=1, help="parallel items (default 1: one in-process LM "
+    p.add_argument("--threads", type=positive_int, default=1, help="parallel items (default 1: one in-process LM "
                    "serialises calls; use more with a remote LM)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N samples")
+    p.add_argument("--limit", type=positive_int, default=None, help="only the first N samples")
     p.add_argument("--run-file", default=None, help="append-only progress file (default: <out>/run.jsonl)")
     p.add_argument("--out", default=None, help="output folder")
-    p.add_argument("--timeout", type=float, default=None, help="seconds before one item is recorded as failed")
+    p.add_argument("--timeout", type=positive_number, default=None,
+                   help="seconds one item may take: metrics without an LM run in a worker process that is stopped "
+                        "then; an LM call is abandoned (recorded as failed) but runs on until the LM answers")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="rerun the items the run file records as failed (finished items are still skipped)")
     add_prices_option(p)
     add_common_options(p)
     p.set_defaults(run=run)
