@@ -227,7 +227,7 @@ def agreement_bars(agreement: dict[str, AgreementReport], *,
     ax.axhline(0, color="black", lw=0.8)
     chance = [j for j, stat in enumerate(stats) if stat in CHANCE_AT_HALF]
     for j in chance:
-        ax.hlines(0.5, j - 0.45, j + 0.45, colors="#444444", linestyles="--", lw=1)
+        ax.hlines(0.5, j - 0.45, j + 0.45, colors="#444444", linestyles="--", lw=1, zorder=3)
     ax.set_xticks(range(len(stats)), [STAT_NAMES.get(s, s) for s in stats])
     ax.set(title="Agreement with human labels (95% bootstrap CI)", xlabel="statistic", ylabel="value")
     ax.grid(axis="y", alpha=0.25)

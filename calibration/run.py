@@ -187,7 +187,7 @@ class CalibrationRun:
         for name in self.scores:
             if name.startswith("compiled (") and " + " not in name and "judge as shipped" in self.scores:
                 out.append(f"Compiling ({name[len('compiled ('):-1]}): "
-                           + self._versus(name, "judge as shipped", stat, n_bootstrap, seed, "the judge as shipped"))
+                           + self._versus(name, "judge as shipped", stat, n_bootstrap, seed))
         for name in self.constant_scorers():
             out.append(f"Warning: {name} gave every scored test item the same score "
                        f"({next(v for v in self.scores[name] if v is not None):.3f}); it cannot tell items apart.")
@@ -205,16 +205,18 @@ class CalibrationRun:
                 out.append(f"{name}: {inputs.get('kind')} calibration of the judge's score alone.")
         return out
 
-    def _versus(self, a: str, b: str, stat: str, n_bootstrap: int, seed: int, what: str) -> str:
-        """One sentence: ``a`` vs ``b`` on ``stat`` with the paired CI and whether it is established."""
+    def _versus(self, a: str, b: str, stat: str, n_bootstrap: int, seed: int, role: str | None = None) -> str:
+        """One sentence: ``a`` vs ``b`` (``role``, e.g. "the best baseline") on ``stat`` with the paired CI
+        and whether the difference is established."""
         paired = self.compare(a, b, n_bootstrap, seed)
         cell = paired.stats[stat]
+        what = f"{role} ({b})" if role else b
         if cell["difference"] is None:
-            return f"{a} vs {what} ({b}): the difference in {STAT_NAMES.get(stat, stat)} is undefined."
+            return f"{a} vs {what}: the difference in {STAT_NAMES.get(stat, stat)} is undefined."
         established = ("established at 95%: " + (a if cell["better"] == "a" else b) + " is better"
                        if cell["better"] else "not established at 95% (the paired CI includes 0)")
         mcnemar = (f"; McNemar p = {paired.mcnemar['p_value']:.2f}" if paired.mcnemar else "")
-        return (f"{a} vs {what} ({b}): {STAT_NAMES.get(stat, stat)} {cell['difference']:+.3f} "
+        return (f"{a} vs {what}: {STAT_NAMES.get(stat, stat)} {cell['difference']:+.3f} "
                 f"[{cell['low']:+.2f}, {cell['high']:+.2f}] on {paired.n} paired items, {established}{mcnemar}.")
 
     def to_dict(self) -> dict[str, Any]:

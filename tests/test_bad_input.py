@@ -273,3 +273,13 @@ def test_fuzz_evaluate_and_calibrate_end_in_a_named_error_or_recorded_failures(t
     else:
         assert "| scorer" in out and np.isfinite(json.loads((tmp_path / "c" / "calibration_run.json").read_text())
                                                  ["agreement"]["judge as shipped"]["n"])
+
+
+def test_offline_litellm_uses_its_bundled_price_table():
+    """Audit: offline, LiteLLM spent ~8 s retrying a download of its price table."""
+    import subprocess
+
+    code = ("import judges, os, litellm; print(os.environ['LITELLM_LOCAL_MODEL_COST_MAP'], len(litellm.model_cost) > 100)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "True"], done.stderr[-1000:]
+    assert "fetch" not in done.stderr.lower()

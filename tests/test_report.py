@@ -210,6 +210,27 @@ def test_write_report_from_a_calibration_run_file(run, tmp_path):
     assert 'name="viewport"' in page and "Best by ROC-AUC: calibrated" in page
 
 
+def test_the_report_cannot_mislead(tmp_path):
+    """Audit: the report opened with raw JSON parameters and 152.3671150529999, bolded a failed judge's
+    ECE 0.000 as best, bolded by point estimate when CIs overlapped, and had no chance line."""
+    rng = np.random.default_rng(3)
+    labels = [0, 1] * 15
+    close_a = np.clip(np.array(labels) * 0.3 + rng.uniform(0, 0.7, 30), 0, 1).tolist()
+    close_b = np.clip(np.array(close_a) + rng.normal(0, 0.05, 30), 0, 1).tolist()  # the same scorer, jittered
+    failed = [None] * 28 + [1.0, 0.0]  # failed on 28 of 30 items; perfect on the two it scored
+    run = CalibrationRun("toy", labels, {"baseline: a": close_a, "judge as shipped": close_b, "broken": failed},
+                         meta={"seconds_total": 152.3671150529999, "usage": {"judge as shipped": {
+                             "lm_calls": 3, "cached_calls": 1, "by_model": {"m": {"prompt_tokens": 9, "completion_tokens": 2}}}},
+                               "calibrator_notes": {"x": "note"}})
+    page = write_report(run, tmp_path / "r", n_bootstrap=200).read_text()
+    head = page[:page.index("<h2>Agreement")]
+    assert "Failures (left out of agreement, never imputed): broken 28 of 30" in head
+    assert "152.3671150529999" not in page and "152" in page and '{"' not in page
+    table = page[page.index("<h2>Agreement"):page.index("<h2>Reliability")]
+    assert "<b>" not in table  # two overlapping scorers and one measured on 2 items: no established best
+    assert "28 of 30" in table
+
+
 def test_write_report_in_memory_ordinal_run(tmp_path):
     rng = np.random.default_rng(2)
     labels = rng.integers(1, 6, 30).tolist()
