@@ -43,6 +43,7 @@ from judges.retrieval import (
     IDBasedContextRecall,
     NonLLMContextPrecisionWithReference,
     NonLLMContextRecall,
+    QuotedSpansAlignment,
     average_precision,
 )
 from judges.samples import (
@@ -110,6 +111,7 @@ __all__ = [
     "NonLLMContextPrecisionWithReference",
     "NonLLMContextRecall",
     "NonLLMStringSimilarity",
+    "QuotedSpansAlignment",
     "RougeScore",
     "StringPresence",
     "ToolCallAccuracy",

@@ -16,6 +16,7 @@ import asyncio
 import inspect
 import math
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any, ClassVar
@@ -40,8 +41,12 @@ class Metric:
 
     #: Sample fields a metric reads; a sample missing one is rejected before any LM call.
     required_fields: ClassVar[tuple[str, ...]] = ()
-    #: Required fields that may be empty (e.g. no reference tool calls: the agent should call none).
+    #: Required fields that may be empty (e.g. no reference tool calls: the agent should call none); the
+    #: metric's docstring gives its rule for them.
     allow_empty: ClassVar[tuple[str, ...]] = ()
+    #: The score of a program that answered nothing (an empty or missing output inside ``as_metric``):
+    #: the lowest score the metric gives. Every metric here scores in [0, 1] with higher better.
+    output_floor: ClassVar[float] = 0.0
     #: The sample type the metric scores.
     sample_type: ClassVar[type] = SingleTurnSample
     needs_lm: ClassVar[bool] = False
@@ -130,12 +135,30 @@ class Metric:
         optimizer bootstraps demos. With ``feedback=True`` it returns ``dspy.Prediction(score,
         feedback)`` for GEPA. ``field_map`` says where each sample field comes from, e.g.
         ``{"response": "pred.summary", "user_input": "example.question"}``.
+
+        A program that answers nothing is a bad answer, not an error: when a field the metric reads
+        from ``pred`` is there but None or empty (``""``, ``[]``), the metric returns ``output_floor``
+        (0.0) without an LM call, says so in the feedback, and counts it in ``metric.empty_outputs``
+        (even where the metric has a rule for empty inputs: an optimizer must never be rewarded for
+        silence). A misconfiguration is still an error, raised on the first call before any
+        LM call: a field the program never produces (no such attribute on ``pred``) or a ``field_map``
+        pointing nowhere.
         """
         resolver = FieldResolver(self.sample_type, field_map)
         judge = self
+        lock = threading.Lock()
 
         def metric(example, pred, trace=None, pred_name=None, pred_trace=None):
-            sample = resolver.sample(example, pred, judge.required_fields)
+            sample, empty = resolver.resolve(example, pred, judge.required_fields)
+            if empty:
+                with lock:
+                    metric.empty_outputs += 1
+                score = float(judge.output_floor)
+                text = (f"The program's {' and '.join(empty)} is empty: {judge.name} scores it {score:g}, "
+                        "its floor, without judging. Produce an answer.")
+                if feedback:
+                    return dspy.Prediction(score=score, feedback=text)
+                return score if trace is None else bool(score >= threshold)
             result = judge.score(sample)
             if feedback:
                 return dspy.Prediction(score=float(result.score), feedback=judge.feedback(result))
@@ -146,6 +169,7 @@ class Metric:
         metric.__name__ = self.name
         metric.__qualname__ = self.name
         metric.judge = self
+        metric.empty_outputs = 0
         return metric
 
 
@@ -164,6 +188,14 @@ DEFAULT_FIELD_SOURCES: dict[str, tuple[str, ...]] = {
     "reference": ("example.reference", "example.answer", "example.ground_truth"),
     "reference_contexts": ("example.reference_contexts",),
 }
+
+
+_ABSENT = object()
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip()) or (
+        isinstance(value, (list, tuple, dict)) and len(value) == 0)
 
 
 class FieldResolver:
@@ -186,33 +218,59 @@ class FieldResolver:
 
     @staticmethod
     def _lookup(obj: Any, attr: str) -> Any:
+        """``obj``'s ``attr``, or ``_ABSENT`` when it has no such key or attribute (None is a value)."""
         if obj is None:
-            return None
+            return _ABSENT
         if isinstance(obj, Mapping):
-            return obj.get(attr)
+            return obj.get(attr, _ABSENT)
         try:
-            return obj[attr] if hasattr(obj, "keys") and attr in obj.keys() else getattr(obj, attr, None)
+            if hasattr(obj, "keys") and attr in obj.keys():
+                return obj[attr]
         except (KeyError, TypeError):
-            return getattr(obj, attr, None)
+            pass
+        try:
+            return getattr(obj, attr, _ABSENT)
+        except Exception:  # a Prediction raises for unknown attributes in some DSPy versions
+            return _ABSENT
 
-    def sample(self, example: Any, pred: Any, required: Sequence[str] = ()):
+    def resolve(self, example: Any, pred: Any, required: Sequence[str] = ()) -> tuple[Any, list[str]]:
+        """The sample, and the required fields the program left empty: present on ``pred`` (an attribute
+        the field map points at) but None or empty, with no non-empty source before them. A required field
+        that no source has at all is a misconfiguration: SampleValidationError naming where it looked."""
         objects = {"example": example, "pred": pred}
         data: dict[str, Any] = {}
+        empty_outputs: list[str] = []
         for name, paths in self.sources.items():
+            seen_empty_output = False
             for path in paths:
                 owner, _, attr = path.partition(".")
                 value = self._lookup(objects[owner], attr)
-                if value is not None:
-                    data[name] = self._coerce(name, value)
-                    break
-        missing = [name for name in required if name not in data]
+                if value is _ABSENT:
+                    continue
+                if _is_empty(value):
+                    if owner == "pred":
+                        seen_empty_output = True
+                        continue
+                    if value is None:
+                        continue
+                data[name] = self._coerce(name, value)
+                break
+            if name not in data and seen_empty_output and name in required:
+                empty_outputs.append(name)
+        missing = [name for name in required if name not in data and name not in empty_outputs]
         if missing:
             raise SampleValidationError([
-                (None, name, f"not found: looked at {', '.join(self.sources[name])}; "
-                             f"say where it is with field_map={{'{name}': 'pred.<attribute>'}}")
+                (None, name, f"not found: looked at {', '.join(self.sources[name])}; the program never produces "
+                             f"it; say where it is with field_map={{'{name}': 'pred.<attribute>'}}")
                 for name in missing
             ])
-        return self.sample_type.parse(data)
+        for name in empty_outputs:
+            data[name] = [] if str(self.sample_type.model_fields[name].annotation).startswith("list") else ""
+        return self.sample_type.parse(data), empty_outputs
+
+    def sample(self, example: Any, pred: Any, required: Sequence[str] = ()):
+        """The sample a metric scores for ``(example, pred)`` (see ``resolve``)."""
+        return self.resolve(example, pred, required)[0]
 
     def _coerce(self, name: str, value: Any) -> Any:
         annotation = str(self.sample_type.model_fields[name].annotation)
@@ -231,7 +289,14 @@ class Judge(Metric, dspy.Module):
     the LM is used with (the embedded engine defaults to JSON with grammar-constrained decoding).
     ``use_logprobs=True`` asks the LM for token log-probabilities on verdict steps and scores with
     P(verdict) instead of 0/1 (the LM must support logprobs; the embedded one does).
+
+    Empty inputs: an empty ``response`` is a bad answer, scored ``output_floor`` (0.0) with an
+    ``undefined_reason`` and no LM call; every other required input (contexts, a reference, a rubric)
+    must be non-empty and is refused before any LM call otherwise: a judge needs something to judge
+    against, and an LM asked to judge against nothing returns noise.
     """
+
+    allow_empty: ClassVar[tuple[str, ...]] = ("response",)
 
     needs_lm: ClassVar[bool] = True
     #: Top alternatives asked for per token when ``use_logprobs`` is on.
@@ -263,6 +328,9 @@ class Judge(Metric, dspy.Module):
         return {name: getattr(sample, name) for name in params if name in type(sample).model_fields}
 
     def _score(self, sample) -> dspy.Prediction:
+        if "response" in self.required_fields and not (sample.response or "").strip():
+            return dspy.Prediction(score=float(self.output_floor), undefined_reason=(
+                "the response is empty: nothing to judge; scored the floor without an LM call"))
         with judge_context(self.judge_lm, self.judge_adapter):
             return self(**self._forward_inputs(sample))
 

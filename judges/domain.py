@@ -19,9 +19,13 @@ class DataCompyScore(Metric):
     ``mode="row"``: rows equal in every shared column (rows are paired by position, or by
     ``join_columns``); precision = matching rows / response rows, recall = matching rows / reference rows.
     ``mode="column"``: columns whose values all match; precision over the response's columns, recall over
-    the reference's. ``metric`` picks precision, recall or f1 (0.0 when both are 0). ``abs_tol`` and
-    ``rel_tol`` are datacompy's numeric tolerances. Text that is not a CSV table is reported as a
-    validation error naming the field.
+    the reference's. Ragas's spellings ``"rows"`` / ``"columns"`` are accepted too. ``metric`` picks
+    precision, recall or f1 (0.0 when both are 0). ``abs_tol`` and ``rel_tol`` are datacompy's numeric
+    tolerances. A missing value matches a missing value: when a column is numeric on one side and text on
+    the other (an all-empty column reads as numbers), both sides are compared as text, where datacompy
+    1.x would count NaN vs NaN as a mismatch. A reference that is not a CSV table is a validation error
+    naming the field (bad input); a response that is not one is a bad answer: 0.0, with the parser's
+    complaint in ``not_a_table``.
     """
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
@@ -35,8 +39,9 @@ class DataCompyScore(Metric):
         abs_tol: float = 0.0,
         rel_tol: float = 0.0,
     ):
+        mode = {"rows": "row", "columns": "column"}.get(mode, mode)
         if mode not in ("row", "column"):
-            raise ValueError(f"data_compy_score: mode={mode!r} is not one of ['column', 'row']")
+            raise ValueError(f"data_compy_score: mode={mode!r} is not one of ['column', 'columns', 'row', 'rows']")
         if metric not in ("precision", "recall", "f1"):
             raise ValueError(f"data_compy_score: metric={metric!r} is not one of ['f1', 'precision', 'recall']")
         self.mode, self.metric = mode, metric
@@ -57,7 +62,12 @@ class DataCompyScore(Metric):
         import datacompy
 
         reference = self._table(sample.reference, "reference")
-        response = self._table(sample.response, "response")
+        try:
+            response = self._table(sample.response, "response")
+        except SampleValidationError as err:
+            return dspy.Prediction(score=0.0, precision=0.0, recall=0.0, f1=0.0, matched=0,
+                                   not_a_table=err.problems[0][2])
+        reference, response = _same_kinds(reference, response)
         options: dict[str, Any] = dict(abs_tol=self.abs_tol, rel_tol=self.rel_tol)
         if self.join_columns is None:
             options["on_index"] = True
@@ -148,6 +158,20 @@ class SummarizationScore(Judge):
         missed = [q for q, a in zip(result.questions, result.answers) if not a]
         text = f"summarization = {result.score:.2f} (QA {result.qa_score}, conciseness {result.conciseness:.2f})"
         return text + ("; the summary does not answer: " + " | ".join(missed) if missed else "")
+
+
+def _same_kinds(reference: Any, response: Any) -> tuple[Any, Any]:
+    """The two tables with every shared column that is numeric on one side only turned into text on both
+    (missing values stay missing), so datacompy compares like with like and NaN matches NaN."""
+    import pandas as pd
+
+    reference, response = reference.copy(), response.copy()
+    for column in set(reference.columns) & set(response.columns):
+        numeric = (pd.api.types.is_numeric_dtype(reference[column]), pd.api.types.is_numeric_dtype(response[column]))
+        if numeric[0] != numeric[1]:
+            for frame in (reference, response):
+                frame[column] = frame[column].astype("string")
+    return reference, response
 
 
 # --------------------------------------------------------------------------------------------------

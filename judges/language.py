@@ -33,11 +33,30 @@ def tokenize(text: str, *, lower: bool = True, keep_punct: bool = False) -> list
     return (_WORDS_AND_PUNCT if keep_punct else _WORDS).findall(text)
 
 
+_ASCII_WORD = re.compile(r"^[a-z0-9]+$")
+
+
+@functools.lru_cache(maxsize=1)
+def _porter():
+    from nltk.stem import porter  # rouge-score's own dependency and stemmer
+
+    return porter.PorterStemmer()
+
+
 class Tokenizer:
-    """The ``tokenize(text)`` object rouge-score expects, CJK-aware."""
+    """The ``tokenize(text)`` object rouge-score expects, CJK-aware. ``stem=True`` applies rouge-score's
+    stemming (Porter, words over 3 characters) to ASCII words, as rouge-score's ``use_stemmer`` does;
+    words of other scripts and CJK characters are kept as they are."""
+
+    def __init__(self, stem: bool = False):
+        self.stem = stem
 
     def tokenize(self, text: str) -> list[str]:
-        return tokenize(text)
+        tokens = tokenize(text)
+        if self.stem:
+            stemmer = _porter()
+            tokens = [stemmer.stem(t) if len(t) > 3 and _ASCII_WORD.match(t) else t for t in tokens]
+        return tokens
 
 
 @functools.lru_cache(maxsize=8)

@@ -1,6 +1,10 @@
 """Text and string metrics between ``response`` and ``reference``: no LM, built on sacrebleu, rouge-score
 and rapidfuzz. Every score is in [0, 1]. Chinese and Japanese are tokenised one character per token
 (``judges.language``), so CJK text is scored rather than silently dropped.
+
+Empty strings are scored, not refused (as Ragas does), each metric by the rule in its docstring. Where
+the *reference* is empty there is nothing to compare against: the score follows the rule but carries an
+``undefined_reason``, so ``evaluate`` leaves it out of the metric's mean and counts it as undefined.
 """
 
 from __future__ import annotations
@@ -27,6 +31,14 @@ def _check_positive(metric: str, parameter: str, value) -> None:
 
 class _ResponseVsReference(Metric):
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
+    allow_empty: ClassVar[tuple[str, ...]] = ("response", "reference")
+
+
+def _flag_empty_reference(out: dspy.Prediction, sample) -> dspy.Prediction:
+    """``out``, marked undefined when the sample's reference is empty (nothing to compare against)."""
+    if not sample.reference.strip():
+        out["undefined_reason"] = "the reference is empty: nothing to compare against"
+    return out
 
 
 class BleuScore(_ResponseVsReference):
@@ -36,6 +48,8 @@ class BleuScore(_ResponseVsReference):
     per Han/kana token, punctuation kept) when either text holds Chinese or Japanese. Any sacrebleu
     tokenizer name can be given instead. ``effective_order`` (default on, as is usual for sentence BLEU)
     keeps short sentences from scoring 0 only for lacking 4-grams.
+
+    Empty: an empty response or reference scores 0.0 (undefined when the reference is empty).
     """
 
     def __init__(self, *, tokenize: str | None = None, effective_order: bool = True, lowercase: bool = False):
@@ -52,6 +66,8 @@ class BleuScore(_ResponseVsReference):
 
     def _score(self, sample) -> dspy.Prediction:
         hypothesis, reference = sample.response, sample.reference
+        if not hypothesis.strip() or not reference.strip():
+            return _flag_empty_reference(dspy.Prediction(score=0.0, precisions=[0.0] * 4, brevity_penalty=0.0), sample)
         if self.tokenize is None and (has_cjk(hypothesis) or has_cjk(reference)):
             hypothesis = " ".join(tokenize(hypothesis, lower=False, keep_punct=True))
             reference = " ".join(tokenize(reference, lower=False, keep_punct=True))
@@ -68,31 +84,35 @@ ROUGE_MODES = ("precision", "recall", "fmeasure")
 
 
 @functools.lru_cache(maxsize=8)
-def _rouge_scorer(rouge_type: str):
+def _rouge_scorer(rouge_type: str, use_stemmer: bool):
     from rouge_score.rouge_scorer import RougeScorer
 
-    return RougeScorer([rouge_type], use_stemmer=False, tokenizer=Tokenizer())
+    return RougeScorer([rouge_type], tokenizer=Tokenizer(stem=use_stemmer))
 
 
 class RougeScore(_ResponseVsReference):
     """ROUGE-1/2/L (rouge-score) of ``response`` against ``reference``: precision, recall or F-measure.
 
-    Defaults follow Ragas (``rougeL``, ``fmeasure``). Tokens are lower-cased words, and single characters
-    for Chinese/Japanese, so CJK text is not dropped as rouge-score's default tokenizer would.
+    Defaults follow Ragas (``rougeL``, ``fmeasure``, ``use_stemmer=True``: "cats" matches "cat"). Tokens
+    are lower-cased words of any script, and single characters for Chinese/Japanese; the Porter stemmer
+    applies to ASCII words only. Ragas's tokenizer (rouge-score's default) keeps only ``[a-z0-9]``, so
+    there Cyrillic, accented and CJK text scores 0; here it is scored. On ASCII text the two agree.
 
     Size guard: ROUGE-L fills a table of (response tokens x reference tokens) cells in pure Python (a 2 MB
     pair took 9.6 GB). Beyond ``max_lcs_cells`` (default 10,000,000, e.g. 3,000 x 3,000 tokens: about 3 s
     and 100 MB) the item fails with ``InputTooLargeError`` instead; ROUGE-1/2 are linear and unguarded.
     """
 
-    def __init__(self, *, rouge_type: str = "rougeL", mode: str = "fmeasure", max_lcs_cells: int = 10_000_000):
+    def __init__(self, *, rouge_type: str = "rougeL", mode: str = "fmeasure", use_stemmer: bool = True,
+                 max_lcs_cells: int = 10_000_000):
         _check_choice("rouge_score", "rouge_type", rouge_type, ROUGE_TYPES)
         _check_choice("rouge_score", "mode", mode, ROUGE_MODES)
         _check_positive("rouge_score", "max_lcs_cells", max_lcs_cells)
         self.rouge_type = rouge_type
         self.mode = mode
+        self.use_stemmer = bool(use_stemmer)
         self.max_lcs_cells = max_lcs_cells
-        self._scorer = _rouge_scorer(rouge_type)
+        self._scorer = _rouge_scorer(rouge_type, self.use_stemmer)
 
     def _score(self, sample) -> dspy.Prediction:
         if self.rouge_type == "rougeL" and len(sample.reference) * len(sample.response) > self.max_lcs_cells:
@@ -115,7 +135,8 @@ class RougeScore(_ResponseVsReference):
 
 class ChrfScore(_ResponseVsReference):
     """Sentence chrF (sacrebleu; character n-grams, so any script works), divided by 100.
-    ``word_order=2`` gives chrF++."""
+    ``word_order=2`` gives chrF++. Empty: an empty response or reference scores 0.0 (undefined when the
+    reference is empty)."""
 
     def __init__(self, *, char_order: int = 6, word_order: int = 0, beta: int = 2):
         from sacrebleu.metrics import CHRF
@@ -127,11 +148,14 @@ class ChrfScore(_ResponseVsReference):
         self._chrf = CHRF(char_order=char_order, word_order=word_order, beta=beta)
 
     def _score(self, sample) -> dspy.Prediction:
-        return dspy.Prediction(score=self._chrf.sentence_score(sample.response, [sample.reference]).score / 100.0)
+        if not sample.response.strip() or not sample.reference.strip():
+            return _flag_empty_reference(dspy.Prediction(score=0.0), sample)
+        return dspy.Prediction(score=min(1.0, self._chrf.sentence_score(sample.response, [sample.reference]).score / 100.0))
 
 
 class ExactMatch(_ResponseVsReference):
-    """1.0 when ``response`` equals ``reference`` (optionally ignoring case and surrounding whitespace)."""
+    """1.0 when ``response`` equals ``reference`` (optionally ignoring case and surrounding whitespace).
+    Empty: plain equality, so two empty strings match (1.0, undefined: the reference is empty)."""
 
     def __init__(self, *, ignore_case: bool = False, strip: bool = False):
         self.ignore_case = ignore_case
@@ -142,11 +166,14 @@ class ExactMatch(_ResponseVsReference):
         return text.casefold() if self.ignore_case else text
 
     def _score(self, sample) -> dspy.Prediction:
-        return dspy.Prediction(score=float(self._normalise(sample.response) == self._normalise(sample.reference)))
+        matched = self._normalise(sample.response) == self._normalise(sample.reference)
+        return _flag_empty_reference(dspy.Prediction(score=float(matched)), sample)
 
 
 class StringPresence(_ResponseVsReference):
-    """1.0 when ``reference`` occurs in ``response`` (optionally ignoring case)."""
+    """1.0 when ``reference`` occurs in ``response`` (optionally ignoring case). Empty: an empty reference
+    occurs in every response (1.0, as in Ragas, but undefined); an empty response holds no non-empty
+    reference (0.0)."""
 
     def __init__(self, *, ignore_case: bool = False):
         self.ignore_case = ignore_case
@@ -155,7 +182,7 @@ class StringPresence(_ResponseVsReference):
         response, reference = sample.response, sample.reference
         if self.ignore_case:
             response, reference = response.casefold(), reference.casefold()
-        return dspy.Prediction(score=float(reference in response))
+        return _flag_empty_reference(dspy.Prediction(score=float(reference in response)), sample)
 
 
 class DistanceMeasure(str, Enum):
@@ -178,7 +205,9 @@ def _similarity_function(measure: DistanceMeasure):
 
 class NonLLMStringSimilarity(_ResponseVsReference):
     """Normalised string similarity (rapidfuzz) of ``response`` and ``reference``, character by character:
-    Levenshtein (default), Hamming, Jaro or Jaro-Winkler. 1.0 means identical.
+    Levenshtein (default), Hamming, Jaro or Jaro-Winkler. 1.0 means identical. Empty: rapidfuzz's rule,
+    two empty strings are identical (1.0), an empty and a non-empty one share nothing (0.0); undefined
+    when the reference is empty.
 
     Size guard: Levenshtein's time grows with the product of the lengths (two 2 MB strings: 160 s, holding
     the interpreter). A string longer than ``max_length`` characters (default 200,000: about 2 s at most)
@@ -204,4 +233,4 @@ class NonLLMStringSimilarity(_ResponseVsReference):
         return float(self._similarity(a, b))
 
     def _score(self, sample) -> dspy.Prediction:
-        return dspy.Prediction(score=self.similarity(sample.response, sample.reference))
+        return _flag_empty_reference(dspy.Prediction(score=self.similarity(sample.response, sample.reference)), sample)

@@ -20,7 +20,6 @@ share rather than the whole score. Both lists empty scores 1.0; exactly one empt
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -28,20 +27,45 @@ from typing import Any, ClassVar
 import dspy
 import numpy as np
 
+from judges import text
 from judges.base import Metric
 from judges.samples import MultiTurnSample, SingleTurnSample, ToolCall
 
 
+def canonical_argument(value: Any) -> Any:
+    """A hashable form of an argument value under one rule shared by both tool metrics: a bool is not a
+    number (``True`` differs from ``1``), a number and its text are the same argument (``75`` and
+    ``"75"``; most tools parse them alike), and lists and objects compare element by element."""
+    if isinstance(value, bool) or value is None:
+        return ("literal", value)
+    if isinstance(value, (int, float, str)):
+        return ("text", str(value))
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(canonical_argument(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", tuple(sorted((str(k), canonical_argument(v)) for k, v in value.items())))
+    return ("text", str(value))
+
+
 def _exact(a: Any, b: Any) -> float:
-    if a == b:
-        return 1.0
-    # 75 and "75" are the same argument for most tools.
-    return float(str(a) == str(b))
+    return float(canonical_argument(a) == canonical_argument(b))
+
+
+def _text_metric(config: dict[str, Any]) -> Metric:
+    """A text metric (``judges.text``) from ``{"metric": class name, "params": {...}}``, as ``get_params``
+    writes a metric given as ``arg_comparison``."""
+    cls = getattr(text, str(config.get("metric")), None)
+    if not (isinstance(cls, type) and issubclass(cls, Metric) and cls.__module__ == text.__name__):
+        raise ValueError(f"arg_comparison: {config.get('metric')!r} is not a text metric of judges.text")
+    return cls(**dict(config.get("params") or {}))
 
 
 def _comparison_function(arg_comparison: Any) -> Callable[[Any, Any], float]:
     if arg_comparison is None:
         return _exact
+    if isinstance(arg_comparison, str):
+        raise ValueError(f"arg_comparison={arg_comparison!r} names a function, which cannot be rebuilt from its "
+                         "name; pass the function itself")
     if hasattr(arg_comparison, "similarity"):  # e.g. NonLLMStringSimilarity
         return lambda a, b: float(arg_comparison.similarity(str(a), str(b)))
     if isinstance(arg_comparison, Metric):
@@ -88,10 +112,26 @@ class ToolCallAccuracy(Metric):
     allow_empty: ClassVar[tuple[str, ...]] = ("reference_tool_calls",)
     sample_type: ClassVar[type] = MultiTurnSample
 
+    _runtime_params: ClassVar[tuple[str, ...]] = ("lm", "adapter", "embeddings")
+
     def __init__(self, *, strict_order: bool = True, arg_comparison: Any = None):
+        if isinstance(arg_comparison, dict):  # as get_params() writes a metric
+            arg_comparison = _text_metric(arg_comparison)
         self.strict_order = strict_order
         self.arg_comparison = arg_comparison
         self._compare = _comparison_function(arg_comparison)
+
+    def get_params(self) -> dict[str, Any]:
+        """As ``Metric.get_params``; a metric given as ``arg_comparison`` is written as ``{"metric": class
+        name, "params": ...}`` (rebuilt by the constructor), a function by its name (the constructor
+        refuses to rebuild that: it fails loudly rather than compare arguments differently)."""
+        params = super().get_params()
+        value = self.arg_comparison
+        if isinstance(value, Metric):
+            params["arg_comparison"] = {"metric": type(value).__name__, "params": value.get_params()}
+        elif value is not None:
+            params["arg_comparison"] = f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', repr(value))}"
+        return params
 
     def argument_score(self, call: ToolCall, reference: ToolCall) -> float:
         names = set(call.args) | set(reference.args)
@@ -133,13 +173,17 @@ class ToolCallAccuracy(Metric):
         return "; ".join(parts)
 
 
-def _call_key(call: ToolCall) -> tuple[str, str]:
-    return call.name, json.dumps(call.args, sort_keys=True, ensure_ascii=False, default=str)
+def _call_key(call: ToolCall) -> tuple[str, Any]:
+    return call.name, canonical_argument(call.args)
 
 
 class ToolCallF1(Metric):
-    """F1 between the agent's and the reference tool calls as multisets of (name, exact arguments);
-    order is ignored. Both empty: 1.0."""
+    """F1 between the agent's and the reference tool calls as multisets of (name, arguments); order is
+    ignored, arguments compare as in ToolCallAccuracy (``canonical_argument``). Both empty: 1.0.
+
+    A multiset, where Ragas uses a set: calling the same tool twice with the same arguments when the
+    reference calls it once is one true positive and one false positive here (precision 0.5), while
+    Ragas counts the duplicate away (precision 1.0). A repeated call costs a real agent time and money."""
 
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "reference_tool_calls")
     allow_empty: ClassVar[tuple[str, ...]] = ("reference_tool_calls",)

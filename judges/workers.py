@@ -30,10 +30,16 @@ STARTUP_SECONDS = 120.0
 
 def rebuildable(metric: Metric) -> bool:
     """Whether ``type(metric)(**metric.get_params())`` gives the same metric in another process: a catalogue
-    class, no LM or embedder, and no runtime resource (such as a custom ``arg_comparison``) set."""
+    class, no LM or embedder, and settings that rebuild (not, e.g., a function as ``arg_comparison``)."""
     if metric.needs_lm or metric.needs_embeddings or type(metric) not in set(metric_classes().values()):
         return False
-    return all(getattr(metric, name, None) is None for name in metric._runtime_params)
+    if any(getattr(metric, name, None) is not None for name in metric._runtime_params):
+        return False
+    try:
+        params = metric.get_params()
+        return type(metric)(**params).get_params() == params
+    except (TypeError, ValueError):  # e.g. a function given as ToolCallAccuracy's arg_comparison
+        return False
 
 
 def _class_path(cls: type) -> str:

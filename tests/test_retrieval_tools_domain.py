@@ -149,9 +149,11 @@ def test_datacompy_seed_example():
     assert result.score == pytest.approx(2 / 3) and result.recall == 1.0
 
 
-def test_datacompy_malformed_csv_is_a_clear_error():
+def test_datacompy_malformed_csv_is_a_clear_error_in_the_reference_and_a_bad_answer_in_the_response():
     bad = SingleTurnSample(response='a,b\n1,"unterminated\n', reference=DATA2)
-    with pytest.raises(SampleValidationError, match="field 'response': is not a CSV table"):
-        DataCompyScore().score(bad)
+    result = DataCompyScore().score(bad)
+    assert result.score == 0.0 and "is not a CSV table" in result.not_a_table
+    with pytest.raises(SampleValidationError, match="field 'reference': is not a CSV table"):
+        DataCompyScore().score(SingleTurnSample(response=DATA2, reference='a,b\n1,"unterminated\n'))
     with pytest.raises(ValueError, match="mode"):
         DataCompyScore(mode="cell")
