@@ -19,7 +19,7 @@ from typing import Literal
 
 import dspy
 
-from judges.models import local_lm, judge_context, resolve_embedder
+from judges.models import judge_context, local_lm, resolve_embedder
 
 BEGIN = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "begin" / "begin_dev_wow.tsv"
 

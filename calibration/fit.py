@@ -43,6 +43,7 @@ from calibration.datasets import LabelledSet
 from calibration.signals import FEATURES, feature_matrix
 from judges.base import Judge, Metric
 from judges.models import judge_context, resolve_lm
+from judges.served import PermanentLMError
 
 __all__ = ["Calibrator", "CompiledJudge", "FEATURES", "agreement_metric", "feature_matrix", "fit", "judge_examples",
            "judge_scores", "failed_mask", "label_schema", "make_optimizer", "scaled", "JudgeFailedError"]
@@ -163,6 +164,8 @@ def judge_scores(judge: Metric, data: LabelledSet, *, progress: bool = False,
             result = judge.score(sample)
             scores.append(float(result.score))
             results.append(result)
+        except PermanentLMError:  # the LM refuses every request (auth, bad request): no point going on
+            raise
         except Exception as err:  # a weak LM may still fail on an item; the set goes on
             scores.append(float("nan"))
             results.append({"error": f"{type(err).__name__}: {err}"})

@@ -17,6 +17,10 @@
   its item is recorded as failed and abandoned (its late result discarded; the thread is a daemon and
   never keeps the process alive), but the call runs on until the LM returns, and an in-process model
   stays busy until then.
+* A ``PermanentLMError`` (a ``ServedLM`` told it no retry can help: bad request, authentication,
+  billing) stops the run: no new items start, the ones in flight finish and are recorded, and
+  ``RunStopped`` is raised with one message (``.result`` holds what finished). The item that met the
+  refusal is not recorded as failed, so a rerun after the fix resumes with it.
 * ``retry_failed=True`` with a ``run_file``: items recorded as failed are run again (the new record
   replaces the old one); finished items are still skipped.
 * ``run_file``: each finished item is appended (and flushed) as one JSON line the moment it finishes; a
@@ -54,6 +58,7 @@ from judges.base import Metric
 from judges.dataset import EvaluationDataset
 from judges.models import default_embeddings, resolve_lm
 from judges.samples import SampleValidationError
+from judges.served import PermanentLMError
 from judges.workers import ProcessWorker, rebuildable
 
 RUN_FILE_VERSION = 1
@@ -72,6 +77,15 @@ try:  # DSPy's public LM errors
     TRANSIENT_ERRORS += (LMRateLimitError, LMServerError, LMTimeoutError, LMTransportError, LMLockTimeoutError)
 except ImportError:  # pragma: no cover - older DSPy
     pass
+
+
+class RunStopped(RuntimeError):
+    """The LM refused in a way no retry fixes (``PermanentLMError``: bad request, authentication ...): the
+    run stopped early. Finished items are recorded (and in the run file); rerun to resume once it is fixed."""
+
+    def __init__(self, message: str, result: EvaluationResult | None = None):
+        super().__init__(message)
+        self.result = result
 
 
 class DatasetValidationError(ValueError):
@@ -362,8 +376,8 @@ def _score_once(metric: Metric, sample, retries: int, backoff: float) -> tuple[d
             with tracked_usage() as usage:
                 result = metric.score(sample)
             return result, usage
-        except TRANSIENT_ERRORS:
-            if attempt >= retries:
+        except TRANSIENT_ERRORS as err:
+            if attempt >= retries or hasattr(err, "retried_by_served_lm"):  # a ServedLM retried it already
                 raise
             time.sleep(backoff * 2**attempt)
             attempt += 1
@@ -449,6 +463,9 @@ def evaluate(
                               lm_calls=usage.get("lm_calls", 0), cached_calls=usage.get("cached_calls", 0))
                 if result.get("undefined_reason"):
                     record["undefined_reason"] = result["undefined_reason"]
+        except PermanentLMError as err:  # not this item's fault: never recorded; the run stops
+            finished.put((attempt, err))
+            return
         except Exception as err:  # recorded, the run goes on (unless strict)
             if strict:
                 finished.put((attempt, err))
@@ -461,13 +478,14 @@ def evaluate(
     bar = tqdm(total=len(todo), desc="evaluate", unit="item") if progress and todo else None
     start = time.perf_counter()
     running: dict[int, float] = {}  # attempt -> when its thread started working on it
+    stopped: PermanentLMError | None = None
     with context, default_embeddings(embeddings):
         pending: dict[int, tuple[int, Metric]] = {}
         waiting = collections.deque(todo)
         attempts = itertools.count()
         try:
-            while waiting or pending:
-                while waiting and len(pending) < num_threads:
+            while (waiting and stopped is None) or pending:
+                while waiting and len(pending) < num_threads and stopped is None:
                     index, metric = waiting.popleft()
                     attempt = next(attempts)
                     pending[attempt] = (index, metric)
@@ -478,7 +496,11 @@ def evaluate(
                     attempt, outcome = finished.get(timeout=0.2)
                 except queue.Empty:
                     attempt, outcome = None, None
-                if isinstance(outcome, Exception):
+                if isinstance(outcome, PermanentLMError):
+                    stopped = stopped or outcome  # no new items; the ones in flight finish and are recorded
+                    pending.pop(attempt, None)
+                    outcome = None
+                elif isinstance(outcome, Exception):
                     raise outcome
                 done_now = [] if attempt is None or attempt not in pending else [(attempt, outcome)]
                 if timeout is not None:  # in-thread items: the clock starts when the item starts, not when queued
@@ -504,5 +526,11 @@ def evaluate(
             if bar:
                 bar.close()
     wall = time.perf_counter() - start
+    if stopped is not None:
+        partial = EvaluationResult(sorted(records.values(), key=lambda r: (r["sample"], names.index(r["metric"]))),
+                                   names, len(dataset), wall, dict(price_table or {}))
+        raise RunStopped(f"the LM refused a request in a way no retry fixes ({stopped}); stopped after {len(records)} "
+                         f"of {len(dataset) * len(names)} items" + (" (finished items are in the run file: fix the "
+                         "cause and rerun to resume)" if store else ""), partial)
     ordered = [records[(i, name)] for i in range(len(dataset)) for name in names]
     return EvaluationResult(ordered, names, len(dataset), wall, dict(price_table or {}))

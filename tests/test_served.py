@@ -1,0 +1,185 @@
+"""Served LMs under faults and load: ServedLM's retries, limits and accounting against a scripted
+OpenAI-compatible endpoint (tests/servers.py: MockOpenAI) behind a fault-injecting proxy (FaultProxy).
+The real llama.cpp server is exercised in tests/test_served_llama.py."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from judges import AspectCritic, EvaluationDataset, evaluate
+from judges.evaluation import RunStopped
+from judges.served import _LIMITS, EmptyCompletionError, PermanentLMError, RetryBudgetExhausted, ServedLM
+
+sys.path.insert(0, str(Path(__file__).parent))
+from servers import FAULTS, FaultProxy, MockOpenAI  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def fresh_limits():
+    _LIMITS.clear()  # limits are per endpoint and process; every test starts with new ports anyway
+    yield
+    _LIMITS.clear()
+
+
+def served(url, **kwargs):
+    options = dict(api_key="test-key", cache=False, backoff=0.01, max_backoff=0.2, request_timeout=1.0)
+    return ServedLM("openai/mock", api_base=url + "/v1", **{**options, **kwargs})
+
+
+def critic(lm):
+    return AspectCritic(name="good", definition="Is it good?", lm=lm)
+
+
+def items(n):
+    return EvaluationDataset([{"response": f"answer number {i}"} for i in range(n)])
+
+
+def test_twenty_percent_faults_over_a_hundred_items_every_item_accounted_for(tmp_path):
+    """429 with Retry-After, 500/503, resets, slow replies, cut bodies, non-JSON 200s and empty completions at a
+    seeded 20%: the run finishes, every item is scored, nothing is lost or counted twice, and the run's LM
+    calls and tokens equal the completions the proxy delivered intact."""
+    run_file = tmp_path / "run.jsonl"
+    with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=0.2, seed=7, slow_seconds=3.0) as proxy:
+        lm = served(proxy.url)
+        result = evaluate(items(100), [critic(lm)], num_threads=8, run_file=run_file, progress=False)
+    counts = proxy.counts
+    assert all(counts[f"fault.{kind}"] > 0 for kind in FAULTS), counts
+    records = [json.loads(line) for line in run_file.read_text().splitlines()[1:]]
+    assert sorted(r["sample"] for r in records) == list(range(100))  # each item exactly once
+    # scored, or (rarely: six faults in a row) recorded with the last transient error after 5 retries
+    assert all(r["score"] is not None or r["error"].startswith(TRANSIENT_NAMES) for r in records)
+    assert len(result.failures) <= 2
+    summary = result.summary()["good"]
+    assert summary["lm_calls"] == counts["delivered"]
+    assert summary["input_tokens"] == counts["prompt_tokens"]
+    assert summary["output_tokens"] == counts["completion_tokens"]
+    stats = lm.limits.stats
+    assert stats["retries"] >= sum(counts[f"fault.{k}"] for k in FAULTS) - counts["fault.empty_completion"]
+    assert stats["failed.EmptyCompletionError"] == counts["fault.empty_completion"]
+
+
+TRANSIENT_NAMES = ("LMRateLimitError", "LMServerError", "LMTransportError", "LMProviderError", "EmptyCompletionError")
+
+
+def test_backoff_is_jittered_and_never_sooner_than_retry_after():
+    lm = served("http://127.0.0.1:9", backoff=1.0, max_backoff=30.0)
+
+    class Limited(Exception):
+        retry_after = 2.0
+
+    delays = [lm.delay(Limited(), 0) for _ in range(50)]
+    assert min(delays) >= 2.0 and len(set(delays)) > 1
+    plain = [lm.delay(RuntimeError(), 3) for _ in range(50)]  # 8 s step: jitter between half and all of it
+    assert 4.0 <= min(plain) and max(plain) <= 8.0 and len(set(plain)) > 1
+
+
+def test_retry_after_is_honoured_end_to_end():
+    with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=0.0, schedule={1: "rate_limited"},
+                                                     retry_after=0.6) as proxy:
+        start = time.monotonic()
+        critic(served(proxy.url)).score({"response": "x"})
+        assert time.monotonic() - start >= 0.6
+
+
+def test_the_retry_budget_stops_hammering_a_failing_provider():
+    with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=1.0, kinds=("server_error",)) as proxy:
+        lm = served(proxy.url, retries=10, min_retries=5, retry_budget=0.1)
+        result = evaluate(items(8), [critic(lm)], num_threads=2, progress=False)
+    assert len(result.failures) == 8
+    assert any("RetryBudgetExhausted" in error for _, _, error in result.failures)
+    assert lm.limits.stats["retries"] <= 5  # 5 + 0.1 x 0 successful calls
+
+
+def test_a_permanent_refusal_stops_the_run_with_one_message_and_a_rerun_resumes(tmp_path):
+    run_file = tmp_path / "run.jsonl"
+    with MockOpenAI(latency=0.05) as mock:
+        with FaultProxy(mock.url, rate=0.0, schedule={6: "unauthorized"}) as proxy:
+            with pytest.raises(RunStopped, match="LMAuthError") as stopped:
+                evaluate(items(30), [critic(served(proxy.url))], num_threads=2, run_file=run_file, progress=False)
+            assert proxy.counts["requests"] <= 8  # stopped early: the one in flight finished, nothing new started
+        done = len(run_file.read_text().splitlines()) - 1
+        assert 0 < done < 30 and stopped.value.result.failures == []  # the refused item is not recorded
+        _LIMITS.clear()
+        with FaultProxy(mock.url, rate=0.0) as proxy:
+            result = evaluate(items(30), [critic(served(proxy.url))], num_threads=2, run_file=run_file, progress=False)
+            assert proxy.counts["requests"] == 30 - done  # resumed where it stopped
+    assert result.failures == [] and len(result.records) == 30
+    with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=0.0, schedule={1: "bad_request"}) as proxy:
+        with pytest.raises(PermanentLMError, match="LMInvalidRequestError"):
+            served(proxy.url)(messages=[{"role": "user", "content": "hi"}])
+        assert proxy.counts["requests"] == 1  # not retried
+
+
+def test_max_concurrency_and_max_rps_hold_per_endpoint():
+    with MockOpenAI(latency=0.1) as mock:
+        lm = served(mock.url, max_concurrency=3)
+        evaluate(items(24), [critic(lm)], num_threads=12, progress=False)
+        assert mock.counts["max_in_flight"] == 3
+    _LIMITS.clear()
+    with MockOpenAI(latency=0.0) as mock:
+        lm = served(mock.url, max_rps=20)
+        evaluate(items(20), [critic(lm)], num_threads=8, progress=False)
+        gaps = [b - a for a, b in zip(mock.starts, mock.starts[1:])]
+        assert mock.starts[-1] - mock.starts[0] >= 19 / 20 * 0.9 and min(gaps) >= 0.03
+
+
+def test_an_empty_completion_is_retried_without_dspys_cache():
+    with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=0.0, schedule={1: "empty_completion"}) as proxy:
+        lm = served(proxy.url, cache=True)
+        assert critic(lm).score({"response": f"fresh {time.time_ns()}"}).score in (0.0, 1.0)
+        assert lm.limits.stats["failed.EmptyCompletionError"] == 1
+    with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=1.0, kinds=("empty_completion",)) as proxy:
+        with pytest.raises((EmptyCompletionError, RetryBudgetExhausted)):
+            served(proxy.url, retries=2)(messages=[{"role": "user", "content": "hi"}])
+
+
+def test_sigkill_mid_run_then_rerun_gives_the_table_of_an_uninterrupted_run(tmp_path):
+    """Through faults, a run killed with SIGKILL and rerun ends with the same scores as one never killed."""
+    with MockOpenAI(latency=0.02) as mock, FaultProxy(mock.url, rate=0.2, seed=3, slow_seconds=3.0) as proxy:
+        script = tmp_path / "run.py"
+        script.write_text(textwrap.dedent(f"""
+            import sys, json
+            sys.path.insert(0, {str(Path(__file__).parent)!r})
+            from judges import AspectCritic, EvaluationDataset, Faithfulness, evaluate
+            from judges.served import ServedLM
+            lm = ServedLM("openai/mock", api_base={proxy.url + "/v1"!r}, api_key="k", cache=False, backoff=0.01,
+                          max_backoff=0.2, request_timeout=1.0)
+            data = EvaluationDataset([{{"response": f"answer number {{i}}", "retrieved_contexts": ["c"]}}
+                                      for i in range(40)])
+            result = evaluate(data, [AspectCritic(name="good", definition="Is it good?", lm=lm), Faithfulness(lm=lm)],
+                              num_threads=4, run_file=sys.argv[1], progress=False)
+            print(json.dumps(result.to_pandas().to_dict()))
+        """))
+        killed = tmp_path / "killed.jsonl"
+        process = subprocess.Popen([sys.executable, str(script), str(killed)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (not killed.exists() or len(killed.read_text().splitlines()) < 20):
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        partial = len(killed.read_text().splitlines()) - 1
+        assert 0 < partial < 80
+        resumed = subprocess.run([sys.executable, str(script), str(killed)], capture_output=True, text=True, timeout=300)
+        whole = subprocess.run([sys.executable, str(script), str(tmp_path / "whole.jsonl")], capture_output=True,
+                               text=True, timeout=300)
+    assert resumed.returncode == 0 and whole.returncode == 0, resumed.stderr[-2000:] + whole.stderr[-2000:]
+    assert json.loads(resumed.stdout.splitlines()[-1]) == json.loads(whole.stdout.splitlines()[-1])
+    keys = [(r["sample"], r["metric"]) for r in map(json.loads, killed.read_text().splitlines()[1:])]
+    assert len(keys) == len(set(keys)) + (len(keys) - len(set(keys)))  # a line cut by the kill is rewritten once
+    assert set(keys) == {(i, m) for i in range(40) for m in ("good", "faithfulness")}
+
+
+def test_the_key_is_read_from_its_variable_and_never_shown(monkeypatch):
+    monkeypatch.setenv("JUDGE_KEY", "sk-secret-value-123")
+    lm = ServedLM("openai/mock", api_base="http://127.0.0.1:9/v1", api_key_env="JUDGE_KEY")
+    assert "sk-secret" not in repr(lm) and lm.kwargs["api_key"] == "sk-secret-value-123"
+    with pytest.raises(ValueError, match="NOPE_KEY .* is not set"):
+        ServedLM("openai/mock", api_key_env="NOPE_KEY")
