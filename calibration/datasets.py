@@ -91,7 +91,7 @@ class LabelledSet:
     @classmethod
     def from_records(cls, rows: Sequence[dict[str, Any]], *, label: str = "label", kind: str = "binary",
                      name: str = "labelled", source: str = "", label_range: tuple[float, float] | None = None,
-                     row_names: Sequence[str] | None = None) -> LabelledSet:
+                     row_names: Sequence[str] | None = None, reference_separator: str | None = None) -> LabelledSet:
         """Rows holding the sample's fields plus ``label``; a missing or invalid label is an error naming the
         row (``row_names[i]``, e.g. a file and line, else "<name>: row i") and the value."""
         samples, labels = [], []
@@ -108,7 +108,7 @@ class LabelledSet:
         if not samples:
             raise ValueError(f"{name}: no labelled rows")
         try:
-            dataset = EvaluationDataset(samples)
+            dataset = EvaluationDataset(samples, reference_separator=reference_separator)
         except SampleValidationError as err:  # name the file and line of each problem, not a sample index
             raise ValueError("\n".join(f"{names[i] if i is not None else name}, field '{field}': {message}"
                                        for i, field, message in err.problems)) from None
@@ -300,8 +300,8 @@ def load_evouna(systems: Sequence[str] = EVOUNA_SYSTEMS, limit: int | None = Non
                 context_system: str | None = None) -> LabelledSet:
     """EVOUNA (NQ): is a QA system's answer correct given the gold answer? (Wang et al. 2023)
 
-    question -> user_input, answer_<sys> -> response, golden_answer -> reference (alternatives, split on
-    "/", joined with " / "); label = the human verdict judge_<sys>. Unjudged answers and questions flagged
+    question -> user_input, answer_<sys> -> response, golden_answer -> reference (EVOUNA lists acceptable
+    aliases as "a/b/c": kept as a list of alternatives); label = the human verdict judge_<sys>. Unjudged answers and questions flagged
     "improper" are skipped. EVOUNA has no retrieved passages; ``context_system`` (e.g. "gpt4") puts that
     system's answer in ``retrieved_contexts`` when a metric needs some text to retrieve from.
     """
@@ -315,7 +315,8 @@ def load_evouna(systems: Sequence[str] = EVOUNA_SYSTEMS, limit: int | None = Non
         for index, item in enumerate(items):
             if str(item.get("improper")).lower() == "true":
                 continue
-            reference = " / ".join(a.strip() for a in str(item["golden_answer"]).split("/") if a.strip())
+            aliases = [a.strip() for a in str(item["golden_answer"]).split("/") if a.strip()]
+            reference = aliases[0] if len(aliases) == 1 else aliases
             for system in systems:
                 verdict, answer = item.get(f"judge_{system}"), item.get(f"answer_{system}")
                 if not answer or str(verdict).lower() not in ("true", "false"):

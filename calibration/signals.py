@@ -17,7 +17,7 @@ from judges.models import resolve_embedder
 
 
 def _evidence(sample) -> str:
-    return "\n".join(sample.retrieved_contexts or sample.reference_contexts or []) or (sample.reference or "")
+    return "\n".join(sample.retrieved_contexts or sample.reference_contexts or sample.reference_alternatives())
 
 
 def token_overlap(sample, result=None) -> float:
@@ -29,12 +29,12 @@ def token_overlap(sample, result=None) -> float:
 
 def reference_token_recall(sample, result=None) -> float:
     """Share of the reference's tokens found in the response: does the answer contain the gold answer?
-    A reference listing alternatives as "a / b" takes the best alternative."""
+    With alternatives (a list of acceptable answers) the best alternative counts."""
     if not sample.reference or not sample.response:
         return 0.0
     response = set(tokenize(sample.response))
     best = 0.0
-    for alternative in sample.reference.split(" / "):
+    for alternative in sample.reference_alternatives():
         tokens = tokenize(alternative)
         if tokens:
             best = max(best, sum(t in response for t in tokens) / len(tokens))

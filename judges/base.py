@@ -323,9 +323,22 @@ class Judge(Metric, dspy.Module):
         """The per-call LM config for verdict steps."""
         return {"logprobs": True, "top_logprobs": self.top_logprobs} if self.use_logprobs else {}
 
+    #: How a reference with alternatives reaches the judge's steps: "alternatives" (listed as such, for
+    #: judges reading the reference as a whole), "closest_to_response" or "closest_to_contexts" (the one
+    #: alternative the response, or the contexts, cover best, for judges that break it into claims).
+    reference_view: ClassVar[str] = "alternatives"
+
     def _forward_inputs(self, sample) -> dict[str, Any]:
         params = inspect.signature(type(self).forward).parameters  # (self.forward warns in DSPy)
-        return {name: getattr(sample, name) for name in params if name in type(sample).model_fields}
+        inputs = {name: getattr(sample, name) for name in params if name in type(sample).model_fields}
+        if isinstance(inputs.get("reference"), list):
+            if self.reference_view == "closest_to_response":
+                inputs["reference"] = sample.closest_reference(sample.response or "")
+            elif self.reference_view == "closest_to_contexts":
+                inputs["reference"] = sample.closest_reference(" ".join(sample.retrieved_contexts or []))
+            else:
+                inputs["reference"] = sample.reference_for_prompt()
+        return inputs
 
     def _score(self, sample) -> dspy.Prediction:
         if "response" in self.required_fields and not (sample.response or "").strip():

@@ -18,8 +18,8 @@ from typing import Any
 from judges.samples import MultiTurnSample, SampleValidationError, SingleTurnSample
 
 #: Older column names (Ragas 0.1 and common RAG datasets) and the field each one maps to.
-#: ``ground_truths`` was a list of strings; a one-element list becomes that string, a longer one is
-#: joined with newlines. A row carrying both an old name and its new name is rejected as ambiguous.
+#: ``ground_truths`` was a list of strings: a one-element list becomes that string, a longer one the list of
+#: acceptable alternatives. A row carrying both an old name and its new name is rejected as ambiguous.
 LEGACY_COLUMNS: dict[str, str] = {
     "question": "user_input",
     "answer": "response",
@@ -36,8 +36,10 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def normalize_row(row: dict[str, Any], *, index: int | None = None) -> dict[str, Any]:
-    """Rename legacy columns, drop missing cells (None/NaN), return a fresh dict."""
+def normalize_row(row: dict[str, Any], *, index: int | None = None, reference_separator: str | None = None) -> dict[str, Any]:
+    """Rename legacy columns, drop missing cells (None/NaN), return a fresh dict. With ``reference_separator``
+    (opt-in, e.g. ``"/"`` for EVOUNA-style "June Carter Cash/June Cash"), a reference string is split into
+    its alternatives (stripped, empty parts dropped)."""
     out: dict[str, Any] = {}
     source: dict[str, str] = {}
     problems = []
@@ -48,7 +50,7 @@ def normalize_row(row: dict[str, Any], *, index: int | None = None) -> dict[str,
             value = value.tolist()  # numpy arrays from pandas / Arrow
         target = LEGACY_COLUMNS.get(key, key)
         if key == "ground_truths" and isinstance(value, list):
-            value = value[0] if len(value) == 1 else "\n".join(str(v) for v in value)
+            value = value[0] if len(value) == 1 else value
         if target in out:
             problems.append((index, key, f"columns '{source[target]}' and '{key}' both map to '{target}'; keep one"))
             continue
@@ -56,6 +58,9 @@ def normalize_row(row: dict[str, Any], *, index: int | None = None) -> dict[str,
         source[target] = key
     if problems:
         raise SampleValidationError(problems)
+    if reference_separator and isinstance(out.get("reference"), str):
+        parts = [part.strip() for part in out["reference"].split(reference_separator) if part.strip()]
+        out["reference"] = parts[0] if len(parts) == 1 else parts
     return out
 
 
@@ -81,6 +86,14 @@ def _sample_type_for(row: dict[str, Any]) -> type[SingleTurnSample] | type[Multi
 def _decode_json_cells(row: dict[str, Any], sample_type, *, index: int | None) -> dict[str, Any]:
     """CSV/Arrow store list and dict fields as JSON text: decode the ones the sample type declares."""
     out = dict(row)
+    reference = out.get("reference")
+    if isinstance(reference, str) and reference.lstrip().startswith('["'):  # alternatives stored as JSON text
+        try:
+            decoded = json.loads(reference)
+        except json.JSONDecodeError:
+            decoded = None
+        if isinstance(decoded, list) and all(isinstance(v, str) for v in decoded):
+            out["reference"] = decoded
     for name in sample_type.json_fields:
         value = out.get(name)
         if isinstance(value, str):
@@ -100,6 +113,8 @@ class EvaluationDataset(Sequence):
         self,
         samples: Iterable[SingleTurnSample | MultiTurnSample | dict[str, Any]],
         sample_type: type[SingleTurnSample] | type[MultiTurnSample] | None = None,
+        *,
+        reference_separator: str | None = None,
     ):
         parsed = []
         problems: list[tuple[int | None, str, str]] = []
@@ -108,7 +123,7 @@ class EvaluationDataset(Sequence):
                 if isinstance(item, (SingleTurnSample, MultiTurnSample)):
                     sample = item
                 elif isinstance(item, dict):
-                    row = normalize_row(item, index=i)
+                    row = normalize_row(item, index=i, reference_separator=reference_separator)
                     kind = sample_type or _sample_type_for(row)
                     sample = kind.parse(_decode_json_cells(row, kind, index=i), index=i)
                 else:
@@ -160,16 +175,17 @@ class EvaluationDataset(Sequence):
 
     # --- lists ---------------------------------------------------------------------------------
     @classmethod
-    def from_list(cls, rows: Iterable[dict[str, Any] | SingleTurnSample | MultiTurnSample]) -> EvaluationDataset:
-        return cls(rows)
+    def from_list(cls, rows: Iterable[dict[str, Any] | SingleTurnSample | MultiTurnSample], *,
+                  reference_separator: str | None = None) -> EvaluationDataset:
+        return cls(rows, reference_separator=reference_separator)
 
     def to_list(self) -> list[dict[str, Any]]:
         return [sample.to_dict() for sample in self.samples]
 
     # --- pandas --------------------------------------------------------------------------------
     @classmethod
-    def from_pandas(cls, frame) -> EvaluationDataset:
-        return cls(frame.to_dict(orient="records"))
+    def from_pandas(cls, frame, *, reference_separator: str | None = None) -> EvaluationDataset:
+        return cls(frame.to_dict(orient="records"), reference_separator=reference_separator)
 
     def to_pandas(self):
         import pandas as pd
@@ -178,8 +194,8 @@ class EvaluationDataset(Sequence):
 
     # --- Hugging Face datasets -----------------------------------------------------------------
     @classmethod
-    def from_hf_dataset(cls, dataset) -> EvaluationDataset:
-        return cls(dataset.to_list())
+    def from_hf_dataset(cls, dataset, *, reference_separator: str | None = None) -> EvaluationDataset:
+        return cls(dataset.to_list(), reference_separator=reference_separator)
 
     def to_hf_dataset(self):
         """A ``datasets.Dataset``; list/dict fields of multi-turn samples and rubrics become JSON text."""
@@ -189,7 +205,7 @@ class EvaluationDataset(Sequence):
 
     # --- files ---------------------------------------------------------------------------------
     @classmethod
-    def from_jsonl(cls, path: str | Path) -> EvaluationDataset:
+    def from_jsonl(cls, path: str | Path, *, reference_separator: str | None = None) -> EvaluationDataset:
         rows = []
         with open(path, encoding="utf-8-sig") as handle:  # -sig: a byte-order mark is not data
             for line_number, line in enumerate(handle, start=1):
@@ -201,7 +217,7 @@ class EvaluationDataset(Sequence):
                     raise SampleValidationError(
                         [(len(rows), "<line>", f"{path}:{line_number} is not valid JSON: {err.msg}")]
                     ) from None
-        return cls(rows)
+        return cls(rows, reference_separator=reference_separator)
 
     def to_jsonl(self, path: str | Path) -> Path:
         path = Path(path)
@@ -211,11 +227,11 @@ class EvaluationDataset(Sequence):
         return path
 
     @classmethod
-    def from_csv(cls, path: str | Path) -> EvaluationDataset:
+    def from_csv(cls, path: str | Path, *, reference_separator: str | None = None) -> EvaluationDataset:
         # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is not part of the first column's name
         with open(path, encoding="utf-8-sig", newline="") as handle:
             rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(handle)]
-        return cls(rows)
+        return cls(rows, reference_separator=reference_separator)
 
     def to_csv(self, path: str | Path) -> Path:
         path = Path(path)
@@ -239,6 +255,8 @@ class EvaluationDataset(Sequence):
             for name in fields:
                 value = data.get(name)
                 if name in sample.json_fields and value is not None and not (arrow and name in keep_native):
+                    value = json.dumps(value, ensure_ascii=False)
+                elif name == "reference" and isinstance(value, list):  # alternatives: JSON text in a text column
                     value = json.dumps(value, ensure_ascii=False)
                 row[name] = value
             rows.append(row)

@@ -59,14 +59,21 @@ class DataCompyScore(Metric):
         return frame
 
     def _score(self, sample) -> dspy.Prediction:
-        import datacompy
-
-        reference = self._table(sample.reference, "reference")
+        references = [self._table(text, "reference") for text in sample.reference_alternatives()]
         try:
             response = self._table(sample.response, "response")
         except SampleValidationError as err:
             return dspy.Prediction(score=0.0, precision=0.0, recall=0.0, f1=0.0, matched=0,
                                    not_a_table=err.problems[0][2])
+        results = [self._compare(reference, response) for reference in references]
+        best = max(range(len(results)), key=lambda i: results[i].score)
+        if len(results) > 1:
+            results[best]["matched_reference"] = best
+        return results[best]
+
+    def _compare(self, reference: Any, response: Any) -> dspy.Prediction:
+        import datacompy
+
         reference, response = _same_kinds(reference, response)
         options: dict[str, Any] = dict(abs_tol=self.abs_tol, rel_tol=self.rel_tol)
         if self.join_columns is None:
@@ -377,7 +384,9 @@ class LLMSQLEquivalence(Judge):
     run on throw-away in-memory SQLite databases with random rows (``execution_equivalence``); the result
     is reported as ``execution_equivalent`` with ``agree`` saying whether it matches the LM's verdict. A
     difference found by execution is proof of non-equivalence; equal results are evidence, not proof.
-    ``use_execution=True`` scores with the execution result where it is available.
+    ``use_execution=True`` scores with the execution result where it is available. With reference
+    alternatives (several acceptable queries), the LM sees them listed and execution agrees when the
+    response matches any of them.
     """
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference", "reference_contexts")
@@ -388,13 +397,20 @@ class LLMSQLEquivalence(Judge):
         self.dialect, self.execute, self.use_execution = dialect, execute, use_execution
         self.judge_equivalence = dspy.Predict(JudgeSQLEquivalence)
 
-    def forward(self, response: str, reference: str, reference_contexts: list[str]):
+    def _forward_inputs(self, sample) -> dict[str, Any]:
+        return {**super()._forward_inputs(sample), "alternatives": sample.reference_alternatives()}
+
+    def forward(self, response: str, reference: str, reference_contexts: list[str], alternatives: list[str] | None = None):
         verdict = self.judge_equivalence(database_schema="\n".join(reference_contexts), reference_sql=reference,
                                          candidate_sql=response)
         llm_equivalent = bool(verdict.equivalent)
-        executed, note = (execution_equivalence(response, reference, schema_tables(reference_contexts),
-                                                dialect=self.dialect)
-                          if self.execute else (None, "execution check disabled"))
+        executed, note = None, "execution check disabled"
+        if self.execute:
+            tables = schema_tables(reference_contexts)
+            for query in alternatives or [reference]:
+                executed, note = execution_equivalence(response, query, tables, dialect=self.dialect)
+                if executed:
+                    break
         use = self.use_execution and executed is not None
         return dspy.Prediction(
             score=float(executed if use else llm_equivalent),

@@ -311,9 +311,11 @@ ContextUtilization = LLMContextPrecisionWithoutReference
 # Context recall
 # --------------------------------------------------------------------------------------------------
 class LLMContextRecall(_ClaimJudge):
-    """Share of the reference's claims that can be attributed to the retrieved contexts."""
+    """Share of the reference's claims that can be attributed to the retrieved contexts. With reference
+    alternatives, the one the contexts cover best is decomposed."""
 
     required_fields: ClassVar[tuple[str, ...]] = ("retrieved_contexts", "reference")
+    reference_view: ClassVar[str] = "closest_to_contexts"
 
     def forward(self, retrieved_contexts: list[str], reference: str, user_input: str | None = None):
         claims, source = self.claims_of(reference, user_input)
@@ -329,9 +331,11 @@ ContextRecall = LLMContextRecall
 # Context entity recall
 # --------------------------------------------------------------------------------------------------
 class ContextEntityRecall(Judge):
-    """Share of the reference's entities that also occur among the retrieved contexts' entities."""
+    """Share of the reference's entities that also occur among the retrieved contexts' entities. With
+    reference alternatives, the one the contexts cover best is used."""
 
     required_fields: ClassVar[tuple[str, ...]] = ("retrieved_contexts", "reference")
+    reference_view: ClassVar[str] = "closest_to_contexts"
 
     def __init__(self, *, lm: Any = None, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
@@ -367,9 +371,11 @@ class ContextEntityRecall(Judge):
 class NoiseSensitivity(_ClaimJudge):
     """Share of the response's claims that are incorrect (not supported by the reference) yet backed by
     a relevant context (``mode="relevant"``) or only by irrelevant ones (``mode="irrelevant"``). A context
-    is relevant when it supports at least one reference claim. Lower is better."""
+    is relevant when it supports at least one reference claim. Lower is better. With reference
+    alternatives, the one the response covers best is decomposed."""
 
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference", "retrieved_contexts")
+    reference_view: ClassVar[str] = "closest_to_response"
 
     def __init__(self, *, lm: Any = None, mode: str = "relevant", adapter: Any = None, use_logprobs: bool = False):
         super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
@@ -415,7 +421,8 @@ class NoiseSensitivity(_ClaimJudge):
 # --------------------------------------------------------------------------------------------------
 class SemanticSimilarity(_EmbeddingsMixin, Metric):
     """Cosine similarity of the response's and the reference's embeddings (negative values clip to 0);
-    with ``threshold`` the score is 1.0 at or above it, else 0.0."""
+    with ``threshold`` the score is 1.0 at or above it, else 0.0. With reference alternatives, the most
+    similar one counts (``matched_reference``)."""
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
 
@@ -425,15 +432,22 @@ class SemanticSimilarity(_EmbeddingsMixin, Metric):
         self.threshold = threshold
         self._init_embeddings(embeddings)
 
-    def similarity(self, response: str, reference: str) -> float:
-        return float(self.embedder.similarity([response], [reference])[0, 0])
+    def similarity(self, response: str, reference: str | list[str]) -> float:
+        """The cosine of ``response`` with ``reference``, or with the closest of several alternatives."""
+        references = [reference] if isinstance(reference, str) else list(reference)
+        return float(self.embedder.similarity([response], references).max())
 
     def _score(self, sample) -> dspy.Prediction:
-        cosine = self.similarity(sample.response, sample.reference)
+        alternatives = sample.reference_alternatives()
+        cosines = self.embedder.similarity([sample.response], alternatives)[0]
+        cosine = float(cosines.max())
         score = max(cosine, 0.0)
         if self.threshold is not None:
             score = float(score >= self.threshold)
-        return dspy.Prediction(score=score, cosine=cosine)
+        out = dspy.Prediction(score=score, cosine=cosine)
+        if len(alternatives) > 1:
+            out["matched_reference"] = alternatives[int(cosines.argmax())]
+        return out
 
 
 def f1_from_counts(tp: int, fp: int, fn: int) -> float:
@@ -445,9 +459,11 @@ class AnswerCorrectness(_EmbeddingsMixin, _ClaimJudge):
     """Weighted mean of the factual F1 between response and reference claims and their semantic
     similarity. TP: response claims the reference supports; FP: response claims it does not; FN:
     reference claims the response does not cover. Default weights 0.75 / 0.25. With ``threshold`` the
-    score becomes 1.0 at or above it, else 0.0 (the unthresholded value stays in ``raw_score``)."""
+    score becomes 1.0 at or above it, else 0.0 (the unthresholded value stays in ``raw_score``). With
+    reference alternatives, the one the response covers best is the reference."""
 
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference")
+    reference_view: ClassVar[str] = "closest_to_response"
 
     def __init__(
         self,
@@ -501,9 +517,11 @@ _COVERAGE = {"low": "Keep only the main facts.", "high": "Keep every detail: nam
 class FactualCorrectness(_ClaimJudge):
     """Precision, recall or F1 of claims between response and reference: precision = response claims the
     reference supports / response claims; recall = reference claims the response supports / reference
-    claims. ``atomicity`` and ``coverage`` ("low"/"high") set how finely texts are decomposed."""
+    claims. ``atomicity`` and ``coverage`` ("low"/"high") set how finely texts are decomposed. With
+    reference alternatives, the one the response covers best is the reference."""
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
+    reference_view: ClassVar[str] = "closest_to_response"
 
     def __init__(self, *, lm: Any = None, mode: str = "f1", atomicity: str = "low", coverage: str = "low",
                  adapter: Any = None, use_logprobs: bool = False):

@@ -149,8 +149,17 @@ class _Sample(_Model):
         return self.model_dump(mode="json", exclude_none=exclude_none)
 
 
+#: At most this many reference alternatives are shown to an LLM judge (EVOUNA has answers with 185 aliases).
+MAX_PROMPT_ALTERNATIVES = 20
+
+
 class SingleTurnSample(_Sample):
-    """One question/answer interaction, optionally with retrieval (RAG)."""
+    """One question/answer interaction, optionally with retrieval (RAG).
+
+    ``reference`` is one reference answer, or a list of acceptable alternatives ("June Carter Cash",
+    "June Cash" ...): every reference-based metric then uses the best alternative, and LLM judges are shown
+    the alternatives as such (``reference_for_prompt``).
+    """
 
     user_input: str | None = None
     retrieved_contexts: list[str] | None = None
@@ -159,7 +168,7 @@ class SingleTurnSample(_Sample):
     reference_context_ids: list[str | int] | None = None
     response: str | None = None
     multi_responses: list[str] | None = None
-    reference: str | None = None
+    reference: str | list[str] | None = None
     rubrics: dict[str, str] | None = None
     reference_topics: list[str] | None = None
 
@@ -172,6 +181,45 @@ class SingleTurnSample(_Sample):
         "rubrics",
         "reference_topics",
     )
+
+
+    @field_validator("reference", mode="after")
+    @classmethod
+    def _one_alternative_is_a_string(cls, value: Any) -> Any:
+        """A list of one alternative is that alternative; alternatives must be text."""
+        if isinstance(value, list):
+            if len(value) == 1:
+                return value[0]
+        return value
+
+    def reference_alternatives(self) -> list[str]:
+        """The acceptable reference answers: ``[reference]`` for one, the list for alternatives, [] for none."""
+        if self.reference is None:
+            return []
+        return [self.reference] if isinstance(self.reference, str) else list(self.reference)
+
+    def closest_reference(self, text: str) -> str | None:
+        """The alternative whose words ``text`` covers best (ties: the first), for steps that decompose one
+        reference into claims or entities: the response's answer, or what the contexts support."""
+        alternatives = self.reference_alternatives()
+        if len(alternatives) <= 1:
+            return alternatives[0] if alternatives else None
+        words = set(re.findall(r"\w+", text.casefold()))
+
+        def covered(alternative: str) -> float:
+            tokens = re.findall(r"\w+", alternative.casefold())
+            return sum(t in words for t in tokens) / len(tokens) if tokens else 0.0
+
+        return max(alternatives, key=covered)
+
+    def reference_for_prompt(self, limit: int = MAX_PROMPT_ALTERNATIVES) -> str | None:
+        """The reference as an LLM judge reads it: the answer itself, or the alternatives listed as such."""
+        alternatives = self.reference_alternatives()
+        if self.reference is None or isinstance(self.reference, str):
+            return self.reference
+        shown = alternatives[:limit]
+        more = f" (and {len(alternatives) - limit} more)" if len(alternatives) > limit else ""
+        return "Any of these acceptable answers: " + "; ".join(f"({i}) {a}" for i, a in enumerate(shown, 1)) + more
 
 
 class MultiTurnSample(_Sample):

@@ -5,6 +5,10 @@ and rapidfuzz. Every score is in [0, 1]. Chinese and Japanese are tokenised one 
 Empty strings are scored, not refused (as Ragas does), each metric by the rule in its docstring. Where
 the *reference* is empty there is nothing to compare against: the score follows the rule but carries an
 ``undefined_reason``, so ``evaluate`` leaves it out of the metric's mean and counts it as undefined.
+
+A reference given as a list of acceptable alternatives is scored against the best of them: BLEU and chrF
+as sacrebleu's multi-reference scores, ROUGE as rouge-score's ``score_multi`` (the alternative with the best
+F-measure), exact match, presence and similarity as the maximum; ``matched_reference`` names the winner.
 """
 
 from __future__ import annotations
@@ -36,9 +40,20 @@ class _ResponseVsReference(Metric):
 
 def _flag_empty_reference(out: dspy.Prediction, sample) -> dspy.Prediction:
     """``out``, marked undefined when the sample's reference is empty (nothing to compare against)."""
-    if not sample.reference.strip():
+    if not any(a.strip() for a in sample.reference_alternatives()):
         out["undefined_reason"] = "the reference is empty: nothing to compare against"
     return out
+
+
+def _best_alternative(sample, score) -> dspy.Prediction:
+    """The best of ``score(response, alternative)`` over the reference's alternatives, with the winner."""
+    alternatives = sample.reference_alternatives() or [""]
+    values = [score(sample.response, a) for a in alternatives]
+    best = max(range(len(values)), key=values.__getitem__)
+    out = dspy.Prediction(score=float(values[best]))
+    if len(alternatives) > 1:
+        out["matched_reference"] = alternatives[best]
+    return _flag_empty_reference(out, sample)
 
 
 class BleuScore(_ResponseVsReference):
@@ -65,15 +80,16 @@ class BleuScore(_ResponseVsReference):
         self._bleu_pretokenized = BLEU(tokenize="none", **options)
 
     def _score(self, sample) -> dspy.Prediction:
-        hypothesis, reference = sample.response, sample.reference
-        if not hypothesis.strip() or not reference.strip():
+        hypothesis = sample.response
+        references = [r for r in sample.reference_alternatives() if r.strip()]
+        if not hypothesis.strip() or not references:
             return _flag_empty_reference(dspy.Prediction(score=0.0, precisions=[0.0] * 4, brevity_penalty=0.0), sample)
-        if self.tokenize is None and (has_cjk(hypothesis) or has_cjk(reference)):
+        if self.tokenize is None and (has_cjk(hypothesis) or any(has_cjk(r) for r in references)):
             hypothesis = " ".join(tokenize(hypothesis, lower=False, keep_punct=True))
-            reference = " ".join(tokenize(reference, lower=False, keep_punct=True))
-            result = self._bleu_pretokenized.sentence_score(hypothesis, [reference])
+            references = [" ".join(tokenize(r, lower=False, keep_punct=True)) for r in references]
+            result = self._bleu_pretokenized.sentence_score(hypothesis, references)
         else:
-            result = self._bleu.sentence_score(hypothesis, [reference])
+            result = self._bleu.sentence_score(hypothesis, references)
         # sacrebleu's float arithmetic can give 100.00000000000004: clipped so a score is never above 1
         return dspy.Prediction(score=min(1.0, max(0.0, result.score / 100.0)),
                                precisions=[p / 100.0 for p in result.precisions], brevity_penalty=result.bp)
@@ -115,19 +131,22 @@ class RougeScore(_ResponseVsReference):
         self._scorer = _rouge_scorer(rouge_type, self.use_stemmer)
 
     def _score(self, sample) -> dspy.Prediction:
-        if self.rouge_type == "rougeL" and len(sample.reference) * len(sample.response) > self.max_lcs_cells:
-            cells = len(tokenize(sample.reference)) * len(tokenize(sample.response))  # chars bound tokens
-            if cells > self.max_lcs_cells:
-                raise InputTooLargeError(f"rouge_score: ROUGE-L on {cells:,} token pairs is over max_lcs_cells="
-                                         f"{self.max_lcs_cells:,}; raise it or use rouge1 / rouge2")
-        result = self._scorer.score(sample.reference, sample.response)[self.rouge_type]
+        references = sample.reference_alternatives() or [""]
+        for reference in references:
+            if self.rouge_type == "rougeL" and len(reference) * len(sample.response) > self.max_lcs_cells:
+                cells = len(tokenize(reference)) * len(tokenize(sample.response))  # chars bound tokens
+                if cells > self.max_lcs_cells:
+                    raise InputTooLargeError(f"rouge_score: ROUGE-L on {cells:,} token pairs is over max_lcs_cells="
+                                             f"{self.max_lcs_cells:,}; raise it or use rouge1 / rouge2")
+        result = self._scorer.score_multi(references, sample.response)[self.rouge_type]
         out = dspy.Prediction(
             score=float(getattr(result, self.mode)),
             precision=result.precision,
             recall=result.recall,
             fmeasure=result.fmeasure,
         )
-        empty = [f for f in ("reference", "response") if not tokenize(getattr(sample, f))]
+        empty = [f for f, texts in (("reference", references), ("response", [sample.response]))
+                 if not any(tokenize(t) for t in texts)]
         if empty:  # rouge-score gives 0 here; say why rather than pass it off as a real 0
             out["undefined_reason"] = f"the {' and the '.join(empty)} has no tokens; ROUGE is 0 by convention"
         return out
@@ -148,9 +167,10 @@ class ChrfScore(_ResponseVsReference):
         self._chrf = CHRF(char_order=char_order, word_order=word_order, beta=beta)
 
     def _score(self, sample) -> dspy.Prediction:
-        if not sample.response.strip() or not sample.reference.strip():
+        references = [r for r in sample.reference_alternatives() if r.strip()]
+        if not sample.response.strip() or not references:
             return _flag_empty_reference(dspy.Prediction(score=0.0), sample)
-        return dspy.Prediction(score=min(1.0, self._chrf.sentence_score(sample.response, [sample.reference]).score / 100.0))
+        return dspy.Prediction(score=min(1.0, self._chrf.sentence_score(sample.response, references).score / 100.0))
 
 
 class ExactMatch(_ResponseVsReference):
@@ -166,8 +186,8 @@ class ExactMatch(_ResponseVsReference):
         return text.casefold() if self.ignore_case else text
 
     def _score(self, sample) -> dspy.Prediction:
-        matched = self._normalise(sample.response) == self._normalise(sample.reference)
-        return _flag_empty_reference(dspy.Prediction(score=float(matched)), sample)
+        return _best_alternative(sample, lambda response, reference: float(
+            self._normalise(response) == self._normalise(reference)))
 
 
 class StringPresence(_ResponseVsReference):
@@ -179,10 +199,12 @@ class StringPresence(_ResponseVsReference):
         self.ignore_case = ignore_case
 
     def _score(self, sample) -> dspy.Prediction:
-        response, reference = sample.response, sample.reference
-        if self.ignore_case:
-            response, reference = response.casefold(), reference.casefold()
-        return _flag_empty_reference(dspy.Prediction(score=float(reference in response)), sample)
+        def present(response: str, reference: str) -> float:
+            if self.ignore_case:
+                response, reference = response.casefold(), reference.casefold()
+            return float(reference in response)
+
+        return _best_alternative(sample, present)
 
 
 class DistanceMeasure(str, Enum):
@@ -233,4 +255,4 @@ class NonLLMStringSimilarity(_ResponseVsReference):
         return float(self._similarity(a, b))
 
     def _score(self, sample) -> dspy.Prediction:
-        return _flag_empty_reference(dspy.Prediction(score=self.similarity(sample.response, sample.reference)), sample)
+        return _best_alternative(sample, self.similarity)

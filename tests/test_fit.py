@@ -172,7 +172,7 @@ def test_cheap_signals():
 
     sample = SingleTurnSample(response="埃菲尔铁塔位于巴黎", retrieved_contexts=["埃菲尔铁塔在法国巴黎"])
     assert token_overlap(sample) == pytest.approx(7 / 9)
-    qa = SingleTurnSample(response="It was Wilhelm Röntgen in 1901.", reference="Wilhelm Conrad Röntgen / Röntgen")
+    qa = SingleTurnSample(response="It was Wilhelm Röntgen in 1901.", reference=["Wilhelm Conrad Röntgen", "Röntgen"])
     assert reference_token_recall(qa) == 1.0
     assert reference_token_recall(SingleTurnSample(response="Marie Curie", reference="Röntgen")) == 0.0
 

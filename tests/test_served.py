@@ -41,7 +41,7 @@ def items(n):
     return EvaluationDataset([{"response": f"answer number {i}"} for i in range(n)])
 
 
-def test_twenty_percent_faults_over_a_hundred_items_every_item_accounted_for(tmp_path):
+def test_twenty_percent_faults_over_a_hundred_items_every_item_accounted_for(tmp_path, capsys):
     """429 with Retry-After, 500/503, resets, slow replies, cut bodies, non-JSON 200s and empty completions at a
     seeded 20%: the run finishes, every item is scored, nothing is lost or counted twice, and the run's LM
     calls and tokens equal the completions the proxy delivered intact."""
@@ -63,6 +63,8 @@ def test_twenty_percent_faults_over_a_hundred_items_every_item_accounted_for(tmp
     stats = lm.limits.stats
     assert stats["retries"] >= sum(counts[f"fault.{k}"] for k in FAULTS) - counts["fault.empty_completion"]
     assert stats["failed.EmptyCompletionError"] == counts["fault.empty_completion"]
+    with capsys.disabled():
+        print(f"\nproxy: {dict(counts)}\nServedLM: {dict(stats)}; recorded failures {len(result.failures)}")
 
 
 TRANSIENT_NAMES = ("LMRateLimitError", "LMServerError", "LMTransportError", "LMProviderError", "EmptyCompletionError")

@@ -21,6 +21,7 @@ from judges_app.cli.common import (
     UsageError,
     add_common_options,
     add_prices_option,
+    add_reference_separator_option,
     build_metric,
     check_tracking,
     cli_lm,
@@ -43,7 +44,7 @@ OPTIMIZERS = ("none", "labeled", "bootstrap", "random_search", "mipro", "simba",
 def run(args) -> int:
     args.optimizer = args.optimizer or ["bootstrap"]
     data = load_labelled(args.data, label_column=args.label_column, label_kind=args.label_kind,
-                         label_range=args.label_range)
+                         label_range=args.label_range, reference_separator=args.reference_separator)
     n_train, n_test = args.n_train, args.n_test
     if n_train < 2 or n_test < 2:
         raise UsageError("--n-train and --n-test must be at least 2")
@@ -175,6 +176,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-failure-share", type=share, default=0.2,
                    help="exit with an error when a judge fails on more than this share of its items (default 0.2); "
                         "failed items are always left out of agreement, never imputed")
+    add_reference_separator_option(p)
     add_prices_option(p)
     add_common_options(p)
     p.set_defaults(run=run)

@@ -135,7 +135,7 @@ def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None) -> Metric
 # ------------------------------------------------------------------------------------------------
 # Data
 # ------------------------------------------------------------------------------------------------
-def load_dataset(path: str, limit: int | None) -> EvaluationDataset:
+def load_dataset(path: str, limit: int | None, reference_separator: str | None = None) -> EvaluationDataset:
     file = Path(path)
     if not file.is_file():
         raise UsageError(f"dataset file not found: {path}")
@@ -143,7 +143,7 @@ def load_dataset(path: str, limit: int | None) -> EvaluationDataset:
     if file.suffix not in loaders:
         raise UsageError(f"{path}: give a .jsonl or .csv file (one sample per line / row)")
     try:
-        dataset = loaders[file.suffix](file)
+        dataset = loaders[file.suffix](file, reference_separator=reference_separator)
     except (ValueError, UnicodeDecodeError) as err:  # a row that is not a sample: the message names row and field
         raise UsageError(f"{path}: {err}") from None
     if len(dataset) == 0:
@@ -152,7 +152,7 @@ def load_dataset(path: str, limit: int | None) -> EvaluationDataset:
 
 
 def load_labelled(source: str, *, label_column: str, label_kind: str,
-                  label_range: tuple[float, float] | None = None) -> LabelledSet:
+                  label_range: tuple[float, float] | None = None, reference_separator: str | None = None) -> LabelledSet:
     """A built-in labelled set by name, or a labelled .jsonl / .csv file whose labels are all checked
     against ``label_kind`` (and ``label_range``) here, before any judge runs."""
     if source in BUILTIN_LOADERS:
@@ -167,7 +167,8 @@ def load_labelled(source: str, *, label_column: str, label_kind: str,
     if file.suffix not in loaders:
         raise UsageError(f"{source}: give a .jsonl or .csv file with sample fields and a '{label_column}' column")
     try:
-        return loaders[file.suffix](file, label=label_column, kind=label_kind, name=file.stem, label_range=label_range)
+        return loaders[file.suffix](file, label=label_column, kind=label_kind, name=file.stem, label_range=label_range,
+                                    reference_separator=reference_separator)
     except (ValueError, UnicodeDecodeError) as err:
         raise UsageError(str(err)) from None
 
@@ -274,6 +275,13 @@ def add_common_options(parser: argparse.ArgumentParser, lm: bool = True) -> None
     parser.add_argument("--no-mlflow", action="store_true", help="do not log this run to MLflow")
     parser.add_argument("--no-traces", action="store_true", help="log to MLflow but without DSPy traces")
     add_debug_option(parser)
+
+
+def add_reference_separator_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--reference-separator", default=None, metavar="TEXT",
+                        help='split each reference on TEXT into acceptable alternatives, e.g. "/" for '
+                             '"June Carter Cash/June Cash" (off by default: "9/11" stays whole); a JSON list '
+                             "in the reference field is always read as alternatives")
 
 
 def add_prices_option(parser: argparse.ArgumentParser) -> None:

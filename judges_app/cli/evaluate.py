@@ -13,6 +13,7 @@ from judges_app.cli.common import (
     UsageError,
     add_common_options,
     add_prices_option,
+    add_reference_separator_option,
     build_metric,
     check_tracking,
     cli_lm,
@@ -29,7 +30,7 @@ from judges_app.tracking import data_hash, log_evaluation
 
 
 def run(args) -> int:
-    dataset = load_dataset(args.data, args.limit)
+    dataset = load_dataset(args.data, args.limit, args.reference_separator)
     lm = cli_lm(args)
     metrics = [build_metric(spec, lm=lm, embeddings=args.embeddings) for spec in args.metric]
     prices = read_prices(args.prices)
@@ -107,6 +108,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "then; an LM call is abandoned (recorded as failed) but runs on until the LM answers")
     p.add_argument("--retry-failed", action="store_true",
                    help="rerun the items the run file records as failed (finished items are still skipped)")
+    add_reference_separator_option(p)
     add_prices_option(p)
     add_common_options(p)
     p.set_defaults(run=run)
