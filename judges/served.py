@@ -13,6 +13,9 @@ provider needs:
   ``PermanentLMError``, which ``evaluate`` turns into one clear stop; a prompt longer than the context
   window is the item's own failure (``ContextWindowExceededError``), not retried;
 * the key: ``api_key`` or ``api_key_env`` (the variable's name; the value is read here and never shown);
+* a length limit the server obeys: with an ``api_base`` (a self-hosted OpenAI-compatible server),
+  ``max_tokens`` is also sent under that name, since DSPy sends OpenAI's ``max_completion_tokens``,
+  which llama.cpp's server ignores;
 * structured output on servers DSPy does not know: ``response_schema="json_schema"`` for servers taking
   OpenAI's ``{"type": "json_schema", ...}`` (OpenAI, vLLM, SGLang, LM Studio), ``"json_object"`` for
   llama.cpp's servers (``{"type": "json_object", "schema": ...}``, compiled to a grammar there), with
@@ -244,6 +247,11 @@ class ServedLM(dspy.LM):
     def __call__(self, prompt=None, *, messages=None, **kwargs):
         if "response_format" in kwargs:
             kwargs["response_format"] = self._response_format(kwargs["response_format"])
+        limit = kwargs.get("max_tokens", self.kwargs.get("max_tokens"))
+        if self.api_base and limit is not None:
+            # DSPy sends OpenAI's newer max_completion_tokens, which llama.cpp's and other self-hosted servers
+            # ignore: without max_tokens a small model rambles until its context is full (4,000 tokens, minutes)
+            kwargs["extra_body"] = {**(kwargs.get("extra_body") or {}), "max_tokens": limit}
         limits = self.limits
         attempt = 0
         while True:

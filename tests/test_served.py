@@ -185,3 +185,23 @@ def test_the_key_is_read_from_its_variable_and_never_shown(monkeypatch):
     assert "sk-secret" not in repr(lm) and lm.kwargs["api_key"] == "sk-secret-value-123"
     with pytest.raises(ValueError, match="NOPE_KEY .* is not set"):
         ServedLM("openai/mock", api_key_env="NOPE_KEY")
+
+
+def test_a_self_hosted_server_gets_max_tokens_by_the_name_it_obeys():
+    """DSPy sends max_completion_tokens, which llama.cpp's server ignores: a 135M model then rambled for
+    4,000 tokens (275 s) per call. With an api_base, max_tokens goes in the body as well."""
+    bodies = []
+    with MockOpenAI(latency=0.0) as mock:
+        original = mock.handler._body
+
+        def keep(handler):
+            body = original(handler)
+            bodies.append(json.loads(body))
+            return body
+
+        mock.handler._body = keep
+        try:
+            served(mock.url, max_tokens=77)("hi")
+        finally:
+            mock.handler._body = original
+    assert bodies[0]["max_tokens"] == 77
