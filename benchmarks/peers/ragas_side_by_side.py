@@ -20,13 +20,10 @@ answer_correctness], llm=..., embeddings=...)`` with Ragas's default ``RunConfig
 
 In Mode.JSON every request is a plain prompt that quotes the output's JSON Schema twice (Instructor's system
 message and Ragas's own prompt text) plus ``response_format={"type": "json_object"}``; no tools, no
-``json_schema`` response format. The stock ``MockOpenAI`` answers with ``schema_instance`` of the *last*
-``{...}`` in the prompt that looks like an object schema, which for schemas with ``$defs`` (Ragas's
-NLIStatementOutput, ClassificationWithReason) is a nested definition, not the top-level schema, so Ragas's
-validation fails. ``RagasMock`` below (a subclass; servers.py is untouched) answers with an instance of the
-top-level schema instead: from ``response_format.json_schema.schema`` or ``tools[].function.parameters``
-when a client sends them (returning a tool call then), else the last *outermost* schema quoted in the
-prompt. Latency, in-flight tracking and token counting are the mock's own, unchanged.
+``json_schema`` response format. The stock ``MockOpenAI`` answers with an instance of the last outermost
+schema the prompt quotes; ``RagasMock`` below also answers a schema sent as ``response_format.json_schema``
+or as ``tools[].function.parameters`` (returning a tool call then) and tallies how each request carried its
+schema. Latency, in-flight tracking and token counting are the mock's own, unchanged.
 """
 
 from __future__ import annotations
