@@ -4,6 +4,13 @@
 by forward selection under 5-fold cross-validation among the judge's raw score and cheap signals; Platt
 scaling when no signal helps; the judge's score itself is dropped when it adds nothing), or ``None``.
 A calibrator saves as a plain dict (``to_dict`` / ``from_dict``), never a pickle.
+
+Monotone (``monotone=True``, the default): the linear and logistic fits keep each input's weight on the
+side its direction says (``calibration.signals.DIRECTIONS``: more token overlap never lowers the
+calibrated score, more unsupported claims never raise it), so a calibrator fitted on one data set cannot
+learn a sign that only held by chance there. The range of every input seen at fit time is kept;
+``out_of_range`` reports the share of new inputs outside it (a calibrator extrapolating to data unlike its
+training data is a warning, not a silent number).
 """
 
 from __future__ import annotations
@@ -12,6 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy.optimize import lsq_linear, minimize
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import log_loss, mean_squared_error
@@ -19,19 +29,95 @@ from sklearn.model_selection import cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from calibration.signals import FEATURES
+from calibration.signals import DIRECTIONS, FEATURES
+
+
+def _bounds(signs: Sequence[int]) -> list[tuple[float | None, float | None]]:
+    return [(0.0, None) if s > 0 else (None, 0.0) if s < 0 else (None, None) for s in signs]
+
+
+class SignedLogistic(BaseEstimator, ClassifierMixin):
+    """L2-regularised logistic regression (scikit-learn's objective at ``C``) whose weights keep the
+    ``signs`` given (+1 non-negative, -1 non-positive, 0 free)."""
+
+    def __init__(self, signs: Sequence[int] = (), C: float = 1.0):
+        self.signs, self.C = signs, C
+
+    def fit(self, x, y):
+        x, y = np.asarray(x, float), np.asarray(y, float)
+        d = x.shape[1]
+
+        def loss(params):
+            w, b = params[:-1], params[-1]
+            z = x @ w + b
+            value = np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * (w @ w) / self.C
+            residual = expit(z) - y
+            return value, np.append(x.T @ residual + w / self.C, residual.sum())
+
+        signs = list(self.signs) if len(self.signs) == d else [0] * d
+        result = minimize(loss, np.zeros(d + 1), jac=True, method="L-BFGS-B", bounds=_bounds(signs) + [(None, None)])
+        self.coef_, self.intercept_ = result.x[None, :-1], np.array([result.x[-1]])
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict_proba(self, x):
+        p = expit(np.asarray(x, float) @ self.coef_[0] + self.intercept_[0])
+        return np.column_stack([1 - p, p])
+
+    def predict(self, x):
+        return (self.predict_proba(x)[:, 1] >= 0.5).astype(int)
+
+
+class SignedLinear(BaseEstimator, RegressorMixin):
+    """Least squares with an intercept whose weights keep the ``signs`` given."""
+
+    def __init__(self, signs: Sequence[int] = ()):
+        self.signs = signs
+
+    def fit(self, x, y):
+        x, y = np.asarray(x, float), np.asarray(y, float)
+        d = x.shape[1]
+        signs = list(self.signs) if len(self.signs) == d else [0] * d
+        lows, highs = zip(*[(-np.inf if lo is None else lo, np.inf if hi is None else hi)
+                            for lo, hi in _bounds(signs) + [(None, None)]])
+        fitted = lsq_linear(np.column_stack([x, np.ones(len(x))]), y, bounds=(lows, highs))
+        self.coef_, self.intercept_ = fitted.x[:-1], fitted.x[-1]
+        return self
+
+    def predict(self, x):
+        return np.asarray(x, float) @ self.coef_ + self.intercept_
 
 
 class Calibrator:
     """Raw judge score (plus cheap signals) -> calibrated score on the label scale's [0, 1]."""
 
-    def __init__(self, kind: str | None, binary: bool, features: Sequence[str] = ()):
+    def __init__(self, kind: str | None, binary: bool, features: Sequence[str] = (), monotone: bool = True):
         if kind not in (None, "isotonic", "platt", "stacked"):
             raise ValueError(f"calibrator={kind!r} is not one of None, 'isotonic', 'platt', 'stacked'")
         self.kind, self.binary, self.features = kind, binary, list(features)
+        self.monotone = bool(monotone)
         self.use_raw = True  # False when the stacked selection found the judge's own score adds nothing
         self.params: dict[str, Any] = {}
+        self.ranges: dict[str, list[float]] = {}  # input -> [min, max] seen at fit time
         self.note = ""
+
+    def _inputs(self) -> list[str]:
+        """The names of the design matrix's columns, in order."""
+        return (["judge score"] if self.use_raw else []) + list(self.features)
+
+    def out_of_range(self, raw: Sequence[float], extra: np.ndarray | None = None, tolerance: float = 1e-9) -> dict[str, float]:
+        """Per input, the share of these items whose value lies outside the range seen at fit time (only
+        inputs with some outside)."""
+        if self.kind in (None, "isotonic") or not self.ranges:
+            return {}
+        design = self._design(np.asarray(raw, float), extra)
+        shares = {}
+        for i, name in enumerate(self._inputs()):
+            low, high = self.ranges.get(name, [-np.inf, np.inf])
+            outside = float(np.mean((design[:, i] < low - tolerance) | (design[:, i] > high + tolerance)))
+            if outside > 0:
+                shares[name] = outside
+        return shares
 
     def _design(self, raw: np.ndarray, extra: np.ndarray | None) -> np.ndarray:
         columns = [raw] if self.use_raw else []
@@ -51,7 +137,8 @@ class Calibrator:
             return self
         if self.kind == "stacked" and extra is not None and self.features:
             return self._fit_stacked(raw, target, np.asarray(extra, float))
-        return self._fit_linear(raw[:, None], target)
+        self.features = []
+        return self._fit_linear(raw[:, None], target, ["judge score"])
 
     def _fit_stacked(self, raw: np.ndarray, target: np.ndarray, extra: np.ndarray) -> Calibrator:
         """Forward selection among the judge's score and the cheap signals: add the input that lowers the
@@ -60,10 +147,10 @@ class Calibrator:
         rather than allowed to add noise)."""
         columns = {"judge score": raw, **{f: extra[:, i] for i, f in enumerate(self.features)}}
         chosen: list[str] = []
-        best = self._cv_loss(np.empty((len(raw), 0)), target)
-        plain = self._cv_loss(raw[:, None], target)
+        best = self._cv_loss(np.empty((len(raw), 0)), target, [])
+        plain = self._cv_loss(raw[:, None], target, ["judge score"])
         while len(chosen) < len(columns):
-            trials = {c: self._cv_loss(np.column_stack([columns[k] for k in chosen + [c]]), target)
+            trials = {c: self._cv_loss(np.column_stack([columns[k] for k in chosen + [c]]), target, chosen + [c])
                       for c in columns if c not in chosen}
             candidate = min(trials, key=trials.get)
             if trials[candidate] >= best - 1e-4:
@@ -74,30 +161,34 @@ class Calibrator:
             self.features = []
             self.note = (f"stacked dropped: no cheap signal lowered the cross-validated loss below {plain:.4f} "
                          f"(judge score alone); Platt scaling used")
-            return self._fit_linear(raw[:, None], target)
+            return self._fit_linear(raw[:, None], target, ["judge score"])
         self.use_raw = "judge score" in chosen
         self.features = [f for f in self.features if f in chosen]
         self.note = (f"stacked kept {chosen} by forward selection: cross-validated loss {best:.4f} vs "
                      f"{plain:.4f} for the judge score alone"
                      + ("" if self.use_raw else "; the judge's own score did not lower it and is not used"))
         return self._fit_linear(self._design(raw, extra[:, [list(columns)[1:].index(f) for f in self.features]]),
-                                target)
+                                target, self._inputs())
 
-    def _model(self):
-        return LogisticRegression(C=1.0, max_iter=1000) if self.binary else LinearRegression()
+    def _model(self, inputs: Sequence[str]):
+        if not self.monotone:
+            return LogisticRegression(C=1.0, max_iter=1000) if self.binary else LinearRegression()
+        signs = [DIRECTIONS.get(name, 0) for name in inputs]
+        return SignedLogistic(signs) if self.binary else SignedLinear(signs)
 
-    def _fit_linear(self, x: np.ndarray, target: np.ndarray) -> Calibrator:
+    def _fit_linear(self, x: np.ndarray, target: np.ndarray, inputs: Sequence[str]) -> Calibrator:
         mean, scale = x.mean(axis=0), x.std(axis=0)
         scale[scale == 0] = 1.0
-        model = self._model().fit((x - mean) / scale, (target >= 0.5).astype(int) if self.binary else target)
+        model = self._model(inputs).fit((x - mean) / scale, (target >= 0.5).astype(int) if self.binary else target)
         self.params = {"mean": mean.tolist(), "scale": scale.tolist(),
                        "coef": np.ravel(model.coef_).tolist(), "intercept": float(np.ravel([model.intercept_])[0])}
+        self.ranges = {name: [float(x[:, i].min()), float(x[:, i].max())] for i, name in enumerate(inputs)}
         return self
 
-    def _cv_loss(self, x: np.ndarray, target: np.ndarray) -> float:
+    def _cv_loss(self, x: np.ndarray, target: np.ndarray, inputs: Sequence[str]) -> float:
         # at most 5 folds, and no more than the smallest class (binary) or the items (otherwise) allow
         folds = max(2, min(5, int(min(np.bincount((target >= 0.5).astype(int)))) if self.binary else len(target)))
-        model = make_pipeline(StandardScaler(), self._model())
+        model = make_pipeline(StandardScaler(), self._model(inputs))
         if x.shape[1] == 0:  # the intercept alone: predict the base rate / the mean
             labels = (target >= 0.5).astype(int) if self.binary else target
             base = np.full(len(target), labels.mean())
@@ -121,7 +212,7 @@ class Calibrator:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "binary": self.binary, "features": self.features, "use_raw": self.use_raw,
-                "params": self.params, "note": self.note}
+                "monotone": self.monotone, "params": self.params, "ranges": self.ranges, "note": self.note}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Calibrator:
@@ -130,7 +221,8 @@ class Calibrator:
         unknown = [f for f in data.get("features", []) if f not in FEATURES]
         if unknown:
             raise ValueError(f"calibrator uses unknown features {unknown}")
-        calibrator = cls(data["kind"], data["binary"], data.get("features", []))
+        calibrator = cls(data["kind"], data["binary"], data.get("features", []), bool(data.get("monotone", False)))
         calibrator.params, calibrator.note = data.get("params", {}), data.get("note", "")
+        calibrator.ranges = data.get("ranges", {})
         calibrator.use_raw = bool(data.get("use_raw", True))
         return calibrator

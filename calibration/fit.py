@@ -42,6 +42,7 @@ from calibration.compiled import CompiledJudge
 from calibration.datasets import LabelledSet
 from calibration.signals import FEATURES, feature_matrix
 from judges.base import Judge, Metric
+from judges.dataset import EvaluationDataset
 from judges.models import judge_context, resolve_lm
 from judges.served import PermanentLMError
 
@@ -172,6 +173,27 @@ def judge_scores(judge: Metric, data: LabelledSet, *, progress: bool = False,
     return np.asarray(scores, dtype=float), results
 
 
+def pooled(sets: LabelledSet | Sequence[LabelledSet]) -> LabelledSet:
+    """One labelled set from several (of one label kind), e.g. to fit a calibrator on BEGIN and another
+    dialogue set together; labels keep each set's own scale (``label_range``), mapped to [0, 1] first."""
+    if isinstance(sets, LabelledSet):
+        return sets
+    sets = list(sets)
+    if not sets:
+        raise ValueError("pooled: give at least one labelled set")
+    kinds = {s.kind for s in sets}
+    if len(kinds) != 1:
+        raise ValueError(f"pooled: the sets' label kinds differ ({sorted(kinds)}); pool sets of one kind")
+    if len(sets) == 1:
+        return sets[0]
+    samples = [sample for s in sets for sample in s.dataset]
+    labels = [float(v) for s in sets for v in scaled(s.labels, label_schema(s))]
+    kind = sets[0].kind
+    return LabelledSet(" + ".join(s.name for s in sets), EvaluationDataset(samples),
+                       [int(v) for v in labels] if kind == "binary" else labels,
+                       kind if kind == "binary" else "continuous", label_range=(0.0, 1.0))
+
+
 def failed_mask(results: Sequence[Any]) -> np.ndarray:
     """True where ``judge_scores`` recorded a failure instead of a result."""
     return np.array([isinstance(r, dict) and "error" in r for r in results], dtype=bool)
@@ -183,10 +205,12 @@ def fit(
     *,
     optimizer: Any = "bootstrap",
     calibrator: str | None = "isotonic",
-    features: Sequence[str] = ("token_overlap", "reference_token_recall", "embedding_similarity", "claim_count",
-                               "unsupported_count"),
+    features: Sequence[str] = ("token_overlap", "reference_token_recall", "embedding_similarity",
+                               "specifics_supported", "weakest_sentence", "bigram_support", "embedding_alignment",
+                               "claim_count", "unsupported_count", "claims_missing_specifics"),
+    monotone: bool = True,
     devset: LabelledSet | None = None,
-    calibration_set: LabelledSet | None = None,
+    calibration_set: LabelledSet | Sequence[LabelledSet] | None = None,
     reflection_lm: Any = None,
     seed: int = 0,
     progress: bool = False,
@@ -222,7 +246,7 @@ def fit(
         report["demos"] = {name: len(p.demos) for name, p in compiled.named_predictors()}
     result = CompiledJudge(compiled, Calibrator(None, binary=schema["kind"] == "binary"), schema, report)
     if calibrator is not None:
-        fit_on = calibration_set or trainset
+        fit_on = pooled(calibration_set) if calibration_set is not None else trainset
         raw, results = judge_scores(compiled, fit_on, progress=progress, desc="scoring the calibration set")
         failed = failed_mask(results)
         if failed.all():
@@ -230,12 +254,13 @@ def fit(
                                    f"first error: {results[0]['error']}")
         kept = fit_on.subset(np.flatnonzero(~failed).tolist())
         chosen = list(features) if calibrator == "stacked" else []
-        cal = Calibrator(calibrator, binary=schema["kind"] == "binary", features=chosen)
+        cal = Calibrator(calibrator, binary=schema["kind"] == "binary", features=chosen, monotone=monotone)
         extra = feature_matrix(chosen, kept.dataset, [r for r, f in zip(results, failed) if not f])
         cal.fit(raw[~failed], scaled(kept.labels, schema), extra)
         result.calibrator = cal
         result.needs_embeddings = result.needs_embeddings or "embedding_similarity" in cal.features
-        report["calibrator"] = {"kind": calibrator, "fitted_on": len(kept), "failed": int(failed.sum()),
+        report["calibrator"] = {"kind": calibrator, "fitted_on": len(kept), "fitted_on_sets": fit_on.name,
+                                "failed": int(failed.sum()),
                                 "errors": sorted({r["error"] for r, f in zip(results, failed) if f})[:5],
                                 "note": cal.note}
     return result

@@ -32,13 +32,20 @@ import numpy as np
 
 from calibration.compiled import CompiledJudge
 from calibration.datasets import LabelledSet
-from calibration.fit import JudgeFailedError, failed_mask, fit, judge_scores, label_schema, scaled
+from calibration.fit import (
+    JudgeFailedError,
+    failed_mask,
+    fit,
+    judge_scores,
+    label_schema,
+    scaled,
+)
 from calibration.run import CalibrationRun
-from calibration.signals import FEATURES, feature_matrix
+from calibration.signals import FEATURES, SAMPLE_SIGNALS, feature_matrix
 from judges.base import Judge
 from judges.evaluation import tracked_usage
 
-BASELINES = ("token_overlap", "reference_token_recall", "embedding_similarity")
+BASELINES = SAMPLE_SIGNALS
 
 
 def applicable_baselines(data: LabelledSet) -> list[str]:
@@ -49,10 +56,41 @@ def applicable_baselines(data: LabelledSet) -> list[str]:
     has_response = all(getattr(s, "response", None) for s in samples)
     chosen = []
     if has_response and has_evidence:
-        chosen += ["token_overlap", "embedding_similarity"]
+        chosen += ["token_overlap", "embedding_similarity", "specifics_supported", "weakest_sentence",
+                   "bigram_support", "embedding_alignment"]
     if has_response and has_reference:
         chosen.append("reference_token_recall")
     return [b for b in BASELINES if b in chosen]
+
+
+def best_threshold(scores: Sequence[float], labels: Sequence[int]) -> tuple[float, float]:
+    """The cut-off on ``scores`` with the best balanced accuracy on binary ``labels`` (cut-offs halfway between
+    neighbouring values), and that accuracy."""
+    s, y = np.asarray(scores, float), np.asarray(labels, int)
+    values = np.unique(s)
+    cuts = np.concatenate([[values[0] - 1e-9], (values[:-1] + values[1:]) / 2, [values[-1] + 1e-9]])  # midpoints
+    best = (0.5, -1.0)
+    for cut in cuts:
+        decided = s >= cut
+        accuracy = np.mean([np.mean(decided[y == c] == bool(c)) for c in (0, 1)])
+        if accuracy > best[1]:
+            best = (float(cut), float(accuracy))
+    return best
+
+
+def hard_slice(train: LabelledSet, test: LabelledSet, baselines: Sequence[str]) -> dict[str, Any] | None:
+    """The test items the best cheap baseline gets wrong: the baseline with the best balanced accuracy on
+    ``train`` at its own cut-off fitted there, applied to ``test``. A judge that only repeats the baseline
+    is right on about none of them. Also every baseline's train cut-off (to score baselines on the slice)."""
+    if train.kind != "binary" or not baselines:
+        return None
+    cuts = {b: best_threshold([FEATURES[b](s) for s in train.dataset], train.labels) for b in baselines}
+    name = max(cuts, key=lambda b: cuts[b][1])
+    cut = cuts[name][0]
+    decided = [FEATURES[name](s) >= cut for s in test.dataset]
+    items = [i for i, (d, y) in enumerate(zip(decided, test.labels)) if d != bool(y)]
+    return {"baseline": f"baseline: {name.replace('_', ' ')}", "threshold": cut, "train_balanced_accuracy": cuts[name][1],
+            "items": items, "thresholds": {f"baseline: {b.replace('_', ' ')}": c for b, (c, _) in cuts.items()}}
 
 
 def check_split(train: LabelledSet, test: LabelledSet, calibrator: str | None) -> None:
@@ -98,14 +136,18 @@ def compare_on_heldout(
     progress: bool = True,
     name: str | None = None,
     n_bootstrap: int = 1000,
+    pool: Sequence[LabelledSet] = (),
     **optimizer_options: Any,
 ) -> tuple[dict[str, CompiledJudge], CalibrationRun]:
     """Score ``test`` with the baselines, the shipped judge and, per optimizer, the compiled and the
     calibrated judge. Returns the compiled judges by optimizer name and a ``CalibrationRun`` holding
     every scorer's test scores (agreement computed), the seconds per scorer (``meta["seconds"]``) and the
     LM calls and tokens per model of each LM phase (``meta["usage"]``: the shipped judge on test, each
-    fit on train, each compiled judge on test; DSPy-cache hits count as no call). An optimizer that cannot compile this judge (e.g.
-    "labeled" for a multi-step judge) is skipped and its reason kept in ``run.meta["skipped"]``."""
+    fit on train, each compiled judge on test; DSPy-cache hits count as no call). An optimizer that cannot
+    compile this judge (e.g. "labeled" for a multi-step judge) is skipped and its reason kept in
+    ``run.meta["skipped"]``. ``pool``: more labelled sets the calibrator is fitted on together with train.
+    ``run.meta["hard_slice"]`` names the test items the best baseline gets wrong (``hard_slice``);
+    ``run.meta["range_warnings"]`` the calibrator inputs that fall outside the range seen at fit time."""
     check_split(train, test, calibrator)
     schema = label_schema(train)
     target = scaled(test.labels, schema)
@@ -122,12 +164,15 @@ def compare_on_heldout(
     meta: dict[str, Any] = {"train_size": len(train), "test_size": len(test), "seed": seed, "calibrator": calibrator,
                             "label_schema": schema, "optimizers": [_optimizer_label(o) for o in optimizers],
                             "skipped": {}, "calibrator_notes": {}, "demos": {}, "failures": {}, "errors": {},
-                            "calibrator_inputs": {}}
+                            "calibrator_inputs": {}, "range_warnings": {}}
     for feature in chosen:
         start = time.perf_counter()
         scores[f"baseline: {feature.replace('_', ' ')}"] = [float(FEATURES[feature](s)) for s in test.dataset]
         seconds[f"baseline: {feature.replace('_', ' ')}"] = time.perf_counter() - start
 
+    slice_ = hard_slice(train, test, chosen)
+    if slice_ is not None:
+        meta["hard_slice"] = slice_
     meta["judge"] = shipped.name
     usage: dict[str, dict[str, Any]] = {}
     start = time.perf_counter()
@@ -146,7 +191,8 @@ def compare_on_heldout(
         try:
             with tracked_usage() as usage[f"fit ({label})"]:
                 compiled = fit(make_judge(), train, optimizer=optimizer, calibrator=calibrator, seed=seed,
-                               reflection_lm=reflection_lm, progress=progress, **optimizer_options)
+                               reflection_lm=reflection_lm, progress=progress,
+                               calibration_set=[train, *pool] if pool else None, **optimizer_options)
         except ValueError as err:
             usage.pop(f"fit ({label})")
             if optimizer is None or "optimizer=" not in str(err):
@@ -179,6 +225,9 @@ def compare_on_heldout(
             calibrated = np.full(len(test), np.nan)
             if ok.any():
                 calibrated[ok] = compiled.calibrator.predict(test_raw[ok], extra)
+                outside = compiled.calibrator.out_of_range(test_raw[ok], extra)
+                if outside:
+                    meta["range_warnings"][key] = outside
             _record(scores, meta, key, calibrated, test_results)
             meta["calibrator_notes"][key] = compiled.calibrator.note
             meta["calibrator_inputs"][key] = {"kind": compiled.calibrator.kind, "judge_score": compiled.calibrator.use_raw,

@@ -20,7 +20,11 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from calibration.agreement import LOWER_IS_BETTER, AgreementReport, expected_calibration_error
+from calibration.agreement import (
+    LOWER_IS_BETTER,
+    AgreementReport,
+    expected_calibration_error,
+)
 from calibration.run import STAT_NAMES, first_bad
 
 #: Statistics whose value for a scorer that knows nothing is 0.5 (drawn as a "chance" line).

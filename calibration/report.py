@@ -120,10 +120,14 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
     stats = list(next(r for r in reports.values() if r.stats).stats)
     failures = any(run.failed(n) for n in names)
     bold = {stat: _established_best(run, reports, stat, n_bootstrap) for stat in stats}
+    hard = run.meta.get("hard_slice") if run.label_kind == "binary" else None
     rows = []
     for name in names:
         cells = [_Raw(f"<b>{html.escape(ci_cell(reports[name].stats[stat]))}</b>" if bold[stat] == name
                       else html.escape(ci_cell(reports[name].stats[stat]))) for stat in stats]
+        if hard:
+            accuracy, _ = run.hard_slice_accuracy(name)
+            cells.append("n/a" if accuracy is None else f"{accuracy:.2f}")
         rows.append([name, *([f"{run.failed(name)} of {len(y)}"] if failures else []), *cells])
     n_boot = max(r.n_bootstrap for r in reports.values())
     findings = "".join(f'<li{" class=warn" if f.startswith(("Warning", "Failures")) else ""}>{html.escape(f)}</li>'
@@ -131,11 +135,15 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
     items = f"{len(y)} held-out items" + (f", {int(y.sum())} labelled positive" if run.label_kind == "binary" else "")
     sections = [("Summary", f"<p>{html.escape(run.name)}: {items}.</p><ul class=findings>{findings}</ul>"),
                 ("Agreement with human labels",
-                 _table(["scorer", *(["failed"] if failures else []), *[STAT_NAMES.get(s, s) for s in stats]], rows)
+                 _table(["scorer", *(["failed"] if failures else []), *[STAT_NAMES.get(s, s) for s in stats],
+                         *([f"hard slice accuracy (n={len(hard['items'])})"] if hard else [])], rows)
                  + f'<p class="note">value [95% bootstrap CI, {n_boot} resamples]. Bold: the best in its column and '
                    f"better than the runner-up at 95% by a paired bootstrap on the same items; a column without "
                    f"bold has no established best. Lower is better for {', '.join(sorted(LOWER_IS_BETTER))}."
                    + (" Failed items are left out of a scorer's statistics, never imputed." if failures else "")
+                   + (f" Hard slice: the test items {html.escape(hard['baseline'])} (the best baseline on train, "
+                      f"cut at {hard['threshold']:.3g}) gets wrong; a judge that only repeats it scores about 0 "
+                      "there." if hard else "")
                    + "</p>")]
     if run.label_kind == "binary":
         reliability_diagram(run.labels, run.scores, path=out / "reliability.png")
@@ -161,7 +169,8 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
                                     path=out / file)
             images.append(_img(file, f"confusion matrix of {name}"))
         sections.append(("Confusion matrices", '<div class="grid">' + "".join(images) + "</div>"))
-    meta = {k: v for k, v in run.meta.items() if k not in ("usage", "calibrator_inputs", "errors")}
+    meta = {k: v for k, v in run.meta.items()
+            if k not in ("usage", "calibrator_inputs", "errors", "hard_slice", "range_warnings")}
     if run.meta.get("errors"):
         sections.append(("Errors", _table(["scorer", "distinct errors"],
                                           [[k, "; ".join(v)] for k, v in run.meta["errors"].items()], numeric_from=2)))

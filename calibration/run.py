@@ -101,6 +101,19 @@ class CalibrationRun:
         self.agreement = {name: self._agree(name, n_bootstrap, seed) for name in self.scores}
         return self.agreement
 
+    def hard_slice_accuracy(self, name: str) -> tuple[float | None, int]:
+        """Accuracy of scorer ``name`` on the hard slice (``meta["hard_slice"]``: the test items the best
+        baseline, at its cut-off fitted on train, gets wrong) and the number of slice items it scored.
+        Baselines are read at their own train cut-offs, the others at ``threshold``."""
+        hard = self.meta.get("hard_slice")
+        if not hard or self.label_kind != "binary":
+            return None, 0
+        cut = hard.get("thresholds", {}).get(name, self.threshold)
+        pairs = [(self.labels[i], self.scores[name][i]) for i in hard["items"] if self.scores[name][i] is not None]
+        if not pairs:
+            return None, 0
+        return float(np.mean([(v >= cut) == (y == 1) for y, v in pairs])), len(pairs)
+
     def failed(self, name: str) -> int:
         """Items scorer ``name`` failed on (None scores)."""
         return sum(v is None for v in self.scores[name])
@@ -130,12 +143,17 @@ class CalibrationRun:
             raise ValueError(f"table: unknown statistic(s) {unknown} for {self.label_kind} labels; "
                              f"available: {list(known)}")
         failures = any(self.failed(name) for name in reports)
-        head = ["scorer", *(["failed"] if failures else []), *stats]
+        hard = self.meta.get("hard_slice") if self.label_kind == "binary" else None
+        head = ["scorer", *(["failed"] if failures else []), *stats,
+                *([f"hard slice accuracy (n={len(hard['items'])})"] if hard else [])]
         lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for name, report in reports.items():
             cells = [ci_cell(report.stats[s]) for s in stats]
             if failures:
                 cells.insert(0, f"{self.failed(name)} of {len(self.labels)}")
+            if hard:
+                accuracy, n = self.hard_slice_accuracy(name)
+                cells.append("n/a" if accuracy is None else f"{accuracy:.2f}" + (f" ({n})" if n != len(hard["items"]) else ""))
             lines.append(f"| {name.replace('|', chr(92) + '|')} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
@@ -188,6 +206,19 @@ class CalibrationRun:
             if name.startswith("compiled (") and " + " not in name and "judge as shipped" in self.scores:
                 out.append(f"Compiling ({name[len('compiled ('):-1]}): "
                            + self._versus(name, "judge as shipped", stat, n_bootstrap, seed))
+        hard = self.meta.get("hard_slice") if self.label_kind == "binary" else None
+        if hard:
+            judged = [(self.hard_slice_accuracy(n)[0], n) for n in self.scores if not n.startswith("baseline")]
+            judged = [(a, n) for a, n in judged if a is not None]
+            text = (f"Hard slice: the {len(hard['items'])} test items {hard['baseline']} gets wrong at its cut-off "
+                    f"{hard['threshold']:.3g} fitted on train")
+            if judged and hard["items"]:
+                accuracy, name = max(judged)
+                text += f"; the best judge scorer there, {name}, is right on {accuracy:.0%} of them"
+            out.append(text + ".")
+        for name, shares in self.meta.get("range_warnings", {}).items():
+            out.append(f"Warning: {name}: test inputs outside the range its calibrator saw at fit time ("
+                       + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()) + "): it extrapolates there.")
         for name in self.constant_scorers():
             out.append(f"Warning: {name} gave every scored test item the same score "
                        f"({next(v for v in self.scores[name] if v is not None):.3f}); it cannot tell items apart.")

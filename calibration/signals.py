@@ -2,7 +2,10 @@
 
 They serve as baselines the judges must beat (``calibration.heldout``) and as inputs of the stacked
 calibrator (``calibration.calibrators``). Each takes ``(sample, result=None)``: ``result`` is the judge's
-Prediction (or a dict) for the signals read from the judge's own steps.
+Prediction (or a dict) for the signals read from the judge's own steps. ``DIRECTIONS`` says which way each
+signal points (+1: higher means more likely a positive label, -1: lower, 0: unknown), so that a calibrator
+can be kept monotone in it. The grounding signals are the metrics of ``judges.grounding`` (what each
+catches that token overlap misses is in that module's docstring).
 """
 
 from __future__ import annotations
@@ -12,6 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from judges.grounding import (
+    alignment,
+    novel_bigrams,
+    sentence_supports,
+    supported_specifics,
+)
 from judges.language import tokenize
 from judges.models import resolve_embedder
 
@@ -48,6 +57,38 @@ def embedding_similarity(sample, result=None) -> float:
     return float(resolve_embedder().similarity([sample.response], [evidence])[0, 0])
 
 
+def specifics_supported(sample, result=None) -> float:
+    """Share of the response's numbers, dates and names found in the evidence (1.0 when it has none)."""
+    found, missing = supported_specifics(sample.response or "", _evidence(sample))
+    return len(found) / (len(found) + len(missing)) if found or missing else 1.0
+
+
+def weakest_sentence(sample, result=None) -> float:
+    """The lowest token overlap of any response sentence with the evidence."""
+    return float(min(sentence_supports(sample.response or "", _evidence(sample))[1]))
+
+
+def bigram_support(sample, result=None) -> float:
+    """Share of the response's word pairs found in the evidence (1 - the novel bigram rate)."""
+    pairs, novel = novel_bigrams(sample.response or "", _evidence(sample))
+    return 1.0 - len(novel) / pairs if pairs else 1.0
+
+
+def embedding_alignment(sample, result=None) -> float:
+    """BERTScore-style precision of the response's tokens against the evidence's (the embedded embedder)."""
+    value = alignment(sample.response or "", _evidence(sample), resolve_embedder())
+    return 0.0 if value is None else value
+
+
+def claims_missing_specifics(sample, result=None) -> float:
+    """From the judge's own steps: the share of its extracted claims holding a number, date or name that
+    the evidence does not contain (0.0 without claims)."""
+    claims = (result or {}).get("claims", []) or []
+    evidence = _evidence(sample)
+    flagged = sum(bool(supported_specifics(c, evidence)[1]) for c in claims if isinstance(c, str))
+    return flagged / len(claims) if claims else 0.0
+
+
 def claim_count(sample, result=None) -> float:
     return float(len((result or {}).get("claims", []) or []))
 
@@ -60,9 +101,23 @@ FEATURES: dict[str, Callable[[Any, Any], float]] = {
     "token_overlap": token_overlap,
     "reference_token_recall": reference_token_recall,
     "embedding_similarity": embedding_similarity,
+    "specifics_supported": specifics_supported,
+    "weakest_sentence": weakest_sentence,
+    "bigram_support": bigram_support,
+    "embedding_alignment": embedding_alignment,
     "claim_count": claim_count,
     "unsupported_count": unsupported_count,
+    "claims_missing_specifics": claims_missing_specifics,
 }
+#: Which way each signal points: +1 higher -> more likely positive, -1 lower, 0 no assumption.
+DIRECTIONS: dict[str, int] = {
+    "judge score": 1, "token_overlap": 1, "reference_token_recall": 1, "embedding_similarity": 1,
+    "specifics_supported": 1, "weakest_sentence": 1, "bigram_support": 1, "embedding_alignment": 1,
+    "claim_count": 0, "unsupported_count": -1, "claims_missing_specifics": -1,
+}
+#: Signals that need only the sample (no judge result): the baselines a judge is compared with.
+SAMPLE_SIGNALS = ("token_overlap", "reference_token_recall", "embedding_similarity", "specifics_supported",
+                  "weakest_sentence", "bigram_support", "embedding_alignment")
 
 
 def feature_matrix(names: Sequence[str], samples: Sequence[Any], results: Sequence[Any]) -> np.ndarray | None:

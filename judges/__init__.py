@@ -12,6 +12,7 @@ from judges.dataset import LEGACY_COLUMNS, EvaluationDataset
 from judges.domain import DataCompyScore, LLMSQLEquivalence, SummarizationScore
 from judges.dual_judge import AnswerAccuracy, ContextRelevance, JudgeOutputError, ResponseGroundedness
 from judges.evaluation import DatasetValidationError, EvaluationResult, evaluate
+from judges.grounding import EmbeddingAlignment, NovelBigramSupport, UnsupportedSpecifics, WeakestSentenceSupport
 from judges.models import (
     Embedder,
     LlamaCppEngine,
@@ -72,6 +73,10 @@ __all__ = [
     "DatasetValidationError",
     "EvaluationResult",
     "evaluate",
+    "EmbeddingAlignment",
+    "NovelBigramSupport",
+    "UnsupportedSpecifics",
+    "WeakestSentenceSupport",
     "AIMessage",
     "AgentGoalAccuracyWithReference",
     "AgentGoalAccuracyWithoutReference",

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import inspect
 
-from judges import agent, custom, domain, dual_judge, rag, retrieval, text, tools
+from judges import agent, custom, domain, dual_judge, grounding, rag, retrieval, text, tools
 from judges.base import Metric, snake_case
 
 #: The metric families, one module each.
-FAMILIES = (rag, dual_judge, custom, agent, domain, text, retrieval, tools)
+FAMILIES = (rag, dual_judge, custom, agent, domain, text, retrieval, tools, grounding)
 
 
 def metric_classes() -> dict[str, type[Metric]]:

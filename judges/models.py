@@ -438,10 +438,26 @@ def default_embeddings(embeddings: Any = None):
 class Embedder:
     """``embed(texts) -> (n, d) float32 array`` with unit-norm rows; batched; the model loads once."""
 
-    def __init__(self, encode: Callable[[list[str]], Any], name: str, batch_size: int = 64):
+    def __init__(self, encode: Callable[[list[str]], Any], name: str, batch_size: int = 64,
+                 encode_tokens: Callable[[str], Any] | None = None):
         self._encode = encode
+        self._encode_tokens = encode_tokens
         self.name = name
         self.batch_size = batch_size
+
+    @property
+    def token_vectors(self) -> Callable[[str], np.ndarray] | None:
+        """``text -> (tokens, d)`` unit-norm token embeddings (special tokens dropped), for models that give
+        them (sentence-transformers); None otherwise."""
+        if self._encode_tokens is None:
+            return None
+
+        def vectors(text: str) -> np.ndarray:
+            tokens = np.asarray(self._encode_tokens(text), dtype=np.float32)[1:-1]  # [CLS] ... [SEP]
+            norms = np.linalg.norm(tokens, axis=1, keepdims=True)
+            return tokens / np.where(norms == 0, 1.0, norms)
+
+        return vectors
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
@@ -480,6 +496,8 @@ def sentence_transformer_embedder(path: str | Path | None = None, batch_size: in
         lambda texts: model.encode(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False),
         name=Path(path).name,
         batch_size=batch_size,
+        encode_tokens=lambda text: model.encode(text, output_value="token_embeddings", convert_to_numpy=True,
+                                                show_progress_bar=False),
     )
 
 

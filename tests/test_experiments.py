@@ -84,3 +84,38 @@ def test_stability_study(labelled, tmp_path, monkeypatch, capsys):
     assert re.search(r"sampled verdicts, single rollout \| 0\.000 \| 0\.000 \| 0\.000 \| 1\.000 \| 1\.000 \|", table)
     assert "majority of 3" in printed and "mean of 3" in printed
     assert len(mlflow.search_runs(experiment_names=["dspy-judges-experiments"])) == 1
+
+
+def faithfulness_lm():
+    """A faithfulness judge that is right: one claim, supported when the response says YES."""
+    def respond(prompt):
+        asked = prompt.split("Respond with")[-1]
+        if "verdicts" in asked:
+            claim = re.findall(r'\[\[ ## claims ## \]\]\n\["(.*?)"\]', prompt)[-1]
+            return {"verdicts": json.dumps([{"claim": claim, "reason": "r", "supported": "YES" in claim}])}
+        response = re.findall(r"\[\[ ## text ## \]\]\n(.*?)\n", prompt)[-1]
+        return {"claims": json.dumps([response])}
+
+    return scripted_lm(respond)
+
+
+def test_transfer(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    rows = [{"response": f"answer {i} {'YES' if i % 2 else 'NO'}", "retrieved_contexts": [f"answer {i} YES"],
+             "label": i % 2} for i in range(60)]
+    source, target = tmp_path / "source.jsonl", tmp_path / "target.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows[:30]))
+    target.write_text("".join(json.dumps(r) + "\n" for r in rows[30:]))
+    monkeypatch.setattr(sys, "argv", ["transfer.py", "--study", f"{source}:{target}", "--study", f"{source}:{source}",
+                                      "--n-train", "12", "--n-test", "12", "--n-bootstrap", "50",
+                                      "--out", str(tmp_path / "out")])
+    with dspy.context(lm=faithfulness_lm()), pytest.raises(SystemExit) as done:
+        runpy.run_path(str(EXPERIMENTS / "transfer.py"), run_name="__main__")
+    assert done.value.code == 0
+    printed = capsys.readouterr().out
+    table = (tmp_path / "out" / "results.md").read_text()
+    assert re.search(r"\| source -> target \| judge as shipped \| 1\.000 ", table)
+    assert "judge + stacked, monotone" in table and "best single signal" in table and "hard slice" in printed.lower()
+    run = json.loads((tmp_path / "out" / "source-to-source.json").read_text())
+    assert run["meta"]["train"] == 12 and run["meta"]["test"] == 12  # in-domain: disjoint draws
+    assert len(mlflow.search_runs(experiment_names=["dspy-judges-transfer"])) == 2

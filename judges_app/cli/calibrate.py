@@ -53,6 +53,8 @@ def run(args) -> int:
     picked = balanced_sample(data, n_train + n_test, seed=args.seed) if data.kind == "binary" else data.subset(
         range(n_train + n_test))
     parts = split(picked, dev=0, test=n_test / len(picked), seed=args.seed)
+    pool = [load_labelled(source, label_column=args.label_column, label_kind=args.label_kind,
+                          reference_separator=args.reference_separator) for source in args.pool or []]
     try:
         check_split(parts.train, parts.test, None if args.calibrator == "none" else args.calibrator)
     except ValueError as err:
@@ -64,7 +66,7 @@ def run(args) -> int:
     if not probe.needs_lm:
         raise UsageError(f"--judge {args.judge}: not an LLM judge; calibrate compiles LLM judges (see `dspy-judges metrics`)")
     try:  # every sample must have what the judge reads: refused now, before any LM work
-        probe.validate_dataset(picked.dataset)
+        probe.validate_dataset(list(picked.dataset) + [sample for extra in pool for sample in extra.dataset])
     except SampleValidationError as err:
         raise UsageError(f"{args.data} cannot be scored by --judge {probe.name}: {err}") from None
     lm = cli_lm(args) or resolve_lm(None)
@@ -82,7 +84,8 @@ def run(args) -> int:
     params = {"data": args.data, "data_hash": data_hash(list(picked.dataset.samples) + list(picked.labels)),
               "judge": probe.name, "judge_params": probe.get_params(), **lm_params(args),
               "optimizers": args.optimizer, "calibrator": args.calibrator, "seed": args.seed,
-              "n_train": len(parts.train), "n_test": len(parts.test), "max_demos": args.max_demos}
+              "n_train": len(parts.train), "n_test": len(parts.test), "max_demos": args.max_demos,
+              "pool": args.pool or []}
     print(f"{args.data}: train {len(parts.train)}, test {len(parts.test)} (held out); judge {probe.name}; "
           f"optimizers {args.optimizer}; calibrator {args.calibrator}; seed {args.seed}", flush=True)
     start = time.perf_counter()
@@ -92,7 +95,7 @@ def run(args) -> int:
                 lambda: build_metric(judge_spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
                 calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
                 reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}",
-                n_bootstrap=args.n_bootstrap, **options)
+                n_bootstrap=args.n_bootstrap, pool=pool, **options)
         except JudgeFailedError as err:
             raise CommandFailed(f"{err}. No agreement table: there is nothing to measure.") from None
         except PermanentLMError as err:
@@ -161,6 +164,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--optimizer", action="append", choices=OPTIMIZERS, default=None,
                    help="DSPy optimizer; repeat to compare several (default: bootstrap)")
     p.add_argument("--calibrator", default="stacked", choices=("stacked", "platt", "isotonic", "none"))
+    p.add_argument("--pool", action="append", default=None, metavar="DATA",
+                   help="another labelled set (file or built-in name) the calibrator is fitted on together with "
+                        "the train split, repeatable: a calibrator meant to travel between data sets")
     p.add_argument("--n-train", type=positive_int, default=16,
                    help="labelled items to compile and calibrate on (default 16)")
     p.add_argument("--n-test", type=positive_int, default=32, help="held-out items to measure on (default 32)")

@@ -1,0 +1,119 @@
+"""Signals beyond overlap (judges.grounding, calibration.signals), monotone calibrators with their fit-time
+ranges, pooled calibration sets and the hard slice: what each catches that token overlap misses."""
+
+import numpy as np
+import pytest
+
+from calibration.calibrators import Calibrator
+from calibration.datasets import LabelledSet
+from calibration.fit import pooled
+from calibration.heldout import best_threshold, hard_slice
+from calibration.run import CalibrationRun
+from calibration.signals import DIRECTIONS, FEATURES, claims_missing_specifics, token_overlap
+from judges import (
+    EmbeddingAlignment,
+    NovelBigramSupport,
+    SingleTurnSample,
+    UnsupportedSpecifics,
+    WeakestSentenceSupport,
+)
+from judges.catalogue import metric_classes
+from judges.grounding import specifics
+
+CONTEXT = ["The Eiffel Tower was completed in 1889 in Paris. Gustave Eiffel's company built it."]
+
+
+def grounded(response):
+    return SingleTurnSample(response=response, retrieved_contexts=CONTEXT)
+
+
+def test_unsupported_specifics_catch_a_wrong_number_that_overlap_hides():
+    wrong = grounded("The Eiffel Tower was completed in 1899 in Paris.")
+    assert token_overlap(wrong) > 0.85  # every word but one number is in the context
+    result = UnsupportedSpecifics().score(wrong)
+    assert result.unsupported == ["1899"] and result.score == pytest.approx(2 / 3)
+    assert specifics("It cost 7,799,000 francs on March 31, said Eiffel.") == ["7,799,000", "31", "March 31", "Eiffel"]
+    none = UnsupportedSpecifics().score(grounded("it is tall."))
+    assert none.score == 1.0 and none.undefined_reason
+
+
+def test_the_weakest_sentence_shows_what_the_mean_hides():
+    mixed = grounded("The Eiffel Tower was completed in 1889 in Paris. Picasso later painted it bright gold.")
+    result = WeakestSentenceSupport().score(mixed)
+    assert token_overlap(mixed) > 0.5 and result.score < 0.2 and result.sentence.startswith("Picasso")
+
+
+def test_novel_bigrams_catch_familiar_words_in_a_new_combination():
+    recombined = grounded("Paris built the Eiffel company in 1889.")
+    assert token_overlap(recombined) == 1.0  # every word occurs in the context
+    assert NovelBigramSupport().score(recombined).score < 0.5
+
+
+@pytest.mark.integration
+def test_embedding_alignment_credits_a_paraphrase_overlap_misses():
+    paraphrase = grounded("The firm of Eiffel constructed the tower, finished in 1889.")
+    unrelated = grounded("Bananas are a good source of potassium for athletes.")
+    assert EmbeddingAlignment().score(paraphrase).score > EmbeddingAlignment().score(unrelated).score + 0.15
+
+
+def test_the_signals_are_metrics_calibrator_inputs_and_have_a_direction():
+    names = set(metric_classes())
+    assert {"unsupported_specifics", "weakest_sentence_support", "novel_bigram_support", "embedding_alignment"} <= names
+    assert set(FEATURES) <= set(DIRECTIONS)
+    claims = {"claims": ["Completed in 1899.", "It is in Paris."]}
+    assert claims_missing_specifics(grounded("x"), claims) == 0.5  # from the judge's own steps
+
+
+def test_a_monotone_calibrator_never_learns_a_sign_its_signal_contradicts():
+    rng = np.random.default_rng(0)
+    target = rng.integers(0, 2, 80).astype(float)
+    overlap = target * 0.3 + rng.uniform(0, 0.7, 80)
+    unsupported = -target * 0.8 + rng.uniform(0, 1, 80)  # fewer unsupported claims on positives: -1 as declared
+    spurious = -overlap + rng.normal(0, 0.01, 80)  # token-overlap-like signal that here points the wrong way
+    extra = np.column_stack([unsupported, spurious])
+    free = Calibrator("platt", binary=True, monotone=False)
+    free.features, free.use_raw = ["unsupported_count", "bigram_support"], True
+    free._fit_linear(np.column_stack([overlap, extra]), target, ["judge score", "unsupported_count", "bigram_support"])
+    bound = Calibrator("platt", binary=True, monotone=True)
+    bound.features, bound.use_raw = ["unsupported_count", "bigram_support"], True
+    bound._fit_linear(np.column_stack([overlap, extra]), target, ["judge score", "unsupported_count", "bigram_support"])
+    assert free.params["coef"][2] < 0  # unconstrained, it uses the wrong-way signal
+    assert bound.params["coef"][0] >= 0 and bound.params["coef"][1] <= 0 and bound.params["coef"][2] >= 0
+    saved = Calibrator.from_dict(bound.to_dict())
+    assert saved.monotone and saved.ranges == bound.ranges
+
+
+def test_inputs_outside_the_fit_range_are_reported():
+    calibrator = Calibrator("platt", binary=True).fit([0.1, 0.2, 0.8, 0.9], [0, 0, 1, 1])
+    assert calibrator.ranges == {"judge score": [0.1, 0.9]}
+    assert calibrator.out_of_range([0.5, 0.95, 1.0, 0.05]) == {"judge score": 0.75}
+    assert calibrator.out_of_range([0.5]) == {}
+
+
+def test_pooled_sets_keep_each_set_on_its_own_scale():
+    a = LabelledSet.from_records([{"response": "x", "label": v} for v in (1, 5, 3)], kind="ordinal")
+    b = LabelledSet.from_records([{"response": "y", "label": v} for v in (0, 10)], kind="ordinal")
+    both = pooled([a, b])
+    assert both.labels == [0.0, 1.0, 0.5, 0.0, 1.0] and len(both) == 5
+    with pytest.raises(ValueError, match="kinds differ"):
+        pooled([a, LabelledSet.from_records([{"response": "z", "label": 1}, {"response": "z", "label": 0}])])
+
+
+def test_the_hard_slice_is_what_the_best_baseline_gets_wrong():
+    assert best_threshold([0.1, 0.4, 0.6, 0.9], [0, 0, 1, 1]) == (0.5, 1.0)
+    rows = [{"response": r, "retrieved_contexts": ["the cat sat on the mat"], "label": y} for r, y in [
+        ("the cat sat", 1), ("the cat sat on the mat", 1), ("dogs bark loudly", 0), ("birds fly south", 0)]]
+    train = LabelledSet.from_records(rows)
+    test = LabelledSet.from_records([
+        {"response": "the cat sat on the mat today", "retrieved_contexts": ["the cat sat on the mat"], "label": 0},
+        {"response": "a feline rested on the rug", "retrieved_contexts": ["the cat sat on the mat"], "label": 1},
+        {"response": "the cat sat", "retrieved_contexts": ["the cat sat on the mat"], "label": 1},
+        {"response": "rain in spain", "retrieved_contexts": ["the cat sat on the mat"], "label": 0}])
+    hard = hard_slice(train, test, ["token_overlap"])
+    assert hard["baseline"] == "baseline: token overlap" and hard["items"] == [0, 1]
+    run = CalibrationRun("toy", test.labels, {"baseline: token overlap": [0.86, 0.33, 1.0, 0.0],
+                                              "judge": [0.1, 0.9, 0.9, 0.2]}, meta={"hard_slice": hard})
+    assert run.hard_slice_accuracy("baseline: token overlap") == (0.0, 2)
+    assert run.hard_slice_accuracy("judge") == (1.0, 2)
+    assert "hard slice accuracy (n=2)" in run.table(stats=["roc_auc"])
+    assert any(f.startswith("Hard slice: the 2 test items") and "judge, is right on 100%" in f for f in run.findings(50))
