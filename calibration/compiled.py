@@ -45,6 +45,12 @@ class CompiledJudge(Metric):
     def name(self) -> str:
         return self.judge.name
 
+    def get_params(self) -> dict[str, Any]:
+        """What identifies this compiled judge (run files, MLflow params): the judge's class and settings and
+        the checksum of the whole compiled program (instructions, demos, calibrator)."""
+        body = self.to_dict()
+        return {"judge": body["judge"]["class"], "judge_params": body["judge"]["params"], "checksum": body["checksum"]}
+
     def features_of(self, sample, result) -> np.ndarray | None:
         return feature_matrix(self.calibrator.features, [sample], [result])
 

@@ -233,3 +233,28 @@ def test_calibrate_leaves_failed_items_out_counts_them_and_fails_above_the_share
     with pytest.raises(SystemExit) as exited:  # argparse: a share above 1 is bad input
         main(["calibrate", str(critic_labels(tmp_path)), "--max-failure-share", "2", "--no-mlflow"])
     assert exited.value.code == 2 and "between 0 and 1" in capsys.readouterr().err
+
+
+def test_a_compiled_judge_evaluates_and_measures_agreement_on_new_labels(tmp_path, capsys):
+    """calibrate saves a compiled judge; `evaluate -m compiled.json` scores with it and `agreement` measures
+    it on new labels (the drift check): the same table, CIs and hard slice as calibrate."""
+    out = tmp_path / "cal"
+    with dspy.context(lm=demo_sensitive_lm()):
+        assert main(["calibrate", str(critic_labels(tmp_path)), *CRITIC, "--optimizer", "labeled", "--calibrator",
+                     "platt", "--n-train", "8", "--n-test", "8", "--no-mlflow", "--no-report", "--n-bootstrap", "50",
+                     "--out", str(out), "--max-demos", "2"]) == 0
+        compiled = str(out / "compiled_good_labeled.json")
+        fresh = write_jsonl(tmp_path / "fresh.jsonl", [{"response": f"item {i}: {'good' if i % 3 else 'bad'}",
+                                                        "label": int(i % 3 != 0)} for i in range(12)])
+        unlabelled = write_jsonl(tmp_path / "fresh_items.jsonl", [{"response": f"item {i}: good"} for i in range(3)])
+        capsys.readouterr()
+        assert main(["evaluate", str(unlabelled), "-m", compiled, "--no-mlflow", "--out", str(tmp_path / "e")]) == 0
+        assert re.search(r"\ngood\s+\d\.\d{3}", capsys.readouterr().out)
+        assert main(["agreement", compiled, str(fresh), "--n-bootstrap", "50", "--out", str(tmp_path / "a"),
+                     "--runs-dir", str(tmp_path / "runs")]) == 0
+    printed = capsys.readouterr().out
+    run = CalibrationRun.load(tmp_path / "a" / "agreement_run.json")
+    assert set(run.scores) >= {"good (compiled + calibrated)", "good (raw judge score)"}
+    assert run.agreement["good (compiled + calibrated)"].value("balanced_accuracy") == 1.0
+    assert "| scorer |" in printed and "HTML report:" in printed
+    assert main(["agreement", str(tmp_path / "missing.json"), str(fresh), "--no-mlflow"]) == 2

@@ -3,6 +3,7 @@
     dspy-judges metrics                                   every metric, its fields, whether it needs an LM
     dspy-judges evaluate data.jsonl -m faithfulness -m rouge_score
     dspy-judges calibrate begin-slice --judge faithfulness --optimizer bootstrap
+    dspy-judges agreement runs/calibrate/begin-slice-faithfulness/compiled_faithfulness_bootstrap.json labels.jsonl
     dspy-judges report runs/calibrate/begin-slice-faithfulness/calibration_run.json
 
 Every evaluate / calibrate run is logged to MLflow (params, metrics with CIs, artifacts, DSPy traces):
@@ -18,11 +19,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from judges_app.cli import calibrate, evaluate, metrics, report
+from judges_app.cli import agreement, calibrate, evaluate, metrics, report
 from judges_app.cli.common import CommandFailed, UsageError
 
 #: The subcommands, in the order `--help` lists them; each module has ``add_parser(sub)`` and ``run(args)``.
-COMMANDS = (metrics, evaluate, calibrate, report)
+COMMANDS = (metrics, evaluate, calibrate, agreement, report)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration import datasets
+from calibration.compiled import CompiledJudge
 from calibration.datasets import LabelledSet
 from judges.base import Metric
 from judges.catalogue import metric_classes
@@ -106,7 +107,13 @@ def required_params(cls: type) -> list[str]:
 
 
 def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None) -> Metric:
-    """``name`` or ``name:{json constructor params}``, e.g. ``aspect_critic:{"name": "polite", ...}``."""
+    """``name`` or ``name:{json constructor params}``, e.g. ``aspect_critic:{"name": "polite", ...}``, or the
+    path of a compiled judge saved by ``calibrate`` (``compiled_<judge>_<optimizer>.json``)."""
+    if spec.endswith(".json") and Path(spec).is_file():
+        try:
+            return CompiledJudge.load(spec, lm=lm, embeddings=embeddings)
+        except ValueError as err:
+            raise UsageError(f"{spec}: {err}") from None
     name, _, params_text = spec.partition(":")
     classes = metric_classes()
     if name not in classes:

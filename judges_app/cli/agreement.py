@@ -1,0 +1,132 @@
+"""`dspy-judges agreement`: how well does a judge agree with people on new labelled data? The drift check.
+
+    dspy-judges agreement runs/calibrate/begin-slice-faithfulness/compiled_faithfulness_bootstrap.json labels.jsonl
+    dspy-judges agreement faithfulness labels.jsonl --lm openai/gpt-4o-mini
+
+The judge (a compiled judge saved by ``calibrate``, or any metric by name) scores every labelled item; the
+same table as ``calibrate`` follows (bootstrap 95% CIs, the cheap baselines, the hard slice, findings in
+words), then an HTML report and an MLflow run. For a compiled judge both its calibrated score and the
+judge's own raw score are measured, and labels are put on the scale the judge was calibrated to. The hard
+slice's baseline cut-offs are fitted on this same set (there is no train split here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from calibration.compiled import CompiledJudge
+from calibration.fit import failed_mask, judge_scores, label_schema, scaled
+from calibration.heldout import applicable_baselines, hard_slice
+from calibration.report import write_report
+from calibration.run import CalibrationRun
+from calibration.signals import FEATURES
+from judges.evaluation import tracked_usage
+from judges.samples import SampleValidationError
+from judges_app.cli.calibrate import print_results
+from judges_app.cli.common import (
+    CommandFailed,
+    UsageError,
+    add_common_options,
+    add_reference_separator_option,
+    build_metric,
+    check_tracking,
+    cli_lm,
+    dataset_name,
+    label_range,
+    lm_params,
+    load_labelled,
+    log_after_printing,
+    mlflow_note,
+    positive_int,
+    share,
+    tracking,
+)
+from judges_app.tracking import data_hash, log_calibration
+
+
+def run(args) -> int:
+    data = load_labelled(args.data, label_column=args.label_column, label_kind=args.label_kind,
+                         label_range=args.label_range, reference_separator=args.reference_separator)
+    if args.limit:
+        data = data.subset(range(min(args.limit, len(data))))
+    lm = cli_lm(args)
+    judge = build_metric(args.judge, lm=lm)
+    try:
+        judge.validate_dataset(data.dataset)
+    except SampleValidationError as err:
+        raise UsageError(f"{args.data} cannot be scored by {judge.name}: {err}") from None
+    if len(set(data.labels)) < 2:
+        raise UsageError(f"{args.data}: every label is {data.labels[0]}; agreement needs two label values at least")
+    check_tracking(args)
+    compiled = isinstance(judge, CompiledJudge)
+    schema = judge.schema if compiled else label_schema(data)
+    if compiled and (schema["kind"] == "binary") != (data.kind == "binary"):
+        raise UsageError(f"{args.judge} was calibrated to {schema['kind']} labels; {args.data} has {data.kind} labels "
+                         "(--label-kind)")
+    labels = np.clip(scaled(data.labels, schema), 0.0, 1.0)
+    out = Path(args.out or Path(args.runs_dir) / "agreement" / f"{dataset_name(args.data)}-{judge.name}")
+    out.mkdir(parents=True, exist_ok=True)
+    params = {"judge": args.judge, "judge_name": judge.name, "data": args.data, "items": len(data),
+              "data_hash": data_hash(list(data.dataset.samples) + list(data.labels)), **lm_params(args),
+              **({"compiled_checksum": judge.get_params()["checksum"]} if compiled else {})}
+    start = time.perf_counter()
+    with tracking(args, "dspy-judges-agreement", f"agreement {judge.name} on {args.data}", params):
+        baselines = applicable_baselines(data)
+        scores = {f"baseline: {b.replace('_', ' ')}": [float(FEATURES[b](s)) for s in data.dataset] for b in baselines}
+        with tracked_usage() as usage:
+            raw, results = judge_scores(judge, data, progress=True, desc=judge.name)
+        failed = failed_mask(results)
+        if failed.all():
+            raise CommandFailed(f"{judge.name} failed on all {len(data)} items; first error: {results[0]['error']}")
+        key = f"{judge.name} (compiled + calibrated)" if compiled else judge.name
+        if compiled:
+            scores[f"{judge.name} (raw judge score)"] = [None if f else float(r["raw_score"])
+                                                         for r, f in zip(results, failed)]
+        scores[key] = [None if f else float(v) for v, f in zip(raw, failed)]
+        meta = {"data": args.data, "judge": args.judge, "failures": {key: int(failed.sum())},
+                "errors": {key: sorted({r["error"] for r, f in zip(results, failed) if f})[:5]} if failed.any() else {},
+                "usage": {judge.name: usage}, "seconds_total": time.perf_counter() - start}
+        slice_ = hard_slice(data, data, baselines)
+        if slice_:
+            meta["hard_slice"] = {**slice_, "note": "baseline cut-offs fitted on this set"}
+        kind = "binary" if schema["kind"] == "binary" else "continuous"
+        run = CalibrationRun(f"{dataset_name(args.data)}: {judge.name}", labels.tolist(), scores, label_kind=kind,
+                             meta=meta)
+        run.compute_agreement(n_bootstrap=args.n_bootstrap, seed=args.seed)
+        run.save(out / "agreement_run.json")
+        report = None if args.no_report else write_report(run, out / "report")
+        print_results(run, args)
+        print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/agreement_run.json")
+        if report:
+            print(f"HTML report: {report}")
+        logging_failed = log_after_printing(args, lambda: log_calibration(run, {}, out / "agreement_run.json", report))
+    if logging_failed:
+        raise CommandFailed(logging_failed)
+    mlflow_note(args)
+    if failed.mean() > args.max_failure_share:
+        raise CommandFailed(f"{judge.name} failed on {failed.mean():.0%} of the items, more than --max-failure-share "
+                            f"{args.max_failure_share:.0%}: the numbers above describe only the items it scored")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("agreement", help="measure a judge (compiled or by name) against new human labels: the drift check",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("judge", help="a compiled judge JSON saved by calibrate, or a metric name (NAME or NAME:{json})")
+    p.add_argument("data", help="a labelled .jsonl/.csv file (sample fields + a label column) or a built-in set")
+    p.add_argument("--label-column", default="label")
+    p.add_argument("--label-kind", default="binary", choices=("binary", "ordinal", "continuous"))
+    p.add_argument("--label-range", type=label_range, default=None, metavar="LOW,HIGH")
+    p.add_argument("--limit", type=positive_int, default=None, help="only the first N labelled items")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-bootstrap", type=positive_int, default=1000)
+    p.add_argument("--out", default=None, help="output folder (default runs/agreement/<data>-<judge>)")
+    p.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    p.add_argument("--max-failure-share", type=share, default=0.2)
+    add_reference_separator_option(p)
+    add_common_options(p)
+    p.set_defaults(run=run)
