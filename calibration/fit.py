@@ -37,6 +37,7 @@ import dspy
 import numpy as np
 from tqdm.auto import tqdm
 
+from calibration.agreement import compare
 from calibration.calibrators import Calibrator
 from calibration.compiled import CompiledJudge
 from calibration.datasets import LabelledSet
@@ -173,6 +174,77 @@ def judge_scores(judge: Metric, data: LabelledSet, *, progress: bool = False,
     return np.asarray(scores, dtype=float), results
 
 
+def held_back(data: LabelledSet, share: float, seed: int) -> list[int] | None:
+    """Indices of a stratified ``share`` of ``data`` (at least 4 items, at least one of each binary label)
+    to check a compiled program on; None when the set is too small to spare them (under 8 items)."""
+    n = len(data)
+    size = max(4, int(round(share * n)))
+    if n < 8 or n - size < 4:
+        return None
+    rng = np.random.default_rng(seed + 7919)
+    if data.kind == "binary":
+        by_label = {v: [i for i in range(n) if data.labels[i] == v] for v in (0, 1)}
+        if min(len(v) for v in by_label.values()) < 2:
+            return None
+        take = {v: max(1, int(round(size * len(ids) / n))) for v, ids in by_label.items()}
+        return sorted(i for v, ids in by_label.items() for i in rng.choice(ids, size=min(take[v], len(ids) - 1),
+                                                                          replace=False).tolist())
+    return sorted(rng.choice(n, size=size, replace=False).tolist())
+
+
+def _compiled(judge: Judge, trainset: LabelledSet, schema: dict[str, Any], optimizer: Any, *, devset, reflection_lm,
+              seed: int, **optimizer_options: Any) -> Judge:
+    """The judge compiled on ``trainset`` by ``optimizer`` (the judge itself for None)."""
+    if optimizer is None:
+        return judge
+    if optimizer == "labeled":
+        return _labeled_few_shot(judge, trainset, schema, k=optimizer_options.get("max_demos", 3), seed=seed)
+    wants_feedback = optimizer == "gepa" or type(optimizer).__name__ == "GEPA"
+    metric = agreement_metric(judge, schema, feedback=wants_feedback)
+    teleprompter = (make_optimizer(optimizer, metric, n_train=len(trainset), lm=resolve_lm(judge.judge_lm),
+                                   reflection_lm=reflection_lm, seed=seed, **optimizer_options)
+                    if isinstance(optimizer, str) else optimizer)
+    kwargs: dict[str, Any] = {"trainset": judge_examples(judge, trainset)}
+    accepted = inspect.signature(teleprompter.compile).parameters
+    if devset is not None and "valset" in accepted:
+        kwargs["valset"] = judge_examples(judge, devset)
+    if "requires_permission_to_run" in accepted:
+        kwargs["requires_permission_to_run"] = False
+    kwargs.update({k: optimizer_options[k] for k in ("num_trials", "minibatch", "minibatch_size")
+                   if k in optimizer_options and k in accepted})
+    with judge_context(judge.judge_lm, judge.judge_adapter):
+        compiled = teleprompter.compile(judge, **kwargs)
+    compiled.judge_lm, compiled.judge_adapter = judge.judge_lm, judge.judge_adapter
+    return compiled
+
+
+def _guarded(shipped: Judge, compiled: Judge, check: LabelledSet, schema: dict[str, Any],
+             keep: str) -> tuple[Judge, dict[str, Any]]:
+    """The program to keep after scoring both on the held-back ``check`` items, and the record of why."""
+    target = scaled(check.labels, schema)
+    old, _ = judge_scores(shipped, check, desc="guard: shipped")
+    new, _ = judge_scores(compiled, check, desc="guard: compiled")
+    both = np.isfinite(old) & np.isfinite(new)
+    if not both.any():
+        return compiled, {"items": len(check), "decision": "compiled kept: neither program scored a check item"}
+    agreement_old = float(np.mean(1 - np.abs(old[both] - target[both])))
+    agreement_new = float(np.mean(1 - np.abs(new[both] - target[both])))
+    constant = bool(np.ptp(new[both]) <= 1e-6 < np.ptp(old[both]))
+    kind = "binary" if schema["kind"] == "binary" else "continuous"
+    paired = compare(target[both].tolist(), new[both].tolist(), old[both].tolist(), kind=kind, n_bootstrap=500)
+    worse = agreement_new < agreement_old - 1e-9 or constant
+    record = {"items": int(both.sum()), "shipped_agreement": agreement_old, "compiled_agreement": agreement_new,
+              "compiled_constant": constant, "paired": paired.to_dict()}
+    if keep == "better" and worse:
+        record["decision"] = ("shipped kept: the compiled program " + ("scored every check item the same"
+                              if constant else f"agreed less ({agreement_new:.3f} vs {agreement_old:.3f})")
+                              + f" on {int(both.sum())} held-back train items")
+        return shipped, record
+    record["decision"] = (f"compiled kept: agreement {agreement_new:.3f} vs {agreement_old:.3f} shipped on "
+                          f"{int(both.sum())} held-back train items" + (" (keep='compiled')" if worse else ""))
+    return compiled, record
+
+
 def pooled(sets: LabelledSet | Sequence[LabelledSet]) -> LabelledSet:
     """One labelled set from several (of one label kind), e.g. to fit a calibrator on BEGIN and another
     dialogue set together; labels keep each set's own scale (``label_range``), mapped to [0, 1] first."""
@@ -209,6 +281,8 @@ def fit(
                                "specifics_supported", "weakest_sentence", "bigram_support", "embedding_alignment",
                                "claim_count", "unsupported_count", "claims_missing_specifics"),
     monotone: bool = True,
+    guard: float = 0.25,
+    keep: str = "better",
     devset: LabelledSet | None = None,
     calibration_set: LabelledSet | Sequence[LabelledSet] | None = None,
     reflection_lm: Any = None,
@@ -217,32 +291,30 @@ def fit(
     **optimizer_options: Any,
 ) -> CompiledJudge:
     """Compile ``judge`` against ``trainset``'s human labels, then fit a score calibrator. See the module
-    docstring for how steps are supervised and which optimizers and calibrators exist."""
+    docstring for how steps are supervised and which optimizers and calibrators exist.
+
+    Compiling never makes a judge worse in silence: with ``guard`` > 0 a stratified share of the train set
+    (``guard``, at least 4 items; sets under 8 items are not split) is held back from compiling; the shipped
+    and the compiled program both score it, and with ``keep="better"`` the compiled one is kept only if its
+    agreement (mean 1 - |score - label|) is at least the shipped one's and its scores are not constant where
+    the shipped judge's vary. ``report["guard"]`` holds both agreements, the paired comparison and the
+    decision (``keep="compiled"`` always keeps the compiled program, reporting the same)."""
+    if keep not in ("better", "compiled"):
+        raise ValueError(f"fit: keep={keep!r} is not one of 'better', 'compiled'")
     schema = label_schema(trainset)
-    compiled = judge
     report: dict[str, Any] = {"optimizer": optimizer if isinstance(optimizer, (str, type(None))) else type(optimizer).__name__,
                               "train_size": len(trainset), "seed": seed}
-    if optimizer == "labeled":
-        compiled = _labeled_few_shot(judge, trainset, schema, k=optimizer_options.get("max_demos", 3), seed=seed)
-        report["demos"] = {name: len(p.demos) for name, p in compiled.named_predictors()}
-    elif optimizer is not None:
-        wants_feedback = optimizer == "gepa" or type(optimizer).__name__ == "GEPA"
-        metric = agreement_metric(judge, schema, feedback=wants_feedback)
-        teleprompter = (make_optimizer(optimizer, metric, n_train=len(trainset), lm=resolve_lm(judge.judge_lm),
-                                       reflection_lm=reflection_lm, seed=seed, **optimizer_options)
-                        if isinstance(optimizer, str) else optimizer)
-        train = judge_examples(judge, trainset)
-        kwargs: dict[str, Any] = {"trainset": train}
-        accepted = inspect.signature(teleprompter.compile).parameters
-        if devset is not None and "valset" in accepted:
-            kwargs["valset"] = judge_examples(judge, devset)
-        if "requires_permission_to_run" in accepted:
-            kwargs["requires_permission_to_run"] = False
-        kwargs.update({k: optimizer_options[k] for k in ("num_trials", "minibatch", "minibatch_size")
-                       if k in optimizer_options and k in accepted})
-        with judge_context(judge.judge_lm, judge.judge_adapter):
-            compiled = teleprompter.compile(judge, **kwargs)
-        compiled.judge_lm, compiled.judge_adapter = judge.judge_lm, judge.judge_adapter
+    compile_on, check_set = trainset, None
+    if optimizer is not None and guard > 0:
+        held = held_back(trainset, guard, seed)
+        if held:
+            check_set = trainset.subset(held)
+            compile_on = trainset.subset([i for i in range(len(trainset)) if i not in set(held)])
+    compiled = _compiled(judge, compile_on, schema, optimizer, devset=devset, reflection_lm=reflection_lm, seed=seed,
+                         **optimizer_options)
+    if check_set is not None:
+        compiled, report["guard"] = _guarded(judge, compiled, check_set, schema, keep)
+    if optimizer is not None:
         report["demos"] = {name: len(p.demos) for name, p in compiled.named_predictors()}
     result = CompiledJudge(compiled, Calibrator(None, binary=schema["kind"] == "binary"), schema, report)
     if calibrator is not None:

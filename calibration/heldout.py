@@ -203,6 +203,8 @@ def compare_on_heldout(
         compiled.report["test_size"] = len(test)
         compiled_by_optimizer[label] = compiled
         meta["demos"][label] = compiled.report.get("demos", {})
+        if compiled.report.get("guard"):
+            meta.setdefault("guard", {})[label] = compiled.report["guard"]["decision"]
         if optimizer is None:
             test_raw, test_results = raw, results
         else:

@@ -219,6 +219,8 @@ class CalibrationRun:
         for name, shares in self.meta.get("range_warnings", {}).items():
             out.append(f"Warning: {name}: test inputs outside the range its calibrator saw at fit time ("
                        + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()) + "): it extrapolates there.")
+        for label, decision in self.meta.get("guard", {}).items():
+            out.append(f"Compiling ({label}), checked on train items held back from it: {decision}.")
         for name in self.constant_scorers():
             out.append(f"Warning: {name} gave every scored test item the same score "
                        f"({next(v for v in self.scores[name] if v is not None):.3f}); it cannot tell items apart.")

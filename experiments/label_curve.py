@@ -27,13 +27,13 @@ from calibration.calibrators import Calibrator
 from calibration.datasets import balanced_indices, balanced_sample, split
 from calibration.fit import judge_scores
 from calibration.heldout import applicable_baselines
-from calibration.signals import feature_matrix
+from calibration.signals import FEATURES, SAMPLE_SIGNALS, feature_matrix
 from judges.models import resolve_lm
 from judges_app.cli.common import build_metric, dataset_name, load_labelled
 from judges_app.tracking import data_hash, metric_key, tracked_run
 
 STATS = ("roc_auc", "balanced_accuracy", "brier")
-SIGNALS = ("token_overlap", "reference_token_recall", "embedding_similarity", "claim_count", "unsupported_count")
+SIGNALS = tuple(FEATURES)  # every cheap signal and judge-step signal the stacked calibrator may use
 
 
 def main() -> int:
@@ -62,7 +62,7 @@ def main() -> int:
         pool_raw, pool_results = judge_scores(judge, pool, progress=True, desc="judge on the label pool")
         test_raw, test_results = judge_scores(judge, test, progress=True, desc="judge on the test set")
         scoring_seconds = time.perf_counter() - start
-        signals = [s for s in SIGNALS if s in applicable_baselines(test) or s in ("claim_count", "unsupported_count")]
+        signals = [s for s in SIGNALS if s in applicable_baselines(test) or s not in SAMPLE_SIGNALS]
         pool_x, test_x = feature_matrix(signals, pool.dataset, pool_results), feature_matrix(signals, test.dataset, test_results)
         pool_y, test_y = np.asarray(pool.labels, float), np.asarray(test.labels, float)
         best_signal = max(applicable_baselines(test), key=lambda s: agreement(pool_y, pool_x[:, signals.index(s)], n_bootstrap=1).value("roc_auc") or 0)

@@ -203,3 +203,32 @@ def test_stacked_calibrator_fits_sets_smaller_than_five_folds():
     cal = Calibrator("stacked", binary=False, features=["token_overlap"])
     cal.fit([0.1, 0.5, 0.7, 0.9], [0.0, 0.4, 0.8, 1.0], np.array([[0.0], [0.5], [0.7], [1.0]]))
     assert np.all(np.isfinite(cal.predict([0.3], np.array([[0.3]]))))
+
+
+def demo_averse_lm():
+    """Right without demos; once the prompt carries demos it answers the opposite (a compile that hurts)."""
+    import re
+
+    def respond(prompt):
+        responses = [r for r in re.findall(r"\[\[ ## response ## \]\]\n(.*?)\n", prompt) if r != "{response}"]
+        verdict = "good" in responses[-1]
+        return {"reason": "scripted", "verdict": str(verdict if len(responses) == 1 else not verdict)}
+
+    return scripted_lm(respond)
+
+
+def test_compiling_never_makes_a_judge_worse_in_silence():
+    """A held-back share of train checks the compiled program against the shipped one: a compile that hurts is
+    refused (keep="better"), reported with both agreements; one that helps is kept."""
+    hurt = fit(critic(demo_averse_lm()), synthetic(16), optimizer="labeled", calibrator=None, max_demos=3)
+    guard = hurt.report["guard"]
+    assert guard["decision"].startswith("shipped kept") and guard["compiled_agreement"] < guard["shipped_agreement"]
+    assert hurt.report["demos"] == {"judge_aspect": 0}
+    assert judge_scores(hurt, synthetic(6, offset=50))[0].tolist() == [0.0, 1.0] * 3  # still right
+    forced = fit(critic(demo_averse_lm()), synthetic(16), optimizer="labeled", calibrator=None, max_demos=3,
+                 keep="compiled")
+    assert forced.report["guard"]["decision"].startswith("compiled kept") and forced.report["demos"]["judge_aspect"] > 0
+    helped = fit(critic(demo_sensitive_lm()), synthetic(16), optimizer="labeled", calibrator=None, max_demos=3)
+    assert helped.report["guard"]["decision"].startswith("compiled kept")
+    small = fit(critic(demo_sensitive_lm()), synthetic(6), optimizer="labeled", calibrator=None, max_demos=3)
+    assert "guard" not in small.report  # too few labels to hold any back
