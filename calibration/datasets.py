@@ -40,6 +40,8 @@ def data_dir() -> Path:
 
 
 LABEL_KINDS = ("binary", "ordinal", "continuous")
+#: The optional column of a labelled file that says why the person gave the label.
+RATIONALE = "rationale"
 
 
 @dataclass
@@ -92,9 +94,10 @@ class LabelledSet:
     def from_records(cls, rows: Sequence[dict[str, Any]], *, label: str = "label", kind: str = "binary",
                      name: str = "labelled", source: str = "", label_range: tuple[float, float] | None = None,
                      row_names: Sequence[str] | None = None, reference_separator: str | None = None) -> LabelledSet:
-        """Rows holding the sample's fields plus ``label``; a missing or invalid label is an error naming the
-        row (``row_names[i]``, e.g. a file and line, else "<name>: row i") and the value."""
-        samples, labels = [], []
+        """Rows holding the sample's fields plus ``label`` (and, optionally, ``rationale``: why the person
+        decided so, kept in ``meta``); a missing or invalid label is an error naming the row
+        (``row_names[i]``, e.g. a file and line, else "<name>: row i") and the value."""
+        samples, labels, rationales = [], [], []
         names = list(row_names) if row_names is not None else [f"{name}: row {i}" for i in range(len(rows))]
         for i, row in enumerate(rows):
             if not isinstance(row, dict):
@@ -104,6 +107,10 @@ class LabelledSet:
             if label not in row or row[label] is None or (isinstance(row[label], float) and math.isnan(row[label])):
                 raise ValueError(f"{names[i]} has no '{label}' value")
             labels.append(_as_number(row.pop(label), names[i], label))
+            rationale = row.pop(RATIONALE, None)
+            if rationale is not None and not isinstance(rationale, str):
+                raise ValueError(f"{names[i]}: '{RATIONALE}' must be text, got {type(rationale).__name__}")
+            rationales.append(rationale.strip() if isinstance(rationale, str) and rationale.strip() else None)
             samples.append(row)
         if not samples:
             raise ValueError(f"{name}: no labelled rows")
@@ -112,7 +119,8 @@ class LabelledSet:
         except SampleValidationError as err:  # name the file and line of each problem, not a sample index
             raise ValueError("\n".join(f"{names[i] if i is not None else name}, field '{field}': {message}"
                                        for i, field, message in err.problems)) from None
-        return cls(name, dataset, labels, kind, source, label_range=label_range, row_names=names)
+        meta = [{RATIONALE: r} if r else {} for r in rationales] if any(rationales) else []
+        return cls(name, dataset, labels, kind, source, meta, label_range=label_range, row_names=names)
 
     @classmethod
     def from_jsonl(cls, path: str | Path, **kwargs) -> LabelledSet:
@@ -143,6 +151,10 @@ class LabelledSet:
     @classmethod
     def from_hf_dataset(cls, dataset, **kwargs) -> LabelledSet:
         return cls.from_records(dataset.to_list(), **kwargs)
+
+    def rationale(self, index: int) -> str | None:
+        """Why the person labelled item ``index`` as they did, when the data says."""
+        return (self.meta[index].get(RATIONALE) if self.meta and index < len(self.meta) else None) or None
 
     def subset(self, indices: Sequence[int]) -> LabelledSet:
         indices = list(indices)

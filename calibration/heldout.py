@@ -108,6 +108,21 @@ def check_split(train: LabelledSet, test: LabelledSet, calibrator: str | None) -
         raise ValueError(f"every train label is {train.labels[0]}: a calibrator cannot be fitted on one label value")
 
 
+def disagreements(test: LabelledSet, target: np.ndarray, scorer: str, judge: Any, results: Sequence[Any],
+                  scores: dict[str, list[float | None]], limit: int = 20) -> dict[str, Any]:
+    """The test items where ``scorer`` lands on the other side of 0.5 from the person (on the [0, 1] label
+    scale): the label, the score, the judge's own reasons and the person's rationale, side by side."""
+    rows = []
+    for i, value in enumerate(scores[scorer]):
+        if value is None or abs(value - float(target[i])) < 0.5:
+            continue
+        result = results[i]
+        reasons = judge.feedback(result) if hasattr(result, "score") and hasattr(judge, "feedback") else ""
+        rows.append({"item": i, "label": test.labels[i], "score": round(float(value), 3), "judge_reasons": reasons,
+                     "rationale": test.rationale(i), "response": (test.dataset[i].to_dict().get("response") or "")[:300]})
+    return {"scorer": scorer, "count": len(rows), "items": rows[:limit]}
+
+
 def _record(scores: dict[str, list[float | None]], meta: dict[str, Any], scorer: str, values: np.ndarray,
             results: Sequence[Any]) -> None:
     """A judge scorer's test scores, None where the item failed (left out of agreement, never imputed),
@@ -180,6 +195,7 @@ def compare_on_heldout(
         raw, results = judge_scores(shipped, test, progress=progress, desc="judge as shipped")
     seconds["judge as shipped"] = time.perf_counter() - start
     _record(scores, meta, "judge as shipped", raw, results)
+    final = ("judge as shipped", shipped, results)
     if failed_mask(results).all():
         raise JudgeFailedError(f"the judge as shipped failed on all {len(test)} test items; first error: "
                                f"{results[0]['error']}")
@@ -214,6 +230,7 @@ def compare_on_heldout(
                                                       desc=f"compiled ({label})")
             seconds[f"compiled ({label})"] = time.perf_counter() - start
             _record(scores, meta, f"compiled ({label})", test_raw, test_results)
+            final = (f"compiled ({label})", compiled.judge, test_results)
         fitted = compiled.report.get("calibrator", {})
         if fitted.get("failed"):
             meta["failures"][f"fit ({label}), calibration set"] = fitted["failed"]
@@ -231,10 +248,12 @@ def compare_on_heldout(
                 if outside:
                     meta["range_warnings"][key] = outside
             _record(scores, meta, key, calibrated, test_results)
+            final = (key, compiled.judge, test_results)
             meta["calibrator_notes"][key] = compiled.calibrator.note
             meta["calibrator_inputs"][key] = {"kind": compiled.calibrator.kind, "judge_score": compiled.calibrator.use_raw,
                                               "signals": list(compiled.calibrator.features)}
     meta["seconds"], meta["usage"] = seconds, usage
+    meta["disagreements"] = disagreements(test, target, *final, scores)
     run = CalibrationRun(name=name or f"{test.name}: {shipped.name}", labels=target.tolist(), scores=scores,
                          label_kind=kind, meta=meta)
     run.compute_agreement(n_bootstrap=n_bootstrap, seed=seed)

@@ -170,7 +170,14 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
             images.append(_img(file, f"confusion matrix of {name}"))
         sections.append(("Confusion matrices", '<div class="grid">' + "".join(images) + "</div>"))
     meta = {k: v for k, v in run.meta.items()
-            if k not in ("usage", "calibrator_inputs", "errors", "hard_slice", "range_warnings")}
+            if k not in ("usage", "calibrator_inputs", "errors", "hard_slice", "range_warnings", "disagreements")}
+    disagree = run.meta.get("disagreements") or {}
+    if disagree.get("items"):
+        rows = [[d["item"], d["label"], d["score"], d.get("rationale") or "-", d.get("judge_reasons") or "-",
+                 d.get("response") or ""] for d in disagree["items"]]
+        sections.append((f"Disagreements of {disagree['scorer']} with people ({disagree['count']})",
+                         _table(["item", "label", "score", "the person's rationale", "the judge's reasons", "response"],
+                                rows, numeric_from=6)))
     if run.meta.get("errors"):
         sections.append(("Errors", _table(["scorer", "distinct errors"],
                                           [[k, "; ".join(v)] for k, v in run.meta["errors"].items()], numeric_from=2)))

@@ -258,3 +258,25 @@ def test_a_compiled_judge_evaluates_and_measures_agreement_on_new_labels(tmp_pat
     assert run.agreement["good (compiled + calibrated)"].value("balanced_accuracy") == 1.0
     assert "| scorer |" in printed and "HTML report:" in printed
     assert main(["agreement", str(tmp_path / "missing.json"), str(fresh), "--no-mlflow"]) == 2
+
+
+def test_rationales_are_kept_and_shown_beside_the_judges_reasons(tmp_path, capsys):
+    rows = [{"response": f"item {i}: {'good' if i % 2 else 'bad'}", "label": i % 2,
+             **({"rationale": f"item {i} is plainly bad"} if i % 2 == 0 else {})} for i in range(16)]
+    data = write_jsonl(tmp_path / "labels.jsonl", rows)
+    from calibration.datasets import LabelledSet
+
+    labelled = LabelledSet.from_jsonl(data)
+    assert labelled.rationale(0) == "item 0 is plainly bad" and labelled.rationale(1) is None
+    assert labelled.subset([2]).rationale(0) == "item 2 is plainly bad"
+    with dspy.context(lm=demo_sensitive_lm()):  # says "good" to everything without demos
+        assert main(["calibrate", str(data), *CRITIC, "--optimizer", "none", "--calibrator", "none", "--n-train", "6",
+                     "--n-test", "8", "--no-mlflow", "--n-bootstrap", "30", "--out", str(tmp_path / "o")]) == 0
+    printed = capsys.readouterr().out
+    assert "their rationale beside its reasons" in printed and "person: item" in printed and "judge: " in printed
+    run = CalibrationRun.load(tmp_path / "o" / "calibration_run.json")
+    wrong = run.meta["disagreements"]
+    assert wrong["scorer"] == "judge as shipped" and wrong["count"] == 4  # the four label-0 test items
+    assert all(d["rationale"].endswith("is plainly bad") for d in wrong["items"])
+    page = (tmp_path / "o" / "report" / "index.html").read_text()
+    assert "the person&#x27;s rationale" in page and "is plainly bad" in page

@@ -137,6 +137,12 @@ def print_results(run, args) -> None:
         print(f"  {scorer} failed with: " + "; ".join(errors))
     for label, reason in run.meta.get("skipped", {}).items():
         print(f"  optimizer {label} skipped: {reason}")
+    shown = [d for d in run.meta.get("disagreements", {}).get("items", []) if d.get("rationale")][:3]
+    if shown:
+        print(f"\nWhere {run.meta['disagreements']['scorer']} and people disagree (their rationale beside its reasons):")
+        for d in shown:
+            print(f"  item {d['item']}: label {d['label']}, score {d['score']}\n    person: {d['rationale']}\n"
+                  f"    judge: {d['judge_reasons'][:300]}")
     print("\nLM use (calls that cost tokens; answers from DSPy's cache are counted apart):")
     for phase, usage in run.meta["usage"].items():
         tokens = usage_tokens(usage)
