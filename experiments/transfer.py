@@ -107,7 +107,7 @@ def study(source: str, target: str, args, lm) -> tuple[CalibrationRun, float]:
     single = Calibrator("platt", binary=True)
     single._fit_linear(x_train[:, [best_i]], y, [best_name])
     single.use_raw = True
-    scores[f"best single signal ({best_name.replace('_', ' ')}), fitted"] = single.predict(x_test[:, best_i]).tolist()
+    scores[f"baseline: best single signal ({best_name.replace('_', ' ')}), fitted"] = single.predict(x_test[:, best_i]).tolist()
     scores["judge as shipped"] = test_raw.tolist()
     notes = {}
     for label, monotone in (("stacked, monotone", True), ("stacked, unconstrained", False)):

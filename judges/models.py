@@ -179,6 +179,7 @@ class LlamaCppEngine:
         n_batch: int = 512,
         max_string_chars: int = 400,
         max_items: int = 16,
+        prefix_contexts: int = 2,
         verbose: bool = False,
     ):
         self.model_path = str(model_path)
@@ -191,7 +192,10 @@ class LlamaCppEngine:
         self.max_items = max_items
         self.verbose = verbose
         self.model_name = Path(self.model_path).stem
-        self._llamas: dict[bool, Any] = {}
+        if isinstance(prefix_contexts, bool) or not isinstance(prefix_contexts, int) or prefix_contexts < 1:
+            raise ValueError(f"LlamaCppEngine: prefix_contexts must be a positive int, got {prefix_contexts!r}")
+        self.prefix_contexts = prefix_contexts
+        self._llamas: dict[Any, Any] = {}  # (logprobs, prompt family) -> Llama, least recently used first
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo):
@@ -206,6 +210,7 @@ class LlamaCppEngine:
             "n_threads": self.n_threads,
             "max_string_chars": self.max_string_chars,
             "max_items": self.max_items,
+            "prefix_contexts": self.prefix_contexts,
         }
 
     @classmethod
@@ -213,23 +218,33 @@ class LlamaCppEngine:
         path = state.get("model_path")
         if not isinstance(path, str):
             raise ValueError("LlamaCppEngine state needs a 'model_path' string")
-        return cls(path, **{k: state[k] for k in ("n_ctx", "n_threads", "max_string_chars", "max_items") if k in state})
+        return cls(path, **{k: state[k] for k in ("n_ctx", "n_threads", "max_string_chars", "max_items", "prefix_contexts")
+                            if k in state})
 
-    def _context(self, logprobs: bool = False):
-        """The llama.cpp context; log-probabilities need a second one that keeps every position's logits
-        (``n_ctx x vocabulary`` floats: about 0.8 GB at n_ctx=4096), created only when first asked for."""
-        if logprobs not in self._llamas:
+    def _context(self, logprobs: bool = False, family: str = ""):
+        """A llama.cpp context for prompts of ``family`` (the prompt's fixed part: its system message).
+
+        llama.cpp reuses the evaluated tokens a new prompt shares with the context's previous one, so a
+        judge whose steps alternate (extract claims, verify, extract ...) would recompute each step's
+        instructions every time in one context. Up to ``prefix_contexts`` contexts are kept, one per
+        family, least recently used reassigned first: each step finds its own instructions still evaluated.
+        Memory stays bounded by that count (no state is copied; the model file is memory-mapped once per
+        context and shared by the operating system). Log-probabilities need a context keeping every
+        position's logits (``n_ctx x vocabulary`` floats: ~0.8 GB at n_ctx=4096): one, made on first use."""
+        key = (logprobs, family if not logprobs else "")
+        if key in self._llamas:
+            self._llamas[key] = self._llamas.pop(key)  # most recently used last
+            return self._llamas[key]
+        same_kind = [k for k in self._llamas if k[0] == logprobs]
+        if len(same_kind) >= (1 if logprobs else self.prefix_contexts):
+            llama = self._llamas.pop(same_kind[0])  # the least recently used context of this kind, reused
+        else:
             from llama_cpp import Llama
 
-            self._llamas[logprobs] = Llama(
-                model_path=self.model_path,
-                n_ctx=self.n_ctx,
-                n_threads=self.n_threads,
-                n_batch=self.n_batch,
-                logits_all=logprobs,
-                verbose=self.verbose,
-            )
-        return self._llamas[logprobs]
+            llama = Llama(model_path=self.model_path, n_ctx=self.n_ctx, n_threads=self.n_threads,
+                          n_batch=self.n_batch, logits_all=logprobs, verbose=self.verbose)
+        self._llamas[key] = llama
+        return llama
 
     @staticmethod
     @functools.lru_cache(maxsize=64)
@@ -299,7 +314,8 @@ class LlamaCppEngine:
         for grammar in grammars:
             with self._lock:
                 try:
-                    out = self._context(logprobs=config.logprobs is not None).create_chat_completion(
+                    family = kwargs["messages"][0]["content"] if kwargs["messages"] else ""
+                    out = self._context(logprobs=config.logprobs is not None, family=family).create_chat_completion(
                         **kwargs, grammar=grammar)
                 except ValueError as err:
                     if "exceed context window" in str(err):

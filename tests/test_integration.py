@@ -195,3 +195,24 @@ def test_cli_calibrates_faithfulness_on_the_bundled_begin_slice(tmp_path, capsys
     assert len(judged) == 3 and all(0.0 <= v <= 1.0 for k in judged for v in run.scores[k])
     saved = json.loads((out / "compiled_faithfulness_bootstrap.json").read_text())
     assert saved["calibrator"]["kind"] == "platt" and (out / "report" / "index.html").is_file()
+
+
+def test_a_context_per_prompt_family_gives_the_same_verdicts_faster():
+    """Keeping each judge step's instructions evaluated in a context of its own must not change an answer
+    at temperature 0: 20 BEGIN turns, Faithfulness, one context (the engine before) vs one per family."""
+    from calibration.datasets import load_begin_slice
+    from judges import Faithfulness
+    from judges.models import LlamaCppEngine, embedded_gguf_path
+
+    samples = list(load_begin_slice().dataset)[:20]
+    outcomes, seconds = {}, {}
+    for contexts in (1, 2):
+        engine = LlamaCppEngine(embedded_gguf_path(), prefix_contexts=contexts)
+        lm = dspy.LM("llamacpp/prefix-test", engine=engine, temperature=0.0, max_tokens=1024, cache=False)
+        start = time.perf_counter()
+        outcomes[contexts] = [(r.score, [v["supported"] for v in r.verdicts]) for r in
+                              (Faithfulness(lm=lm).score(s) for s in samples)]
+        seconds[contexts] = time.perf_counter() - start
+        engine.close()
+    assert outcomes[1] == outcomes[2]
+    print(f"\n20 items: one context {seconds[1]:.1f} s, a context per family {seconds[2]:.1f} s")
