@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 import dspy
+from memory import rss_mb  # benchmarks/memory.py
 
 from judges.models import judge_context, local_lm, resolve_embedder
 
@@ -34,12 +35,6 @@ class GroundedVerdict(dspy.Signature):
     confidence: Literal[1, 2, 3, 4, 5] = dspy.OutputField(desc="1 (guess) to 5 (certain)")
 
 
-def rss_mb() -> float:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main() -> int:

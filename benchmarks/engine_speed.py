@@ -21,6 +21,7 @@ import sys
 import time
 
 import dspy
+from memory import rss_mb  # benchmarks/memory.py
 
 from calibration.datasets import load_begin
 from judges import Faithfulness
@@ -29,12 +30,6 @@ from judges.models import LlamaCppEngine, embedded_gguf_path
 BUSY = "import os\nos.nice(10)\nwhile True:\n    pass\n"
 
 
-def rss_mb() -> float:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def raw_speed(threads: int) -> tuple[float, float]:

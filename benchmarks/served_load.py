@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import threading
 import time
 from pathlib import Path
+
+from memory import rss_mb  # benchmarks/memory.py
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -33,14 +34,6 @@ from servers import MockOpenAI  # noqa: E402
 
 from judges import AnswerCorrectness, EvaluationDataset, Faithfulness, evaluate  # noqa: E402
 from judges.served import _LIMITS, ServedLM  # noqa: E402
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class MemorySampler(threading.Thread):

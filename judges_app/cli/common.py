@@ -58,37 +58,30 @@ def label_range(text: str) -> tuple[float, float]:
     return low, high
 
 
+def _checked_number(text: str, convert, accept, expected: str):
+    """``convert(text)`` when ``accept`` holds for it, else the argparse error saying what was ``expected``."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not accept(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
-    return value
+    return _checked_number(text, int, lambda v: v >= 1, "a whole number >= 1")
 
 
 def positive_number(text: str) -> float:
     """An argparse type: a finite number > 0 (e.g. seconds)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
-    return value
+    return _checked_number(text, float, lambda v: math.isfinite(v) and v > 0, "a number > 0")
 
 
 def share(text: str) -> float:
     """An argparse type: a number in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text}")
-    return value
+    return _checked_number(text, float, lambda v: 0.0 <= v <= 1.0, "a number between 0 and 1")
 
 
 # ------------------------------------------------------------------------------------------------
