@@ -3,6 +3,9 @@ as JSON (never a pickle).
 
     compiled.save("faithfulness.json"); CompiledJudge.load("faithfulness.json", lm=lm)
     compiled.score(sample).score       # calibrated; .raw_score is the judge's own
+
+A judge aligned with ``optimizer="memory"`` carries its episodic memory (``calibration.memory``): the
+labelled items whose nearest ones become demos at scoring time, saved under ``"memory"``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import dspy
 import numpy as np
 
 from calibration.calibrators import Calibrator
+from calibration.memory import EpisodicMemory
 from calibration.signals import feature_matrix
 from judges.base import Judge, Metric
 from judges.catalogue import metric_classes
@@ -30,8 +34,9 @@ class CompiledJudge(Metric):
     """A judge (compiled or not) plus a score calibrator, usable like any metric and saved as JSON."""
 
     def __init__(self, judge: Judge, calibrator: Calibrator | None = None, schema: dict[str, Any] | None = None,
-                 report: dict[str, Any] | None = None):
+                 report: dict[str, Any] | None = None, memory: EpisodicMemory | None = None):
         self.judge = judge
+        self.memory = memory
         self.calibrator = calibrator or Calibrator(None, binary=True)
         self.schema = schema or {"kind": "binary", "low": 0.0, "high": 1.0}
         self.report = report or {}
@@ -39,7 +44,7 @@ class CompiledJudge(Metric):
         self.allow_empty = judge.allow_empty
         self.sample_type = judge.sample_type
         self.needs_lm, self.needs_embeddings = judge.needs_lm, judge.needs_embeddings or (
-            "embedding_similarity" in self.calibrator.features)
+            "embedding_similarity" in self.calibrator.features) or memory is not None
 
     @property
     def name(self) -> str:
@@ -55,11 +60,16 @@ class CompiledJudge(Metric):
         return feature_matrix(self.calibrator.features, [sample], [result])
 
     def _score(self, sample) -> dspy.Prediction:
-        result = self.judge.score(sample)
+        program = self.memory.program_for(self.judge, sample) if self.memory is not None else self.judge
+        result = program.score(sample)
         calibrated = float(self.calibrator.predict([result.score], self.features_of(sample, result))[0])
         out = dspy.Prediction(**{k: v for k, v in result.items() if k != "score"})
         out["score"], out["raw_score"] = calibrated, float(result.score)
         return out
+
+    def uncalibrated(self) -> CompiledJudge:
+        """The compiled program as it scores, memory included, without the calibrator (raw scores)."""
+        return CompiledJudge(self.judge, None, self.schema, self.report, self.memory)
 
     def label_value(self, score: float) -> float:
         """A calibrated score on the human label's own scale (e.g. 1-5 for SummEval)."""
@@ -80,6 +90,8 @@ class CompiledJudge(Metric):
             "label_schema": self.schema,
             "report": _jsonable(self.report),
         }
+        if self.memory is not None:
+            body["memory"] = self.memory.to_dict()
         body["checksum"] = _checksum(body)
         return body
 
@@ -115,7 +127,8 @@ class CompiledJudge(Metric):
         judge = judge_class(**params)
         if judge_data.get("program"):
             judge.load_state(judge_data["program"])
-        return cls(judge, calibrator, schema, data.get("report"))
+        memory = EpisodicMemory.from_dict(data["memory"], embeddings=embeddings) if data.get("memory") else None
+        return cls(judge, calibrator, schema, data.get("report"), memory)
 
     @classmethod
     def load(cls, path: str | Path, *, lm: Any = None, embeddings: Any = None) -> CompiledJudge:

@@ -41,6 +41,7 @@ from calibration.agreement import compare
 from calibration.calibrators import Calibrator
 from calibration.compiled import CompiledJudge
 from calibration.datasets import LabelledSet
+from calibration.memory import align_with_memory
 from calibration.signals import FEATURES, feature_matrix
 from judges.base import Judge, Metric
 from judges.dataset import EvaluationDataset
@@ -192,6 +193,10 @@ def held_back(data: LabelledSet, share: float, seed: int) -> list[int] | None:
     return sorted(rng.choice(n, size=size, replace=False).tolist())
 
 
+#: fit(optimizer="memory", ...) options: see calibration.memory.align_with_memory.
+MEMORY_OPTIONS = ("episodic", "semantic", "k", "max_guidelines", "max_guideline_chars", "embeddings")
+
+
 def _compiled(judge: Judge, trainset: LabelledSet, schema: dict[str, Any], optimizer: Any, *, devset, reflection_lm,
               seed: int, **optimizer_options: Any) -> Judge:
     """The judge compiled on ``trainset`` by ``optimizer`` (the judge itself for None)."""
@@ -310,16 +315,28 @@ def fit(
         if held:
             check_set = trainset.subset(held)
             compile_on = trainset.subset([i for i in range(len(trainset)) if i not in set(held)])
-    compiled = _compiled(judge, compile_on, schema, optimizer, devset=devset, reflection_lm=reflection_lm, seed=seed,
-                         **optimizer_options)
+    memory = None
+    if optimizer == "memory":
+        compiled, memory, report["memory"] = align_with_memory(
+            judge, compile_on, scaled(compile_on.labels, schema).tolist(), kind=schema["kind"],
+            **{"k": optimizer_options.get("max_demos", 3),
+               **{k: v for k, v in optimizer_options.items() if k in MEMORY_OPTIONS}})
+    else:
+        compiled = _compiled(judge, compile_on, schema, optimizer, devset=devset, reflection_lm=reflection_lm,
+                             seed=seed, **optimizer_options)
     if check_set is not None:
-        compiled, report["guard"] = _guarded(judge, compiled, check_set, schema, keep)
+        kept, report["guard"] = _guarded(judge, CompiledJudge(compiled, schema=schema, memory=memory), check_set,
+                                         schema, keep)
+        if kept is judge:
+            compiled, memory = judge, None
     if optimizer is not None:
         report["demos"] = {name: len(p.demos) for name, p in compiled.named_predictors()}
-    result = CompiledJudge(compiled, Calibrator(None, binary=schema["kind"] == "binary"), schema, report)
+    if memory is not None:
+        report["memory"]["episodes_kept"] = len(memory.episodes)
+    result = CompiledJudge(compiled, Calibrator(None, binary=schema["kind"] == "binary"), schema, report, memory)
     if calibrator is not None:
         fit_on = pooled(calibration_set) if calibration_set is not None else trainset
-        raw, results = judge_scores(compiled, fit_on, progress=progress, desc="scoring the calibration set")
+        raw, results = judge_scores(result, fit_on, progress=progress, desc="scoring the calibration set")
         failed = failed_mask(results)
         if failed.all():
             raise JudgeFailedError(f"fit: the judge failed on all {len(fit_on)} items of the calibration set; "

@@ -219,6 +219,8 @@ def compare_on_heldout(
         compiled.report["test_size"] = len(test)
         compiled_by_optimizer[label] = compiled
         meta["demos"][label] = compiled.report.get("demos", {})
+        if compiled.report.get("memory"):
+            meta.setdefault("memory", {})[label] = compiled.report["memory"]
         if compiled.report.get("guard"):
             meta.setdefault("guard", {})[label] = compiled.report["guard"]["decision"]
         if optimizer is None:
@@ -226,7 +228,7 @@ def compare_on_heldout(
         else:
             start = time.perf_counter()
             with tracked_usage() as usage[f"compiled ({label})"]:
-                test_raw, test_results = judge_scores(compiled.judge, test, progress=progress,
+                test_raw, test_results = judge_scores(compiled.uncalibrated(), test, progress=progress,
                                                       desc=f"compiled ({label})")
             seconds[f"compiled ({label})"] = time.perf_counter() - start
             _record(scores, meta, f"compiled ({label})", test_raw, test_results)

@@ -219,6 +219,15 @@ class CalibrationRun:
         for name, shares in self.meta.get("range_warnings", {}).items():
             out.append(f"Warning: {name}: test inputs outside the range its calibrator saw at fit time ("
                        + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()) + "): it extrapolates there.")
+        for label, memory in self.meta.get("memory", {}).items():
+            text = (f"Memory ({label}): {memory.get('episodes_kept', 0)} of {memory['items']} train items remembered "
+                    f"as demos (k={memory['k']} nearest per input; the judge agreed with people on "
+                    f"{memory['agreed']})" if memory.get("episodic") else f"Memory ({label}): episodic memory off")
+            if memory.get("guidelines"):
+                text += "; guidelines distilled from people's rationales: " + " | ".join(memory["guidelines"])
+            elif memory.get("semantic"):
+                text += "; no guidelines (" + memory.get("note", "the LM gave none") + ")"
+            out.append(text + ".")
         for label, decision in self.meta.get("guard", {}).items():
             out.append(f"Compiling ({label}), checked on train items held back from it: {decision}.")
         for name in self.constant_scorers():

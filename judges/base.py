@@ -319,6 +319,19 @@ class Judge(Metric, dspy.Module):
         LabeledFewShot; None where no single step's output is the label (multi-step judges)."""
         return None
 
+    def label_consistent_demos(self, inputs: dict[str, Any], steps: dict[str, dict[str, Any]],
+                               label: float) -> dict[str, dict[str, Any]]:
+        """Demos made right by a person's label (scaled to [0, 1]) for the steps that decide the verdict,
+        from the judge's own run on an item where its score disagreed with that person. ``inputs`` are the
+        judge's forward inputs, ``steps`` each step's inputs and outputs on that run. Default: the
+        ``label_demo`` for every step whose fields it fills; {} where no step's output can be made to agree
+        with the label without guessing (memory alignment then keeps only the item's rationale)."""
+        demo = self.label_demo(inputs, label)
+        if demo is None:
+            return {}
+        return {name: demo for name, predictor in self.named_predictors()
+                if set(predictor.signature.fields) <= set(demo)}
+
     def verdict_config(self) -> dict[str, Any]:
         """The per-call LM config for verdict steps."""
         return {"logprobs": True, "top_logprobs": self.top_logprobs} if self.use_logprobs else {}

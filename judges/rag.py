@@ -36,7 +36,8 @@ import numpy as np
 import pydantic
 
 from judges.base import Judge, Metric, verdict_probabilities
-from judges.language import split_sentences
+from judges.grounding import token_support
+from judges.language import split_sentences, tokenize
 from judges.models import output_constraints, resolve_embedder
 from judges.retrieval import average_precision
 
@@ -227,6 +228,26 @@ class Faithfulness(_ClaimJudge):
         rows, unverified = self.verify_claims(claims, join_contexts(retrieved_contexts))
         return dspy.Prediction(score=self.supported_share(rows), claims=claims, claims_source=source,
                                verdicts=rows, unverified=unverified)
+
+    def label_consistent_demos(self, inputs: dict[str, Any], steps: dict[str, dict[str, Any]],
+                               label: float) -> dict[str, dict[str, Any]]:
+        """The ``verify`` step's run with its verdicts changed so that the supported share is the person's
+        label: the claims kept supported are those the judge supported, then those sharing most words with
+        the context; the claims themselves are left as extracted (people labelled the response, not them)."""
+        verify = steps.get("verify")
+        verdicts = [dict(v) for v in (verify or {}).get("verdicts") or [] if isinstance(v, dict)]
+        if not verdicts or any(not {"claim", "supported"} <= set(v) for v in verdicts):
+            return {}
+        evidence = set(tokenize(verify.get("context") or ""))
+        order = sorted(range(len(verdicts)), key=lambda i: (not verdicts[i]["supported"],
+                                                             -token_support(str(verdicts[i]["claim"]), evidence), i))
+        supported = set(order[:int(round(label * len(verdicts)))])
+        for i, verdict in enumerate(verdicts):
+            if bool(verdict["supported"]) != (i in supported):
+                verdict["supported"] = i in supported
+                verdict["reason"] = ("A person found this in the context." if i in supported
+                                     else "A person found that the context does not state this.")
+        return {"verify": {**verify, "verdicts": verdicts}}
 
 
 # --------------------------------------------------------------------------------------------------

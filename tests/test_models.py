@@ -146,7 +146,7 @@ def test_engine_regenerates_a_truncated_json_answer_under_tighter_bounds():
                     "usage": {"prompt_tokens": 10, "completion_tokens": 100 if finish == "length" else 7}}
 
     fake = FakeLlama()
-    engine._llamas[False] = fake
+    engine._context = lambda logprobs=False, family="": fake  # no model is loaded
     schema = {"type": "object", "properties": {"claims": {"type": "array", "items": {"type": "string"}}}}
     request = Request(model="x", messages=(Message.user("hi"),),
                       config=Config(max_tokens=100, response_format={"type": "json_schema", "schema": schema, "name": "o"}))

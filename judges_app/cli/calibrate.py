@@ -38,7 +38,7 @@ from judges_app.cli.common import (
 )
 from judges_app.tracking import data_hash, log_calibration
 
-OPTIMIZERS = ("none", "labeled", "bootstrap", "random_search", "mipro", "simba", "gepa")
+OPTIMIZERS = ("none", "labeled", "bootstrap", "random_search", "mipro", "simba", "gepa", "memory")
 
 
 def run(args) -> int:
@@ -168,7 +168,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label-range", type=label_range, default=None, metavar="LOW,HIGH",
                    help="the label scale, e.g. 1,5 (default: the lowest and highest label in the file)")
     p.add_argument("--optimizer", action="append", choices=OPTIMIZERS, default=None,
-                   help="DSPy optimizer; repeat to compare several (default: bootstrap)")
+                   help="DSPy optimizer, or memory (the nearest labelled items as demos plus guidelines "
+                        "distilled from people's rationales); repeat to compare several (default: bootstrap)")
     p.add_argument("--calibrator", default="stacked", choices=("stacked", "platt", "isotonic", "none"))
     p.add_argument("--pool", action="append", default=None, metavar="DATA",
                    help="another labelled set (file or built-in name) the calibrator is fitted on together with "
@@ -179,7 +180,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-demos", type=positive_int, default=3, help="few-shot demos per step (default 3)")
     p.add_argument("--optimizer-options", default=None,
                    help='JSON passed to the optimizers, e.g. {"num_candidates": 2, "num_trials": 3} for mipro, '
-                        '{"max_metric_calls": 40} for gepa')
+                        '{"max_metric_calls": 40} for gepa, {"semantic": false} for memory (k is --max-demos)')
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-bootstrap", type=positive_int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)")
     p.add_argument("--reflection-lm", default=None, help="GEPA's reflection LM (default: the judge LM)")
