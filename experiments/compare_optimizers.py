@@ -1,7 +1,8 @@
 """Which DSPy optimizer makes a judge agree with people? One held-out comparison per (data, judge).
 
 For each study, `dspy-judges calibrate` splits the labelled set (seeded, label-balanced) into train and a
-held-out test part, then for each optimizer (none / LabeledFewShot / BootstrapFewShot / MIPROv2 / GEPA)
+held-out test part, then for each optimizer (none / LabeledFewShot / BootstrapFewShot / MIPROv2 / GEPA /
+memory alignment, calibration.memory)
 compiles the judge on train, fits a stacked calibrator on train, and scores test; baselines and the
 shipped judge are scored on the same items. Every study is an MLflow run (params, agreement with CIs,
 compiled judges, plots); the combined table is printed and written to runs/optimizers/results.md.
@@ -36,7 +37,7 @@ def main() -> int:
     parser.add_argument("--study", action="append", default=None,
                         help="DATA:JUDGE, repeatable (default: begin:faithfulness, evouna:answer_accuracy, "
                              "evouna:answer_correctness)")
-    parser.add_argument("--optimizers", default="none,labeled,bootstrap,mipro,gepa")
+    parser.add_argument("--optimizers", default="none,labeled,bootstrap,mipro,gepa,memory")
     parser.add_argument("--n-train", type=int, default=16)
     parser.add_argument("--n-test", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)

@@ -8,8 +8,15 @@ only when cross-validation on the n labels prefers it), and a logistic fit of th
 What changes with n is the calibration, not the judge's prompts: compiling is studied in
 compare_optimizers.py. Logged to MLflow (one run, metrics stepped by n) and printed as a table.
 
+Which labels? ``--selection random,active`` compares a person labelling in random order with one labelling
+what ``dspy-judges label`` would ask next (``calibration.active``: each method's own calibrator, refitted
+every 2 labels, ranks the rest of the pool by uncertainty and disagreement with the cheap signal the CLI
+uses); both start from the same random items. Labels here are revealed from the pool's existing labels.
+
     .venv/bin/python experiments/label_curve.py --data evouna --judge answer_accuracy
     .venv/bin/python experiments/label_curve.py --data begin --judge faithfulness --sizes 10,20,50 --n-test 60
+    .venv/bin/python experiments/label_curve.py --data evouna --judge answer_accuracy --sizes 10,20,50 --pool-size 200 \
+        --selection random,active
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import mlflow
@@ -24,12 +32,14 @@ import numpy as np
 
 from calibration.agreement import agreement
 from calibration.calibrators import Calibrator
+from calibration.active import selection_order
 from calibration.datasets import balanced_indices, balanced_sample, split
 from calibration.fit import judge_scores
 from calibration.heldout import applicable_baselines
 from calibration.signals import FEATURES, SAMPLE_SIGNALS, feature_matrix
 from judges.models import resolve_lm
 from judges_app.cli.common import build_metric, dataset_name, load_labelled
+from judges_app.cli.label import disagreement_signal
 from judges_app.tracking import data_hash, metric_key, tracked_run
 
 STATS = ("roc_auc", "balanced_accuracy", "brier")
@@ -44,18 +54,32 @@ def main() -> int:
     parser.add_argument("--n-test", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pool-size", type=int, default=None,
+                        help="unlabelled items to choose from (default: the largest of --sizes; make it larger to "
+                             "give active selection a choice)")
+    parser.add_argument("--selection", default="balanced",
+                        help="how the n labels are picked, comma-separated: balanced (a seeded draw, half of each "
+                             "label), random (a person labelling in random order), active (calibration.active: the "
+                             "method's calibrator refitted every 2 labels ranks the rest)")
     parser.add_argument("--lm", default=None)
     parser.add_argument("--out", default="runs/label_curve")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    unknown = sorted(set(args.selection.split(",")) - {"balanced", "random", "active"})
+    if unknown:
+        parser.error(f"--selection: {unknown} are not balanced, random or active")
 
     data = load_labelled(args.data, label_column="label", label_kind="binary")
-    picked = balanced_sample(data, max(sizes) + args.n_test, seed=args.seed)
+    pool_size = args.pool_size or max(sizes)
+    if pool_size < max(sizes):
+        parser.error(f"--pool-size {pool_size} is smaller than the largest of --sizes ({max(sizes)})")
+    picked = balanced_sample(data, pool_size + args.n_test, seed=args.seed)
     parts = split(picked, dev=0, test=args.n_test / len(picked), seed=args.seed)
     pool, test = parts.train, parts.test
     judge = build_metric(args.judge, lm=resolve_lm(args.lm))
-    params = {"data": args.data, "judge": args.judge, "sizes": sizes, "n_test": len(test), "repeats": args.repeats,
-              "seed": args.seed, "lm": args.lm or "embedded", "data_hash": data_hash(list(picked.dataset.samples))}
+    params = {"data": args.data, "judge": args.judge, "sizes": sizes, "n_test": len(test), "pool_size": len(pool),
+              "repeats": args.repeats,
+              "selection": args.selection, "seed": args.seed, "lm": args.lm or "embedded", "data_hash": data_hash(list(picked.dataset.samples))}
     start = time.perf_counter()
     with tracked_run("dspy-judges-experiments", f"label curve: {args.judge} on {args.data}", params=params,
                      autolog=False):
@@ -67,38 +91,58 @@ def main() -> int:
         pool_y, test_y = np.asarray(pool.labels, float), np.asarray(test.labels, float)
         best_signal = max(applicable_baselines(test), key=lambda s: agreement(pool_y, pool_x[:, signals.index(s)], n_bootstrap=1).value("roc_auc") or 0)
 
+        best = signals.index(best_signal)
+        chooser = disagreement_signal(pool.dataset)
+        chooser_values = pool_x[:, signals.index(chooser)] if chooser in signals else None
+
+        def fitted(method: str, index) -> Callable[[np.ndarray, np.ndarray | None], np.ndarray]:
+            """The method's calibrator fitted on the pool items ``index``, as (raw scores, signals) -> p."""
+            y, raw, x = pool_y[index], pool_raw[index], pool_x[index]
+            if method == "stacked":
+                cal = Calibrator("stacked", binary=True, features=signals).fit(raw, y, x)
+                return lambda r, xs: cal.predict(r, xs[:, [signals.index(f) for f in cal.features]])
+            if method == "Platt on judge score":
+                cal = Calibrator("platt", binary=True).fit(raw, y)
+                return lambda r, xs: cal.predict(r)
+            cal = Calibrator("platt", binary=True).fit(x[:, best], y)
+            return lambda r, xs: cal.predict(xs[:, best])
+
+        methods = ("Platt on judge score", "stacked", f"logistic on {best_signal}")
         rows = []
-        for n in sizes:
-            per_method: dict[str, list[dict[str, float]]] = {"Platt on judge score": [], "stacked": [],
-                                                             f"logistic on {best_signal}": []}
+        for selection in args.selection.split(","):
+            per: dict[tuple[int, str], list[dict[str, float]]] = {}
             for r in range(args.repeats):
-                index = balanced_indices(pool.labels, n, np.random.default_rng([args.seed, r, n]))
-                y, raw, x = pool_y[index], pool_raw[index], pool_x[index]
-                fitted = {
-                    "Platt on judge score": Calibrator("platt", binary=True).fit(raw, y).predict(test_raw),
-                    "stacked": (lambda c: c.predict(test_raw, test_x[:, [signals.index(f) for f in c.features]]))(
-                        Calibrator("stacked", binary=True, features=signals).fit(raw, y, x)),
-                    f"logistic on {best_signal}": Calibrator("platt", binary=True).fit(
-                        x[:, signals.index(best_signal)], y).predict(test_x[:, signals.index(best_signal)]),
-                }
-                for method, scores in fitted.items():
-                    report = agreement(test_y, scores, n_bootstrap=1)
-                    per_method[method].append({s: report.value(s) for s in STATS})
-            for method, values in per_method.items():
-                row = {"n": n, "method": method}
+                for method in methods:
+                    if selection == "balanced":
+                        orders = {n: balanced_indices(pool.labels, n, np.random.default_rng([args.seed, r, n]))
+                                  for n in sizes}
+                    else:
+                        order = selection_order(
+                            pool.labels, max(sizes), strategy=selection, signal=chooser_values, seed=args.seed * 1000 + r,
+                            probabilities=lambda picked, m=method: fitted(m, picked)(pool_raw, pool_x))
+                        orders = {n: order[:n] for n in sizes}
+                    for n, index in orders.items():
+                        try:
+                            scores = fitted(method, index)(test_raw, test_x)
+                        except ValueError:  # n random labels of one class only: nothing to fit
+                            continue
+                        report = agreement(test_y, scores, n_bootstrap=1)
+                        per.setdefault((n, method), []).append({s: report.value(s) for s in STATS})
+            for (n, method), values in sorted(per.items(), key=lambda kv: (kv[0][0], methods.index(kv[0][1]))):
+                row = {"n": n, "method": method, "selection": selection, "draws": len(values)}
                 for stat in STATS:
                     v = np.array([d[stat] for d in values if d[stat] is not None], float)
                     row[stat], row[f"{stat}_sd"] = float(v.mean()), float(v.std())
-                    mlflow.log_metric(metric_key(f"{method}.{stat}"), row[stat], step=n)
+                    mlflow.log_metric(metric_key(f"{selection}.{method}.{stat}"), row[stat], step=n)
                 rows.append(row)
         raw_report = agreement(test_y, test_raw, n_bootstrap=1000)
     total = time.perf_counter() - start
 
     print(f"\n{args.judge} on {args.data}: held-out test n={len(test)}; mean ± sd over {args.repeats} draws of n labels;"
           f" uncalibrated judge ROC-AUC {raw_report.value('roc_auc'):.3f}, Brier {raw_report.value('brier'):.3f}\n")
-    lines = ["| labels | method | " + " | ".join(STATS) + " |", "|---:|---|" + "---:|" * len(STATS)]
+    lines = ["| labels | selection | method | " + " | ".join(STATS) + " |", "|---:|---|---|" + "---:|" * len(STATS)]
     for row in rows:
-        lines.append(f"| {row['n']} | {row['method']} | " + " | ".join(
+        lines.append(f"| {row['n']} | {row['selection']} | {row['method']} | " + " | ".join(
             f"{row[s]:.3f} ± {row[s + '_sd']:.3f}" for s in STATS) + " |")
     if max(sizes) >= len(pool):
         lines.append(f"\n(n >= {len(pool)} is the whole label pool: every draw is the same, so its sd is 0.)")

@@ -72,9 +72,15 @@ def test_label_curve(labelled, tmp_path, monkeypatch, capsys):
     assert [(r["n"], r["method"]) for r in rows] == [
         (n, m) for n in (4, 8) for m in ("Platt on judge score", "stacked", best)]
     assert all(r["roc_auc"] == 1.0 and r["roc_auc_sd"] == 0.0 for r in rows if r["method"] == "Platt on judge score")
-    assert "| 8 | stacked |" in printed and (out / "qa-answer_accuracy.md").is_file()
+    assert "| 8 | balanced | stacked |" in printed and (out / "qa-answer_accuracy.md").is_file()
     runs = mlflow.search_runs(experiment_names=["dspy-judges-experiments"])
     assert len(runs) == 1 and runs["params.judge"].iloc[0] == "answer_accuracy"
+    run_script("label_curve.py", ["--data", str(labelled), "--judge", "answer_accuracy", "--sizes", "6,8",
+                                  "--n-test", "10", "--repeats", "2", "--selection", "random,active", "--out", str(out)],
+               monkeypatch, capsys)
+    rows = json.loads((out / "qa-answer_accuracy.json").read_text())["rows"]
+    assert {(r["selection"], r["n"]) for r in rows} == {(s, n) for s in ("random", "active") for n in (6, 8)}
+    assert all(r["draws"] <= 2 for r in rows)
 
 
 def test_stability_study(labelled, tmp_path, monkeypatch, capsys):

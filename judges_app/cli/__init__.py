@@ -4,6 +4,7 @@
     dspy-judges evaluate data.jsonl -m faithfulness -m rouge_score
     dspy-judges calibrate begin-slice --judge faithfulness --optimizer bootstrap
     dspy-judges agreement runs/calibrate/begin-slice-faithfulness/compiled_faithfulness_bootstrap.json labels.jsonl
+    dspy-judges label pool.jsonl --judge faithfulness --budget 20 --out labels.jsonl
     dspy-judges report runs/calibrate/begin-slice-faithfulness/calibration_run.json
 
 Every evaluate / calibrate run is logged to MLflow (params, metrics with CIs, artifacts, DSPy traces):
@@ -19,11 +20,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from judges_app.cli import agreement, calibrate, evaluate, metrics, report
+from judges_app.cli import agreement, calibrate, evaluate, label, metrics, report
 from judges_app.cli.common import CommandFailed, UsageError
 
 #: The subcommands, in the order `--help` lists them; each module has ``add_parser(sub)`` and ``run(args)``.
-COMMANDS = (metrics, evaluate, calibrate, agreement, report)
+COMMANDS = (metrics, evaluate, calibrate, agreement, label, report)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -31,12 +31,12 @@ from judges_app.cli.common import (
     CommandFailed,
     UsageError,
     add_common_options,
+    add_label_scale_options,
     add_reference_separator_option,
     build_metric,
     check_tracking,
     cli_lm,
     dataset_name,
-    label_range,
     lm_params,
     load_labelled,
     log_after_printing,
@@ -119,8 +119,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("judge", help="a compiled judge JSON saved by calibrate, or a metric name (NAME or NAME:{json})")
     p.add_argument("data", help="a labelled .jsonl/.csv file (sample fields + a label column) or a built-in set")
     p.add_argument("--label-column", default="label")
-    p.add_argument("--label-kind", default="binary", choices=("binary", "ordinal", "continuous"))
-    p.add_argument("--label-range", type=label_range, default=None, metavar="LOW,HIGH")
+    add_label_scale_options(p)
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N labelled items")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-bootstrap", type=positive_int, default=1000)

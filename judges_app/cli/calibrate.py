@@ -20,13 +20,13 @@ from judges_app.cli.common import (
     CommandFailed,
     UsageError,
     add_common_options,
+    add_label_scale_options,
     add_prices_option,
     add_reference_separator_option,
     build_metric,
     check_tracking,
     cli_lm,
     dataset_name,
-    label_range,
     lm_params,
     load_labelled,
     log_after_printing,
@@ -162,11 +162,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judge", default="faithfulness", help="an LLM judge from `dspy-judges metrics` (default faithfulness)")
     p.add_argument("--judge-params", default=None, help="the judge's constructor parameters as JSON")
     p.add_argument("--label-column", default="label", help="the label column of a file (default: label)")
-    p.add_argument("--label-kind", default="binary", choices=("binary", "ordinal", "continuous"),
-                   help="binary (0/1, true/false), ordinal (whole numbers) or continuous; every label is checked "
-                        "before any LM call")
-    p.add_argument("--label-range", type=label_range, default=None, metavar="LOW,HIGH",
-                   help="the label scale, e.g. 1,5 (default: the lowest and highest label in the file)")
+    add_label_scale_options(p)
     p.add_argument("--optimizer", action="append", choices=OPTIMIZERS, default=None,
                    help="DSPy optimizer, or memory (the nearest labelled items as demos plus guidelines "
                         "distilled from people's rationales); repeat to compare several (default: bootstrap)")

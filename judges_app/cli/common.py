@@ -277,6 +277,14 @@ def add_common_options(parser: argparse.ArgumentParser, lm: bool = True) -> None
     add_debug_option(parser)
 
 
+def add_label_scale_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--label-kind", default="binary", choices=("binary", "ordinal", "continuous"),
+                        help="binary (0/1, true/false), ordinal (whole numbers) or continuous; every label is "
+                             "checked before any LM call")
+    parser.add_argument("--label-range", type=label_range, default=None, metavar="LOW,HIGH",
+                        help="the label scale, e.g. 1,5 (default: the lowest and highest label in the file)")
+
+
 def add_reference_separator_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference-separator", default=None, metavar="TEXT",
                         help='split each reference on TEXT into acceptable alternatives, e.g. "/" for '

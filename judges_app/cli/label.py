@@ -1,0 +1,268 @@
+"""`dspy-judges label`: a person labels the items that teach the judge most, one by one, in the terminal.
+
+    dspy-judges label pool.jsonl --judge faithfulness --budget 20 --out labels.jsonl
+    dspy-judges label pool.jsonl --judge faithfulness --compiled compiled_faithfulness_bootstrap.json --budget 50 --out labels.jsonl
+    dspy-judges calibrate labels.jsonl --judge faithfulness          # then fit the judge to those labels
+
+The judge (calibrated, with --compiled) scores every unlabelled item of the pool once; items are ranked by
+the judge's uncertainty, by its disagreement with a cheap signal (reference-token recall where items have
+a reference, else token overlap with the contexts) and by diversity (embedding similarity to items already
+ranked or labelled; --diversity 0 turns it off): see calibration.active. The ranking is kept beside the
+labels (LABELS.jsonl.queue.json), so a rerun asks the next item without scoring again.
+
+For each item you type a label (binary: 1/0, y/n; ordinal and continuous: a number on --label-range), then,
+optionally, why (the rationale that memory alignment distils guidelines from). Each answer is appended to
+LABELS.jsonl and flushed to disk at once: a crash or Ctrl-C loses nothing, and a rerun continues where it
+stopped, until --budget items of the pool are labelled. Type s to skip an item (it is asked again on a
+rerun), m to see it whole, q to stop.
+
+Why the terminal and not a web page: labelling needs the item's text and two answers; a terminal flow
+works over SSH and inside tmux with nothing to serve, no port, no browser, and it is tested under tmux.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibration.active import labelling_priority, select_for_labelling
+from calibration.compiled import CompiledJudge
+from calibration.signals import FEATURES
+from judges.dataset import EvaluationDataset
+from judges.models import resolve_embedder
+from judges.samples import SampleValidationError
+from judges_app.cli.common import (
+    UsageError,
+    add_common_options,
+    add_label_scale_options,
+    add_reference_separator_option,
+    build_metric,
+    cli_lm,
+    load_dataset,
+    positive_int,
+    share,
+)
+
+QUEUE_VERSION = 1
+_SHOWN_CHARS = 1200  # of each field, until the person asks for the whole item
+
+
+def item_key(row: dict[str, Any]) -> str:
+    """An item's identity: a hash of its sample fields (the label and rationale left out)."""
+    fields = {k: v for k, v in row.items() if k not in ("label", "rationale")}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:20]
+
+
+def read_labels(path: Path) -> list[dict[str, Any]]:
+    """The rows labelled so far. A last line cut off by a crash mid-write is dropped (its item is asked
+    again); any other line that is not a JSON object is an error naming the line."""
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            if number == len(lines) and not line.endswith("\n"):
+                print(f"{path}: line {number} was cut off (a crash while writing); dropping it", file=sys.stderr)
+                path.write_text("".join(lines[:-1]), encoding="utf-8")
+                break
+            raise UsageError(f"{path}: line {number} is not valid JSON; fix or remove it") from None
+        if not isinstance(row, dict) or "label" not in row:
+            raise UsageError(f"{path}: line {number} is not a labelled item (an object with a 'label')")
+        rows.append(row)
+    return rows
+
+
+def append_label(path: Path, row: dict[str, Any]) -> None:
+    """One labelled item, written whole and forced to disk before the next item is shown."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def disagreement_signal(pool: EvaluationDataset) -> str | None:
+    """The cheap signal the judge is compared with: reference-token recall where every item has a
+    reference and a response, else token overlap where every item has a response and contexts."""
+    samples = list(pool)
+    if all(getattr(s, "reference", None) and getattr(s, "response", None) for s in samples):
+        return "reference_token_recall"
+    if all(getattr(s, "response", None) and (s.retrieved_contexts or s.reference_contexts) for s in samples):
+        return "token_overlap"
+    return None
+
+
+def ranked_queue(args, judge, pool: EvaluationDataset, keys: list[str], labelled: set[str]) -> dict[str, Any]:
+    """Score the pool, rank it, and save the ranking beside the labels (or reuse the saved one when the
+    pool, the judge and the settings are the same)."""
+    path = Path(str(args.out) + ".queue.json")
+    settings = {"version": QUEUE_VERSION, "judge": args.compiled or args.judge, "keys": keys,
+                "diversity": args.diversity, "lm": args.lm or "embedded"}
+    if path.exists():
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            saved = {}
+        if {k: saved.get(k) for k in settings} == settings:
+            return saved
+    probabilities, reasons = [], []
+    live = sys.stderr.isatty()
+    for i, sample in enumerate(pool):
+        if live or i + 1 == len(pool):
+            print(f"\rscoring the pool with {judge.name}: {i + 1}/{len(pool)}", end="", file=sys.stderr, flush=True)
+        try:
+            result = judge.score(sample)
+            probabilities.append(float(result.score))
+            reasons.append(judge.feedback(result) if hasattr(judge, "feedback") else "")
+        except Exception as err:  # an item the judge fails on is one it knows nothing about: p = 0.5
+            probabilities.append(float("nan"))
+            reasons.append(f"the judge failed: {type(err).__name__}: {err}"[:300])
+    print(file=sys.stderr)
+    signal_name = disagreement_signal(pool)
+    signal = [float(FEATURES[signal_name](s)) for s in pool] if signal_name else None
+    priority = labelling_priority(probabilities, signal)
+    vectors = None
+    if args.diversity > 0:
+        vectors = resolve_embedder(None).embed([json.dumps(EvaluationDataset([s]).to_list()[0], ensure_ascii=False)[:2000]
+                                                for s in pool])
+    done = [i for i, k in enumerate(keys) if k in labelled]
+    order = done + select_for_labelling(priority, len(pool) - len(done), vectors=vectors, exclude=done,
+                                        diversity=args.diversity)
+    queue = {**settings, "order": order, "score": [None if np.isnan(p) else p for p in probabilities],
+             "priority": priority.tolist(), "signal": signal_name, "signal_values": signal, "reasons": reasons}
+    path.write_text(json.dumps(queue, ensure_ascii=False), encoding="utf-8")
+    return queue
+
+
+def parse_label(text: str, kind: str, scale: tuple[float, float] | None) -> float | int:
+    """The person's answer as a label of ``kind``, or ValueError saying what is expected."""
+    answer = text.strip().lower()
+    if kind == "binary":
+        words = {"1": 1, "y": 1, "yes": 1, "true": 1, "0": 0, "n": 0, "no": 0, "false": 0}
+        if answer not in words:
+            raise ValueError("type 1 or 0 (y/n)")
+        return words[answer]
+    try:
+        value = float(answer)
+    except ValueError:
+        raise ValueError(f"type a number{f' from {scale[0]:g} to {scale[1]:g}' if scale else ''}") from None
+    if not np.isfinite(value) or (scale and not scale[0] <= value <= scale[1]):
+        raise ValueError(f"type a number from {scale[0]:g} to {scale[1]:g}" if scale else "type a finite number")
+    if kind == "ordinal":
+        if value != int(value):
+            raise ValueError("ordinal labels are whole numbers")
+        return int(value)
+    return value
+
+
+def show(row: dict[str, Any], whole: bool = False) -> None:
+    for field, value in row.items():
+        text = "\n".join(map(str, value)) if isinstance(value, list) else str(value)
+        if not whole and len(text) > _SHOWN_CHARS:
+            text = text[:_SHOWN_CHARS] + f" ... ({len(text) - _SHOWN_CHARS} more characters: m shows all)"
+        print(f"  {field}: {text}")
+
+
+def ask(prompt: str) -> str | None:
+    try:
+        return input(prompt)
+    except EOFError:
+        return None
+
+
+def run(args) -> int:
+    if args.label_kind == "binary" and args.label_range:
+        raise UsageError("--label-range is for ordinal or continuous labels")
+    pool = load_dataset(args.pool, None, args.reference_separator)
+    lm = cli_lm(args)
+    judge = build_metric(args.compiled or args.judge, lm=lm)
+    if args.compiled and isinstance(judge, CompiledJudge) and args.judge and judge.judge.name != build_metric(
+            args.judge).name:
+        raise UsageError(f"--compiled {args.compiled} is a {judge.judge.name} judge, not {args.judge}")
+    try:
+        judge.validate_dataset(pool)
+    except SampleValidationError as err:
+        raise UsageError(f"{args.pool} cannot be scored by {judge.name}: {err}") from None
+    out = Path(args.out)
+    if out.parent and not out.parent.exists():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist")
+    rows = EvaluationDataset(list(pool)).to_list()
+    keys = [item_key(r) for r in rows]
+    labelled = {item_key(r) for r in read_labels(out)}
+    have = sum(k in labelled for k in keys)
+    if have >= args.budget:
+        print(f"{out}: {have} items of this pool are labelled already (--budget {args.budget}); nothing to ask")
+        return 0
+    queue = ranked_queue(args, judge, pool, keys, labelled)
+    todo = [i for i in queue["order"] if keys[i] not in labelled]  # skipped items make room for the next ones
+    wanted = args.budget - have
+    print(f"{len(pool)} items in the pool, {have} labelled; asking for {wanted} more, the most informative "
+          f"first ({'judge uncertainty' + (', disagreement with ' + queue['signal'] if queue['signal'] else '')}"
+          f"{', diversity' if args.diversity > 0 else ''}). Answers are saved to {out} as you go.\n")
+    scale = tuple(args.label_range) if args.label_range else None
+    asked = 0
+    for i in todo:
+        if asked == wanted:
+            break
+        score = queue["score"][i]
+        signal = f", {queue['signal']} {queue['signal_values'][i]:.2f}" if queue["signal"] else ""
+        print(f"--- item {asked + 1}/{wanted} (pool line {i + 1}; judge {'failed' if score is None else f'{score:.2f}'}"
+              f"{signal}; priority {queue['priority'][i]:.2f})")
+        show(rows[i])
+        if queue["reasons"][i]:
+            print(f"  judge's reasons: {queue['reasons'][i][:400]}")
+        while True:
+            answer = ask("label> ")
+            if answer is None or answer.strip().lower() == "q":
+                print(f"\nstopped; {have + asked} of this pool's items are labelled in {out}. Rerun to go on.")
+                return 0
+            if answer.strip().lower() == "s":
+                break
+            if answer.strip().lower() == "m":
+                show(rows[i], whole=True)
+                continue
+            try:
+                label = parse_label(answer, args.label_kind, scale)
+            except ValueError as err:
+                print(f"  {err}; or s to skip, m to see it all, q to stop")
+                continue
+            rationale = ask("why? (optional, Enter to skip)> ")
+            row = {**rows[i], "label": label}
+            if rationale and rationale.strip():
+                row["rationale"] = rationale.strip()
+            append_label(out, row)
+            asked += 1
+            break
+    print(f"\ndone: {have + asked} of this pool's items are labelled in {out}.\n"
+          f"next: dspy-judges calibrate {out} --judge {args.judge or judge.name}"
+          f"{' --label-kind ' + args.label_kind if args.label_kind != 'binary' else ''}")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("label", help="label the pool items that teach the judge most, one by one (terminal)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("pool", help="unlabelled items: a .jsonl/.csv file of sample fields")
+    p.add_argument("--judge", required=True, help="the judge to label for: a metric name (NAME or NAME:{json})")
+    p.add_argument("--compiled", default=None, metavar="FILE",
+                   help="a compiled judge saved by calibrate: its calibrated scores rank the pool")
+    p.add_argument("--budget", type=positive_int, required=True, help="label this many of the pool's items in all")
+    p.add_argument("--out", required=True, metavar="LABELS.jsonl", help="appended to; a rerun continues it")
+    add_label_scale_options(p)
+    p.add_argument("--diversity", type=share, default=0.3,
+                   help="weight of being unlike the items ranked before (0 to 1; default 0.3; 0: no embeddings)")
+    add_reference_separator_option(p)
+    add_common_options(p)
+    p.set_defaults(run=run)
+
