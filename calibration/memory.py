@@ -165,8 +165,9 @@ def _run_with_trace(judge: Judge, sample: Any) -> tuple[float, dict[str, dict[st
     steps = {}
     for predictor, inputs, outputs in trace:
         if id(predictor) in names:
-            fields = {k: outputs[k] for k in predictor.signature.output_fields if k in outputs}
-            steps[names[id(predictor)]] = _jsonable({**inputs, **fields})
+            fields = {k: inputs[k] for k in predictor.signature.input_fields if k in inputs}
+            fields.update({k: outputs[k] for k in predictor.signature.output_fields if k in outputs})
+            steps[names[id(predictor)]] = _jsonable(fields)
     return float(result.score), steps
 
 

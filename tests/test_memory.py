@@ -144,3 +144,16 @@ def test_faithfulness_verdicts_are_made_to_agree_with_the_persons_label():
     assert judge.label_consistent_demos({}, {"extract_claims": {}}, 0.0) == {}
     critic_demo = critic(None).label_consistent_demos({"response": "x"}, {}, 0.0)
     assert critic_demo["judge_aspect"]["verdict"] is False
+
+
+def test_the_held_out_comparison_scores_test_items_through_the_memory_and_says_what_it_holds():
+    from calibration.heldout import compare_on_heldout
+
+    lm = memory_following_lm()
+    compiled, run = compare_on_heldout(lambda: critic(lm), polite_set(16), polite_set(10, offset=100),
+                                       optimizers=["memory"], calibrator=None, baselines=[], progress=False,
+                                       n_bootstrap=20, embeddings=words_embedder, max_demos=2)
+    assert run.agreement["compiled (memory)"].value("accuracy") == 1.0
+    assert run.agreement["judge as shipped"].value("accuracy") == pytest.approx(0.5)
+    finding = next(f for f in run.findings(n_bootstrap=20) if f.startswith("Memory (memory)"))
+    assert "12 of 12 train items remembered" in finding and "A reply that says 'rude' lacks the aspect." in finding
