@@ -383,6 +383,19 @@ def _score_once(metric: Metric, sample, retries: int, backoff: float) -> tuple[d
             attempt += 1
 
 
+def scored_fields(metric: Metric, sample, retries: int, backoff: float) -> dict[str, Any]:
+    """A run-file record's result fields for one item scored in this process (the thread pool and the Ray
+    workers both use this, so their records are the same): score, details, LM usage, undefined reason."""
+    result, usage = _score_once(metric, sample, retries, backoff)
+    fields = {"score": float(result.score),
+              "details": {k: _jsonable(v) for k, v in result.items() if k not in ("score", "undefined_reason")},
+              "usage": usage.get("by_model", {}), "lm_calls": usage.get("lm_calls", 0),
+              "cached_calls": usage.get("cached_calls", 0)}
+    if result.get("undefined_reason"):
+        fields["undefined_reason"] = result["undefined_reason"]
+    return fields
+
+
 def evaluate(
     dataset: EvaluationDataset | Iterable[Any],
     metrics: Sequence[Metric],
@@ -398,8 +411,13 @@ def evaluate(
     timeout: float | None = None,
     price_table: dict[str, dict[str, float]] | None = None,
     progress: bool = True,
+    backend: str = "threads",
+    ray_address: str | None = None,
+    ray_workers: int | None = None,
 ) -> EvaluationResult:
-    """Score every sample with every metric. See the module docstring for the guarantees."""
+    """Score every sample with every metric. See the module docstring for the guarantees; ``backend="ray"``
+    scores on Ray actors instead of this process's threads (``judges.ray_backend``: same records, run file
+    and resume; ``num_threads`` caps the LM items in flight across the cluster)."""
     if not isinstance(dataset, EvaluationDataset):
         dataset = EvaluationDataset(list(dataset))
     metrics = list(metrics)
@@ -412,6 +430,11 @@ def evaluate(
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not math.isfinite(timeout) or timeout <= 0):
         raise ValueError(f"evaluate: timeout must be a positive number of seconds or None, got {timeout!r}")
+    if backend not in ("threads", "ray"):
+        raise ValueError(f"evaluate: backend={backend!r} is not 'threads' or 'ray'")
+    if backend == "ray" and timeout is not None:
+        raise ValueError("evaluate: timeout is not supported with backend='ray' (bound a served LM's calls with its "
+                         "request_timeout)")
     names = _metric_names(metrics)
 
     errors = []
@@ -457,12 +480,7 @@ def evaluate(
                 else:
                     record.update(reply, usage={}, lm_calls=0)
             else:
-                result, usage = _score_once(metric, dataset[index], retries, backoff)
-                details = {k: _jsonable(v) for k, v in result.items() if k not in ("score", "undefined_reason")}
-                record.update(score=float(result.score), details=details, usage=usage.get("by_model", {}),
-                              lm_calls=usage.get("lm_calls", 0), cached_calls=usage.get("cached_calls", 0))
-                if result.get("undefined_reason"):
-                    record["undefined_reason"] = result["undefined_reason"]
+                record.update(scored_fields(metric, dataset[index], retries, backoff))
         except PermanentLMError as err:  # not this item's fault: never recorded; the run stops
             finished.put((attempt, err))
             return
@@ -477,6 +495,25 @@ def evaluate(
     context = dspy.context(lm=resolved_lm) if resolved_lm is not None else contextlib.nullcontext()
     bar = tqdm(total=len(todo), desc="evaluate", unit="item") if progress and todo else None
     start = time.perf_counter()
+    if backend == "ray":
+        from judges.ray_backend import run_on_ray
+
+        def on_record(record: dict[str, Any]) -> None:
+            records[(record["sample"], record["metric"])] = record
+            if store:
+                store.append(record)
+            if bar:
+                bar.update(1)
+
+        try:
+            refused = run_on_ray(dataset.samples, metrics, keys, todo, lm=lm, embeddings=embeddings,
+                                 num_threads=num_threads, retries=retries, backoff=backoff, on_record=on_record,
+                                 ray_address=ray_address, ray_workers=ray_workers) if todo else None
+        finally:
+            if bar:
+                bar.close()
+        return _result(records, names, len(dataset), time.perf_counter() - start, price_table,
+                       PermanentLMError(refused) if refused else None, store is not None)
     running: dict[int, float] = {}  # attempt -> when its thread started working on it
     stopped: PermanentLMError | None = None
     with context, default_embeddings(embeddings):
@@ -525,12 +562,18 @@ def evaluate(
                 worker.close()
             if bar:
                 bar.close()
-    wall = time.perf_counter() - start
+    return _result(records, names, len(dataset), time.perf_counter() - start, price_table, stopped, store is not None)
+
+
+def _result(records: dict[tuple[int, str], dict[str, Any]], names: list[str], n_samples: int, wall: float,
+            price_table: dict[str, dict[str, float]] | None, stopped: PermanentLMError | None,
+            resumable: bool) -> EvaluationResult:
+    """The run's result, or ``RunStopped`` (holding the partial result) when the LM refused for good."""
     if stopped is not None:
         partial = EvaluationResult(sorted(records.values(), key=lambda r: (r["sample"], names.index(r["metric"]))),
-                                   names, len(dataset), wall, dict(price_table or {}))
+                                   names, n_samples, wall, dict(price_table or {}))
         raise RunStopped(f"the LM refused a request in a way no retry fixes ({stopped}); stopped after {len(records)} "
-                         f"of {len(dataset) * len(names)} items" + (" (finished items are in the run file: fix the "
-                         "cause and rerun to resume)" if store else ""), partial)
-    ordered = [records[(i, name)] for i in range(len(dataset)) for name in names]
-    return EvaluationResult(ordered, names, len(dataset), wall, dict(price_table or {}))
+                         f"of {n_samples * len(names)} items" + (" (finished items are in the run file: fix the "
+                         "cause and rerun to resume)" if resumable else ""), partial)
+    ordered = [records[(i, name)] for i in range(n_samples) for name in names]
+    return EvaluationResult(ordered, names, n_samples, wall, dict(price_table or {}))

@@ -203,6 +203,22 @@ class ServedLM(dspy.LM):
         self.response_schema, self.max_string_chars, self.max_items = response_schema, max_string_chars, max_items
         self._random = random.Random()
 
+    def config(self) -> dict[str, Any]:
+        """The settings that rebuild this LM in another process (``ServedLM(**config)``, e.g. on Ray workers):
+        never the key itself. A key given as ``api_key`` cannot travel; ``api_key_env`` can (each process
+        reads the variable from its own environment)."""
+        if self.kwargs.get("api_key") and not self.api_key_env:
+            raise ValueError("ServedLM: a key given as api_key cannot be sent to other processes; give "
+                             "api_key_env=NAME and set NAME where they run")
+        extra = {k: v for k, v in self.kwargs.items() if k not in ("api_key", "api_base", "timeout", "num_retries")
+                 and v is not None}
+        return {"model": self.model, "api_base": self.api_base, "api_key_env": self.api_key_env,
+                "max_concurrency": self.max_concurrency, "max_rps": self.max_rps, "retries": self.retries,
+                "backoff": self.backoff, "max_backoff": self.max_backoff, "retry_budget": self.retry_budget,
+                "min_retries": self.min_retries, "request_timeout": self.request_timeout,
+                "response_schema": self.response_schema, "max_string_chars": self.max_string_chars,
+                "max_items": self.max_items, "cache": self.cache, **extra}
+
     @property
     def supports_response_schema(self) -> bool:
         return True if self.response_schema else super().supports_response_schema

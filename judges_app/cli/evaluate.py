@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from judges.evaluation import DatasetValidationError, RunStopped, evaluate
+from judges.served import ServedLM
 from judges_app.cli.common import (
     CommandFailed,
     UsageError,
@@ -32,20 +33,25 @@ from judges_app.tracking import data_hash, log_evaluation
 def run(args) -> int:
     dataset = load_dataset(args.data, args.limit, args.reference_separator)
     lm = cli_lm(args)
-    metrics = [build_metric(spec, lm=lm, embeddings=args.embeddings) for spec in args.metric]
+    if args.backend == "ray":
+        # Ray workers rebuild the LM from a model string or a ServedLM's settings, never from a live object:
+        # the metrics are built without one and the run's LM travels on its own.
+        lm = lm if isinstance(lm, ServedLM) else args.lm
+    metrics = [build_metric(spec, lm=None if args.backend == "ray" else lm, embeddings=args.embeddings)
+               for spec in args.metric]
     prices = read_prices(args.prices)
     check_tracking(args)
     out = Path(args.out or Path(args.runs_dir) / "evaluate" / Path(args.data).stem)
     out.mkdir(parents=True, exist_ok=True)
     run_file = Path(args.run_file) if args.run_file else out / "run.jsonl"
     params = {"data": args.data, "data_hash": data_hash(dataset.samples), "samples": len(dataset),
-              **lm_params(args), "embeddings": args.embeddings or "embedded", "threads": args.threads,
+              **lm_params(args), "embeddings": args.embeddings or "embedded", "threads": args.threads, "backend": args.backend,
               "metrics": {m.name: {"class": type(m).__name__, **m.get_params()} for m in metrics}}
     with tracking(args, "dspy-judges-evaluate", f"evaluate {Path(args.data).stem}", params):
         try:
             result = evaluate(dataset, metrics, lm=lm, embeddings=args.embeddings, num_threads=args.threads,
                               run_file=run_file, retry_failed=args.retry_failed, timeout=args.timeout,
-                              price_table=prices, progress=True)
+                              price_table=prices, progress=True, backend=args.backend, ray_address=args.ray_address)
         except DatasetValidationError as err:
             raise UsageError(str(err)) from None
         except RunStopped as err:
@@ -55,6 +61,8 @@ def run(args) -> int:
         except ValueError as err:
             if "run file" in str(err) or "was written for other" in str(err):
                 raise UsageError(f"{err} (or pass --out / --run-file)") from None
+            if "backend='ray'" in str(err):
+                raise UsageError(str(err)) from None
             raise
         result.to_jsonl(out / "samples.jsonl")
         result.to_csv(out / "scores.csv")
@@ -106,6 +114,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=positive_number, default=None,
                    help="seconds one item may take: metrics without an LM run in a worker process that is stopped "
                         "then; an LM call is abandoned (recorded as failed) but runs on until the LM answers")
+    p.add_argument("--backend", choices=("threads", "ray"), default="threads",
+                   help="threads (this process) or ray: Ray actors, a local Ray instance started and stopped for the "
+                        "run unless --ray-address names a running cluster; --threads caps the LM items in flight "
+                        "across the cluster (needs the ray extra)")
+    p.add_argument("--ray-address", default=None, help="a running Ray cluster, e.g. ray://head:10001 (with --backend ray)")
     p.add_argument("--retry-failed", action="store_true",
                    help="rerun the items the run file records as failed (finished items are still skipped)")
     add_reference_separator_option(p)

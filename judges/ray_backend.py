@@ -1,0 +1,208 @@
+"""``evaluate(..., backend="ray")``: the same metrics, items and run file, scored by Ray actors.
+
+    evaluate(dataset, [Faithfulness(), RougeScore()], lm=ServedLM("openai/gpt-4o-mini", api_key_env="OPENAI_API_KEY"),
+             backend="ray", run_file="runs/r1.jsonl")
+    dspy-judges evaluate data.jsonl -m faithfulness --lm openai/gpt-4o-mini --api-key-env OPENAI_API_KEY --backend ray
+
+* Nothing with a connection or a model in it is pickled. Each metric travels as its catalogue class and
+  ``get_params()`` (plus its own LM or embeddings when given as a model string); the LM as a model string,
+  ``"embedded"``, a .gguf path, or a ``ServedLM``'s ``config()`` (its key never: ``api_key_env`` names the
+  variable each worker reads). Workers rebuild them once and keep them.
+* One actor per CPU of the cluster (``ray_workers`` to choose), each scoring up to
+  ``ceil(cap / actors)`` LM items at a time on threads, where ``cap`` is ``num_threads`` and, for a
+  ``ServedLM``, at most its ``max_concurrency``: the driver never has more than ``cap`` LM items in flight,
+  so an endpoint's concurrency limit holds across the whole cluster. Metrics without an LM go in batches.
+* Results stream back item by item into the same run file as the thread pool's (the same records: one
+  function scores an item in both), so a run killed at any point resumes, on either backend.
+* A ``PermanentLMError`` on a worker stops the run exactly as in the thread pool (``RunStopped``); a worker
+  that dies records its items as failed with the reason.
+
+Ray is an optional extra (``pip install dspy-judges[ray]``). ``evaluate`` uses the Ray instance already
+initialised in the process (``ray.init(address="ray://head:10001")`` for a cluster; every node needs this
+package installed, e.g. through ``runtime_env={"pip": ["dspy-judges[all]"]}``), else starts a local one on
+this machine and shuts it down at the end (``ray_address=`` connects to a running cluster instead).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import dspy
+
+from judges.base import Judge, Metric
+from judges.catalogue import metric_classes
+from judges.models import default_embeddings, resolve_lm
+from judges.served import PermanentLMError, ServedLM
+
+__all__ = ["lm_spec", "metric_spec", "run_on_ray"]
+
+#: Items per call for metrics without an LM (one call's records come back together).
+MAX_BATCH = 2000
+
+
+def lm_spec(lm: Any) -> dict[str, Any] | None:
+    """How an LM travels to workers, or ValueError saying what to give instead."""
+    if lm is None:
+        return None
+    if isinstance(lm, str):
+        return {"string": lm}
+    if isinstance(lm, ServedLM):
+        return {"served": lm.config()}
+    raise ValueError(f"evaluate(backend='ray'): the LM {lm!r} cannot be rebuilt on Ray workers; give a model "
+                     "string ('openai/...', 'embedded', a .gguf path) or a judges.served.ServedLM with api_key_env")
+
+
+def _resource_spec(value: Any, what: str, metric: Metric) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"evaluate(backend='ray'): {metric.name}'s {what} ({type(value).__name__}) cannot be rebuilt on "
+                     f"Ray workers; give it as a model string, or pass the LM to evaluate(lm=...)")
+
+
+def metric_spec(metric: Metric) -> dict[str, Any]:
+    """How a metric travels to workers: its catalogue class, settings and own LM/embeddings as strings."""
+    cls = type(metric)
+    if cls not in set(metric_classes().values()):
+        raise ValueError(f"evaluate(backend='ray'): {metric.name} ({cls.__name__}) is not a catalogue metric class; "
+                         "only those are rebuilt on workers (a compiled judge: use the thread pool)")
+    params = metric.get_params()
+    spec: dict[str, Any] = {"class": f"{cls.__module__}.{cls.__qualname__}", "params": params}
+    if isinstance(metric, Judge):
+        spec["lm"] = _resource_spec(metric.judge_lm, "LM", metric)
+        if metric.judge_adapter is not None:
+            raise ValueError(f"evaluate(backend='ray'): {metric.name} has a custom adapter, which Ray workers cannot "
+                             "rebuild; use the thread pool")
+    if getattr(metric, "embeddings", None) is not None:
+        spec["embeddings"] = _resource_spec(metric.embeddings, "embeddings", metric)
+    for name in metric._runtime_params:
+        if name not in ("lm", "adapter", "embeddings") and getattr(metric, name, None) is not None:
+            raise ValueError(f"evaluate(backend='ray'): {metric.name}'s {name} cannot be rebuilt on workers")
+    try:
+        rebuilt = cls(**params).get_params()
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"evaluate(backend='ray'): {metric.name} does not rebuild from its settings ({err})") from None
+    if rebuilt != params:
+        raise ValueError(f"evaluate(backend='ray'): {metric.name} does not rebuild to the same settings")
+    return spec
+
+
+def _rebuilt_lm(spec: dict[str, Any] | None) -> Any:
+    if spec is None:
+        return None
+    if "served" in spec:
+        return ServedLM(**spec["served"])
+    return resolve_lm(spec["string"])
+
+
+def _rebuilt_metric(spec: dict[str, Any]) -> Metric:
+    classes = {f"{c.__module__}.{c.__qualname__}": c for c in metric_classes().values()}
+    kwargs = dict(spec["params"])
+    if spec.get("lm") is not None:
+        kwargs["lm"] = spec["lm"]
+    if spec.get("embeddings") is not None:
+        kwargs["embeddings"] = spec["embeddings"]
+    return classes[spec["class"]](**kwargs)
+
+
+class ScoringWorker:
+    """A Ray actor: the run's metrics and LM rebuilt once, scoring items with ``scored_fields``."""
+
+    def __init__(self, metric_specs: dict[str, dict[str, Any]], lm: dict[str, Any] | None, embeddings: str | None,
+                 retries: int, backoff: float):
+        self.metrics = {name: _rebuilt_metric(spec) for name, spec in metric_specs.items()}
+        self.lm, self.embeddings = _rebuilt_lm(lm), embeddings
+        self.retries, self.backoff = retries, backoff
+
+    def score(self, items: list[tuple[int, str, Any, str]]) -> tuple[list[dict[str, Any]], str | None]:
+        """Records of ``items`` ((sample index, sample key, sample, metric name)) in order; on a
+        ``PermanentLMError`` the records so far and its message (that item and the rest are not recorded)."""
+        from judges.evaluation import scored_fields
+
+        records = []
+        context = dspy.context(lm=self.lm) if self.lm is not None else contextlib.nullcontext()
+        with context, default_embeddings(self.embeddings):
+            for index, key, sample, name in items:
+                record: dict[str, Any] = {"sample": index, "metric": name, "sample_key": key}
+                started = time.monotonic()
+                try:
+                    record.update(scored_fields(self.metrics[name], sample, self.retries, self.backoff))
+                except PermanentLMError as err:
+                    return records, str(err)
+                except Exception as err:  # recorded; the run goes on
+                    record.update(score=None, error=f"{type(err).__name__}: {err}")
+                record["latency_s"] = time.monotonic() - started
+                records.append(record)
+        return records, None
+
+
+def run_on_ray(dataset: Sequence[Any], metrics: Sequence[Metric], keys: Sequence[str], todo: Sequence[tuple[int, Metric]],
+               *, lm: Any, embeddings: Any, num_threads: int, retries: int, backoff: float,
+               on_record: Callable[[dict[str, Any]], None], ray_address: str | None = None,
+               ray_workers: int | None = None) -> str | None:
+    """Score ``todo`` on Ray, calling ``on_record`` in the driver for every finished item as it arrives.
+    Returns the message of a ``PermanentLMError`` that stopped the run, else None."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError("evaluate(backend='ray') needs Ray: pip install 'dspy-judges[ray]'") from None
+    if not isinstance(embeddings, (str, type(None))):
+        raise ValueError("evaluate(backend='ray'): give embeddings as None, 'embedded', a model folder or a model "
+                         "string (an embedder object cannot be rebuilt on workers)")
+    specs = {m.name: metric_spec(m) for m in metrics}
+    lm_travels = lm_spec(lm)
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        actors_n = ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        lm_items = [(i, m) for i, m in todo if m.needs_lm]
+        cap = num_threads
+        for candidate in [lm, *[getattr(m, "judge_lm", None) for m in metrics]]:
+            if isinstance(candidate, ServedLM):
+                cap = min(cap, candidate.max_concurrency)
+        per_actor = max(1, math.ceil(cap / actors_n)) if lm_items else 1
+        actor = ray.remote(num_cpus=0)(ScoringWorker).options(max_concurrency=per_actor)
+        workers = [actor.remote(specs, lm_travels, embeddings, retries, backoff) for _ in range(actors_n)]
+        plain = [(i, m) for i, m in todo if not m.needs_lm]
+        batch = max(1, min(MAX_BATCH, len(plain) // (8 * actors_n) or 1))
+        calls: deque[tuple[bool, list[tuple[int, str, Any, str]]]] = deque(
+            (False, [(i, keys[i], dataset[i], m.name) for i, m in plain[at:at + batch]])
+            for at in range(0, len(plain), batch))
+        calls.extend((True, [(i, keys[i], dataset[i], m.name)]) for i, m in lm_items)
+        load = [0] * actors_n
+        pending: dict[Any, tuple[int, bool, list]] = {}
+        in_flight_lm = 0
+        stopped: str | None = None
+        while (calls and stopped is None) or pending:
+            while calls and stopped is None:
+                uses_lm, items = calls[0]
+                if (uses_lm and in_flight_lm >= cap) or (not uses_lm and len(pending) - in_flight_lm >= 2 * actors_n):
+                    break
+                calls.popleft()
+                target = min(range(actors_n), key=lambda a: (load[a], a))
+                pending[workers[target].score.remote(items)] = (target, uses_lm, items)
+                load[target] += 1
+                in_flight_lm += uses_lm
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+            for ref in ready:
+                target, uses_lm, items = pending.pop(ref)
+                load[target] -= 1
+                in_flight_lm -= uses_lm
+                try:
+                    records, refused = ray.get(ref)
+                except Exception as err:  # the worker died or Ray failed: the items are recorded as failed
+                    records, refused = [{"sample": i, "metric": name, "sample_key": key, "score": None,
+                                         "error": f"{type(err).__name__}: {err}"[:2000], "latency_s": 0.0}
+                                        for i, key, _, name in items], None
+                for record in records:
+                    on_record(record)
+                stopped = stopped or refused
+        return stopped
+    finally:
+        if started_here:
+            ray.shutdown()
