@@ -177,3 +177,23 @@ def test_label_in_a_tmux_pane_as_a_person_would(tmp_path):
         assert [r["label"] for r in read(out)] == [1, 0]
     finally:
         subprocess.run(tmux + ["kill-server"], capture_output=True)
+
+
+def test_label_ranks_by_a_compiled_judges_calibrated_scores(tmp_path):
+    from calibration.datasets import LabelledSet
+    from calibration.fit import fit
+    from judges import UnsupportedSpecifics
+
+    rows = [{"response": f"It opened in {1900 + i}.", "retrieved_contexts": ["It opened in 1904."],
+             "label": int(i == 4 or i % 3 == 0)} for i in range(12)]
+    compiled = fit(UnsupportedSpecifics(), LabelledSet.from_records(rows), optimizer=None, calibrator="platt")
+    path = compiled.save(tmp_path / "compiled.json")
+    pool, out = pool_file(tmp_path), tmp_path / "labels.jsonl"
+    done = subprocess.run(label_cmd(pool, out, 1, "--compiled", str(path)), input="1\n\n", text=True,
+                          capture_output=True, env=ENV, timeout=120)
+    assert done.returncode == 0, done.stderr
+    scores = json.loads(Path(str(out) + ".queue.json").read_text())["score"]
+    assert all(0.0 < s < 1.0 for s in scores)  # Platt-calibrated probabilities, not the raw 0/1
+    wrong = subprocess.run(label_cmd(pool, tmp_path / "other.jsonl", 1, "--compiled", str(path)) + ["--judge", "exact_match"],
+                           input="", text=True, capture_output=True, env=ENV, timeout=120)
+    assert wrong.returncode == 2 and "holds the judge unsupported_specifics, not exact_match" in wrong.stderr

@@ -189,7 +189,7 @@ def run(args) -> int:
     judge = build_metric(args.compiled or args.judge, lm=lm)
     if args.compiled and isinstance(judge, CompiledJudge) and args.judge and judge.judge.name != build_metric(
             args.judge).name:
-        raise UsageError(f"--compiled {args.compiled} is a {judge.judge.name} judge, not {args.judge}")
+        raise UsageError(f"--compiled {args.compiled} holds the judge {judge.judge.name}, not {args.judge}")
     try:
         judge.validate_dataset(pool)
     except SampleValidationError as err:
