@@ -27,6 +27,8 @@
   rerun with the same file skips what is there, so a run killed at any point (even SIGKILL) resumes
   without losing or redoing finished work, and ends with the same table as an uninterrupted run. A run
   file made for other samples or metric settings is refused rather than mixed in.
+* ``backend="ray"`` scores the same items on Ray actors (``judges.ray_backend``): the same records, run
+  file, resume and refusal handling; metrics and the LM are rebuilt on workers from their settings.
 * Accounting per metric: LM calls and input/output tokens (DSPy's usage tracker; answers served from
   DSPy's cache cost none), cost from a ``price_table`` ``{model: {"input": $ per 1M tokens, "output":
   ...}}``, latency p50/p95, and overall throughput.

@@ -154,6 +154,7 @@ def run_on_ray(dataset: Sequence[Any], metrics: Sequence[Metric], keys: Sequence
         raise ValueError("evaluate(backend='ray'): give embeddings as None, 'embedded', a model folder or a model "
                          "string (an embedder object cannot be rebuilt on workers)")
     specs = {m.name: metric_spec(m) for m in metrics}
+    lm = lm if lm is not None else dspy.settings.lm  # what the thread pool would use: dspy.configure(lm=...)
     lm_travels = lm_spec(lm)
     started_here = not ray.is_initialized()
     if started_here:
