@@ -197,3 +197,29 @@ def test_label_ranks_by_a_compiled_judges_calibrated_scores(tmp_path):
     wrong = subprocess.run(label_cmd(pool, tmp_path / "other.jsonl", 1, "--compiled", str(path)) + ["--judge", "exact_match"],
                            input="", text=True, capture_output=True, env=ENV, timeout=120)
     assert wrong.returncode == 2 and "holds the judge unsupported_specifics, not exact_match" in wrong.stderr
+
+
+def test_a_judge_that_fails_on_every_pool_item_ranks_nothing(tmp_path):
+    from argparse import Namespace
+
+    from judges import EvaluationDataset
+    from judges.served import PermanentLMError
+    from judges_app.cli.common import CommandFailed
+    from judges_app.cli.label import ranked_queue
+
+    class Broken:
+        name = "broken"
+
+        def __init__(self, error):
+            self.error = error
+
+        def score(self, sample):
+            raise self.error
+
+    pool = EvaluationDataset([{"response": "a"}, {"response": "b"}])
+    args = Namespace(out=tmp_path / "labels.jsonl", compiled=None, judge="broken", diversity=0.0, lm=None)
+    with pytest.raises(CommandFailed, match="failed on every pool item; first error: the judge failed: ValueError"):
+        ranked_queue(args, Broken(ValueError("no")), pool, ["k1", "k2"], set())
+    with pytest.raises(CommandFailed, match="the LM refused"):
+        ranked_queue(args, Broken(PermanentLMError("401")), pool, ["k1", "k2"], set())
+    assert not Path(str(args.out) + ".queue.json").exists()

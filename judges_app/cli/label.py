@@ -38,7 +38,9 @@ from calibration.signals import FEATURES
 from judges.dataset import EvaluationDataset
 from judges.models import resolve_embedder
 from judges.samples import SampleValidationError
+from judges.served import PermanentLMError
 from judges_app.cli.common import (
+    CommandFailed,
     UsageError,
     add_common_options,
     add_label_scale_options,
@@ -125,10 +127,14 @@ def ranked_queue(args, judge, pool: EvaluationDataset, keys: list[str], labelled
             result = judge.score(sample)
             probabilities.append(float(result.score))
             reasons.append(judge.feedback(result) if hasattr(judge, "feedback") else "")
+        except PermanentLMError as err:  # the LM refuses every request: ranking on nothing would mislead
+            raise CommandFailed(f"the LM refused ({err}); nothing was ranked") from None
         except Exception as err:  # an item the judge fails on is one it knows nothing about: p = 0.5
             probabilities.append(float("nan"))
             reasons.append(f"the judge failed: {type(err).__name__}: {err}"[:300])
     print(file=sys.stderr)
+    if all(np.isnan(p) for p in probabilities):
+        raise CommandFailed(f"{judge.name} failed on every pool item; first error: {reasons[0]}")
     signal_name = disagreement_signal(pool)
     signal = [float(FEATURES[signal_name](s)) for s in pool] if signal_name else None
     priority = labelling_priority(probabilities, signal)
