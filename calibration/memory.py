@@ -94,20 +94,17 @@ class EpisodicMemory:
         self._lock = threading.Lock()
 
     def _matrix(self) -> np.ndarray:
+        """The episodes' embeddings (unit rows, ``Embedder.embed``), computed on first use."""
         with self._lock:
             if self._vectors is None:
-                vectors = np.asarray(resolve_embedder(self.embeddings).embed([e.text for e in self.episodes]), float)
-                norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-                self._vectors = vectors / np.where(norms > 0, norms, 1.0)
+                self._vectors = resolve_embedder(self.embeddings).embed([e.text for e in self.episodes])
             return self._vectors
 
     def nearest(self, text: str) -> list[int]:
         """Indices of the ``k`` episodes most similar to ``text`` (most similar first; never ``text``'s own)."""
         if not self.episodes:
             return []
-        query = np.asarray(resolve_embedder(self.embeddings).embed([text]), float)[0]
-        query = query / (np.linalg.norm(query) or 1.0)
-        similarity = self._matrix() @ query
+        similarity = self._matrix() @ resolve_embedder(self.embeddings).embed([text])[0]
         order = sorted(range(len(self.episodes)), key=lambda i: (-round(float(similarity[i]), 6), i))
         return [i for i in order if self.episodes[i].text != text][: self.k]
 

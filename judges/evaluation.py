@@ -497,15 +497,17 @@ def evaluate(
     context = dspy.context(lm=resolved_lm) if resolved_lm is not None else contextlib.nullcontext()
     bar = tqdm(total=len(todo), desc="evaluate", unit="item") if progress and todo else None
     start = time.perf_counter()
+
+    def on_record(record: dict[str, Any]) -> None:
+        """A finished item: kept, appended to the run file, counted on the progress bar."""
+        records[(record["sample"], record["metric"])] = record
+        if store:
+            store.append(record)
+        if bar:
+            bar.update(1)
+
     if backend == "ray":
         from judges.ray_backend import run_on_ray
-
-        def on_record(record: dict[str, Any]) -> None:
-            records[(record["sample"], record["metric"])] = record
-            if store:
-                store.append(record)
-            if bar:
-                bar.update(1)
 
         try:
             refused = run_on_ray(dataset.samples, metrics, keys, todo, lm=lm, embeddings=embeddings,
@@ -554,11 +556,7 @@ def evaluate(
                                 "latency_s": now - running[late]}))
                 for finished_attempt, record in done_now:
                     del pending[finished_attempt]
-                    records[(record["sample"], record["metric"])] = record
-                    if store:
-                        store.append(record)
-                    if bar:
-                        bar.update(1)
+                    on_record(record)
         finally:
             for worker in idle_workers:
                 worker.close()

@@ -219,7 +219,7 @@ def test_a_judge_that_fails_on_every_pool_item_ranks_nothing(tmp_path):
     pool = EvaluationDataset([{"response": "a"}, {"response": "b"}])
     args = Namespace(out=tmp_path / "labels.jsonl", compiled=None, judge="broken", diversity=0.0, lm=None)
     with pytest.raises(CommandFailed, match="failed on every pool item; first error: the judge failed: ValueError"):
-        ranked_queue(args, Broken(ValueError("no")), pool, ["k1", "k2"], set())
+        ranked_queue(args, Broken(ValueError("no")), pool, pool.to_list(), ["k1", "k2"], set())
     with pytest.raises(CommandFailed, match="the LM refused"):
-        ranked_queue(args, Broken(PermanentLMError("401")), pool, ["k1", "k2"], set())
+        ranked_queue(args, Broken(PermanentLMError("401")), pool, pool.to_list(), ["k1", "k2"], set())
     assert not Path(str(args.out) + ".queue.json").exists()

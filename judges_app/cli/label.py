@@ -105,9 +105,10 @@ def disagreement_signal(pool: EvaluationDataset) -> str | None:
     return None
 
 
-def ranked_queue(args, judge, pool: EvaluationDataset, keys: list[str], labelled: set[str]) -> dict[str, Any]:
+def ranked_queue(args, judge, pool: EvaluationDataset, rows: list[dict[str, Any]], keys: list[str],
+                 labelled: set[str]) -> dict[str, Any]:
     """Score the pool, rank it, and save the ranking beside the labels (or reuse the saved one when the
-    pool, the judge and the settings are the same)."""
+    pool, the judge and the settings are the same). ``rows`` are the pool's items as JSON objects."""
     path = Path(str(args.out) + ".queue.json")
     settings = {"version": QUEUE_VERSION, "judge": args.compiled or args.judge, "keys": keys,
                 "diversity": args.diversity, "lm": args.lm or "embedded"}
@@ -140,8 +141,7 @@ def ranked_queue(args, judge, pool: EvaluationDataset, keys: list[str], labelled
     priority = labelling_priority(probabilities, signal)
     vectors = None
     if args.diversity > 0:
-        vectors = resolve_embedder(None).embed([json.dumps(EvaluationDataset([s]).to_list()[0], ensure_ascii=False)[:2000]
-                                                for s in pool])
+        vectors = resolve_embedder(None).embed([json.dumps(row, ensure_ascii=False)[:2000] for row in rows])
     done = [i for i, k in enumerate(keys) if k in labelled]
     order = done + select_for_labelling(priority, len(pool) - len(done), vectors=vectors, exclude=done,
                                         diversity=args.diversity)
@@ -210,7 +210,7 @@ def run(args) -> int:
     if have >= args.budget:
         print(f"{out}: {have} items of this pool are labelled already (--budget {args.budget}); nothing to ask")
         return 0
-    queue = ranked_queue(args, judge, pool, keys, labelled)
+    queue = ranked_queue(args, judge, pool, rows, keys, labelled)
     todo = [i for i in queue["order"] if keys[i] not in labelled]  # skipped items make room for the next ones
     wanted = args.budget - have
     print(f"{len(pool)} items in the pool, {have} labelled; asking for {wanted} more, the most informative "
