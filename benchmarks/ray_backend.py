@@ -48,6 +48,7 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2)
     args = parser.parse_args()
     os.environ[KEY] = "bench"
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # before Ray is imported: 127.0.0.1 only
     import ray
 
     start = time.perf_counter()

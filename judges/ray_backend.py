@@ -20,13 +20,16 @@
 Ray is an optional extra (``pip install dspy-judges[ray]``). ``evaluate`` uses the Ray instance already
 initialised in the process (``ray.init(address="ray://head:10001")`` for a cluster; every node needs this
 package installed, e.g. through ``runtime_env={"pip": ["dspy-judges[all]"]}``), else starts a local one on
-this machine and shuts it down at the end (``ray_address=`` connects to a running cluster instead).
+this machine, on 127.0.0.1 only, and shuts it down at the end (``ray_address=`` connects to a running
+cluster instead).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import os
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -41,6 +44,8 @@ from judges.served import PermanentLMError, ServedLM
 
 __all__ = ["lm_spec", "metric_spec", "run_on_ray"]
 
+#: Ray's switch for multi-node clusters; "0" keeps a local instance on the loopback interface.
+LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 #: Items per call for metrics without an LM (one call's records come back together).
 MAX_BATCH = 2000
 
@@ -146,6 +151,10 @@ def run_on_ray(dataset: Sequence[Any], metrics: Sequence[Metric], keys: Sequence
                ray_workers: int | None = None) -> str | None:
     """Score ``todo`` on Ray, calling ``on_record`` in the driver for every finished item as it arrives.
     Returns the message of a ``PermanentLMError`` that stopped the run, else None."""
+    if ray_address is None and "ray" not in sys.modules:
+        # A local instance started for this run listens on 127.0.0.1 only (Ray otherwise binds the machine's
+        # reachable address, for other nodes to join); read by Ray when it is imported.
+        os.environ.setdefault(LOOPBACK_ONLY, "0")
     try:
         import ray
     except ImportError:

@@ -26,6 +26,7 @@ from judges.served import _LIMITS, ServedLM
 sys.path.insert(0, str(Path(__file__).parent))
 from servers import FaultProxy, MockOpenAI  # noqa: E402
 
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # before Ray is imported: 127.0.0.1 only
 ray = pytest.importorskip("ray")
 KEY = "JUDGES_TEST_RAY_KEY"
 
@@ -34,6 +35,7 @@ KEY = "JUDGES_TEST_RAY_KEY"
 def local_ray():
     os.environ[KEY] = "test-key"  # set before the workers start: they read the key from their environment
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")
     yield
     ray.shutdown()
 
