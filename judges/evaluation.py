@@ -59,6 +59,7 @@ from tqdm.auto import tqdm
 from judges.base import Metric
 from judges.dataset import EvaluationDataset
 from judges.models import default_embeddings, resolve_lm
+from judges.ray_backend import run_on_ray
 from judges.samples import SampleValidationError
 from judges.served import PermanentLMError
 from judges.workers import ProcessWorker, rebuildable
@@ -507,12 +508,11 @@ def evaluate(
             bar.update(1)
 
     if backend == "ray":
-        from judges.ray_backend import run_on_ray
-
         try:
             refused = run_on_ray(dataset.samples, metrics, keys, todo, lm=lm, embeddings=embeddings,
-                                 num_threads=num_threads, retries=retries, backoff=backoff, on_record=on_record,
-                                 ray_address=ray_address, ray_workers=ray_workers) if todo else None
+                                 num_threads=num_threads, retries=retries, backoff=backoff, score_item=scored_fields,
+                                 on_record=on_record, ray_address=ray_address,
+                                 ray_workers=ray_workers) if todo else None
         finally:
             if bar:
                 bar.close()

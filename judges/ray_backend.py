@@ -13,7 +13,8 @@
   ``ServedLM``, at most its ``max_concurrency``: the driver never has more than ``cap`` LM items in flight,
   so an endpoint's concurrency limit holds across the whole cluster. Metrics without an LM go in batches.
 * Results stream back item by item into the same run file as the thread pool's (the same records: one
-  function scores an item in both), so a run killed at any point resumes, on either backend.
+  function, evaluate's ``scored_fields``, scores an item in both), so a killed run resumes on either
+  backend.
 * A ``PermanentLMError`` on a worker stops the run exactly as in the thread pool (``RunStopped``); a worker
   that dies records its items as failed with the reason.
 
@@ -115,19 +116,17 @@ def _rebuilt_metric(spec: dict[str, Any]) -> Metric:
 
 
 class ScoringWorker:
-    """A Ray actor: the run's metrics and LM rebuilt once, scoring items with ``scored_fields``."""
+    """A Ray actor: the run's metrics and LM rebuilt once, scoring items with the ``score_item`` it is given."""
 
     def __init__(self, metric_specs: dict[str, dict[str, Any]], lm: dict[str, Any] | None, embeddings: str | None,
-                 retries: int, backoff: float):
+                 retries: int, backoff: float, score_item: Callable[..., dict[str, Any]]):
         self.metrics = {name: _rebuilt_metric(spec) for name, spec in metric_specs.items()}
         self.lm, self.embeddings = _rebuilt_lm(lm), embeddings
-        self.retries, self.backoff = retries, backoff
+        self.retries, self.backoff, self.score_item = retries, backoff, score_item
 
     def score(self, items: list[tuple[int, str, Any, str]]) -> tuple[list[dict[str, Any]], str | None]:
         """Records of ``items`` ((sample index, sample key, sample, metric name)) in order; on a
         ``PermanentLMError`` the records so far and its message (that item and the rest are not recorded)."""
-        from judges.evaluation import scored_fields
-
         records = []
         context = dspy.context(lm=self.lm) if self.lm is not None else contextlib.nullcontext()
         with context, default_embeddings(self.embeddings):
@@ -135,7 +134,7 @@ class ScoringWorker:
                 record: dict[str, Any] = {"sample": index, "metric": name, "sample_key": key}
                 started = time.monotonic()
                 try:
-                    record.update(scored_fields(self.metrics[name], sample, self.retries, self.backoff))
+                    record.update(self.score_item(self.metrics[name], sample, self.retries, self.backoff))
                 except PermanentLMError as err:
                     return records, str(err)
                 except Exception as err:  # recorded; the run goes on
@@ -147,10 +146,12 @@ class ScoringWorker:
 
 def run_on_ray(dataset: Sequence[Any], metrics: Sequence[Metric], keys: Sequence[str], todo: Sequence[tuple[int, Metric]],
                *, lm: Any, embeddings: Any, num_threads: int, retries: int, backoff: float,
-               on_record: Callable[[dict[str, Any]], None], ray_address: str | None = None,
-               ray_workers: int | None = None) -> str | None:
+               score_item: Callable[..., dict[str, Any]], on_record: Callable[[dict[str, Any]], None],
+               ray_address: str | None = None, ray_workers: int | None = None) -> str | None:
     """Score ``todo`` on Ray, calling ``on_record`` in the driver for every finished item as it arrives.
-    Returns the message of a ``PermanentLMError`` that stopped the run, else None."""
+    ``score_item(metric, sample, retries, backoff)`` gives an item's record fields on a worker (evaluate
+    passes its own, sent by reference: a module-level function). Returns the message of a
+    ``PermanentLMError`` that stopped the run, else None."""
     if ray_address is None and "ray" not in sys.modules:
         # A local instance started for this run listens on 127.0.0.1 only (Ray otherwise binds the machine's
         # reachable address, for other nodes to join); read by Ray when it is imported.
@@ -177,7 +178,7 @@ def run_on_ray(dataset: Sequence[Any], metrics: Sequence[Metric], keys: Sequence
                 cap = min(cap, candidate.max_concurrency)
         per_actor = max(1, math.ceil(cap / actors_n)) if lm_items else 1
         actor = ray.remote(num_cpus=0)(ScoringWorker).options(max_concurrency=per_actor)
-        workers = [actor.remote(specs, lm_travels, embeddings, retries, backoff) for _ in range(actors_n)]
+        workers = [actor.remote(specs, lm_travels, embeddings, retries, backoff, score_item) for _ in range(actors_n)]
         plain = [(i, m) for i, m in todo if not m.needs_lm]
         batch = max(1, min(MAX_BATCH, len(plain) // (8 * actors_n) or 1))
         calls: deque[tuple[bool, list[tuple[int, str, Any, str]]]] = deque(
