@@ -50,6 +50,16 @@ class CompiledJudge(Metric):
     def name(self) -> str:
         return self.judge.name
 
+    @property
+    def judge_lm(self) -> Any:
+        """The judge's own LM (None: the run's), as for any judge; what Ray workers rebuild it with."""
+        return self.judge.judge_lm
+
+    @property
+    def embeddings(self) -> Any:
+        """The judge's own embeddings setting (None: the run's)."""
+        return getattr(self.judge, "embeddings", None)
+
     def get_params(self) -> dict[str, Any]:
         """What identifies this compiled judge (run files, MLflow params): the judge's class and settings and
         the checksum of the whole compiled program (instructions, demos, calibrator)."""

@@ -435,9 +435,6 @@ def evaluate(
         raise ValueError(f"evaluate: timeout must be a positive number of seconds or None, got {timeout!r}")
     if backend not in ("threads", "ray"):
         raise ValueError(f"evaluate: backend={backend!r} is not 'threads' or 'ray'")
-    if backend == "ray" and timeout is not None:
-        raise ValueError("evaluate: timeout is not supported with backend='ray' (bound a served LM's calls with its "
-                         "request_timeout)")
     names = _metric_names(metrics)
 
     errors = []
@@ -511,8 +508,8 @@ def evaluate(
         try:
             refused = run_on_ray(dataset.samples, metrics, keys, todo, lm=lm, embeddings=embeddings,
                                  num_threads=num_threads, retries=retries, backoff=backoff, score_item=scored_fields,
-                                 on_record=on_record, ray_address=ray_address,
-                                 ray_workers=ray_workers) if todo else None
+                                 on_record=on_record, ray_address=ray_address, ray_workers=ray_workers,
+                                 timeout=timeout) if todo else None
         finally:
             if bar:
                 bar.close()

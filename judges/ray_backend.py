@@ -5,7 +5,9 @@
     dspy-judges evaluate data.jsonl -m faithfulness --lm openai/gpt-4o-mini --api-key-env OPENAI_API_KEY --backend ray
 
 * Nothing with a connection or a model in it is pickled. Each metric travels as its catalogue class and
-  ``get_params()`` (plus its own LM or embeddings when given as a model string); the LM as a model string,
+  ``get_params()`` (plus its own LM or embeddings when given as a model string), or, for a metric whose
+  class saves itself as JSON (``to_dict()`` / ``from_dict(data, lm=, embeddings=)``, e.g. a calibrated
+  ``CompiledJudge``), as that JSON and its class's import path; the LM as a model string,
   ``"embedded"``, a .gguf path, or a ``ServedLM``'s ``config()`` (its key never: ``api_key_env`` names the
   variable each worker reads). Workers rebuild them once and keep them.
 * One actor per CPU of the cluster (``ray_workers`` to choose), each scoring up to
@@ -17,6 +19,10 @@
   backend.
 * A ``PermanentLMError`` on a worker stops the run exactly as in the thread pool (``RunStopped``); a worker
   that dies records its items as failed with the reason.
+* ``timeout`` (seconds per item, counted on the worker from when the item starts): an item that overruns
+  is recorded as ``TimeoutError`` and abandoned (its late result discarded); its call runs on in the
+  actor's thread until it returns, so it still holds its LM connection meanwhile (threads that never
+  return are not stopped: Ray cannot stop a thread of a threaded actor).
 
 Ray is an optional extra (``pip install dspy-judges[ray]``). ``evaluate`` uses the Ray instance already
 initialised in the process (``ray.init(address="ray://head:10001")`` for a cluster; every node needs this
@@ -28,9 +34,13 @@ cluster instead).
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import importlib
+import inspect
 import math
 import os
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -70,12 +80,35 @@ def _resource_spec(value: Any, what: str, metric: Metric) -> str | None:
                      f"Ray workers; give it as a model string, or pass the LM to evaluate(lm=...)")
 
 
+def saves_as_json(cls: type) -> bool:
+    """Whether a metric class saves itself as JSON and rebuilds from it (``to_dict`` / ``from_dict``)."""
+    return (isinstance(cls, type) and issubclass(cls, Metric) and callable(getattr(cls, "to_dict", None))
+            and isinstance(inspect.getattr_static(cls, "from_dict", None), classmethod))
+
+
+def _json_metric_spec(metric: Metric) -> dict[str, Any]:
+    cls = type(metric)
+    lm = _resource_spec(getattr(metric, "judge_lm", None), "LM", metric)
+    embeddings = _resource_spec(getattr(metric, "embeddings", None), "embeddings", metric)
+    data = metric.to_dict()
+    try:
+        rebuilt = cls.from_dict(data, lm=lm, embeddings=embeddings).get_params()
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"evaluate(backend='ray'): {metric.name} does not rebuild from its JSON ({err})") from None
+    if rebuilt != metric.get_params():
+        raise ValueError(f"evaluate(backend='ray'): {metric.name} does not rebuild from its JSON to the same settings")
+    return {"json_class": f"{cls.__module__}:{cls.__qualname__}", "json": data, "lm": lm, "embeddings": embeddings}
+
+
 def metric_spec(metric: Metric) -> dict[str, Any]:
-    """How a metric travels to workers: its catalogue class, settings and own LM/embeddings as strings."""
+    """How a metric travels to workers: its catalogue class, settings and own LM/embeddings as strings, or
+    its own JSON (``to_dict``) and class path when its class saves itself so."""
     cls = type(metric)
     if cls not in set(metric_classes().values()):
-        raise ValueError(f"evaluate(backend='ray'): {metric.name} ({cls.__name__}) is not a catalogue metric class; "
-                         "only those are rebuilt on workers (a compiled judge: use the thread pool)")
+        if saves_as_json(cls):
+            return _json_metric_spec(metric)
+        raise ValueError(f"evaluate(backend='ray'): {metric.name} ({cls.__name__}) is neither a catalogue metric class "
+                         "nor a metric that saves itself as JSON (to_dict / from_dict); use the thread pool")
     params = metric.get_params()
     spec: dict[str, Any] = {"class": f"{cls.__module__}.{cls.__qualname__}", "params": params}
     if isinstance(metric, Judge):
@@ -106,6 +139,14 @@ def _rebuilt_lm(spec: dict[str, Any] | None) -> Any:
 
 
 def _rebuilt_metric(spec: dict[str, Any]) -> Metric:
+    if "json_class" in spec:  # the driver's own metric class (this program's code), rebuilt from its JSON
+        module, _, name = spec["json_class"].partition(":")
+        cls = importlib.import_module(module)
+        for part in name.split("."):
+            cls = getattr(cls, part)
+        if not saves_as_json(cls):
+            raise TypeError(f"{spec['json_class']} is not a metric class that rebuilds from JSON")
+        return cls.from_dict(spec["json"], lm=spec["lm"], embeddings=spec["embeddings"])
     classes = {f"{c.__module__}.{c.__qualname__}": c for c in metric_classes().values()}
     kwargs = dict(spec["params"])
     if spec.get("lm") is not None:
@@ -119,10 +160,32 @@ class ScoringWorker:
     """A Ray actor: the run's metrics and LM rebuilt once, scoring items with the ``score_item`` it is given."""
 
     def __init__(self, metric_specs: dict[str, dict[str, Any]], lm: dict[str, Any] | None, embeddings: str | None,
-                 retries: int, backoff: float, score_item: Callable[..., dict[str, Any]]):
+                 retries: int, backoff: float, score_item: Callable[..., dict[str, Any]], timeout: float | None = None):
         self.metrics = {name: _rebuilt_metric(spec) for name, spec in metric_specs.items()}
         self.lm, self.embeddings = _rebuilt_lm(lm), embeddings
-        self.retries, self.backoff, self.score_item = retries, backoff, score_item
+        self.retries, self.backoff, self.score_item, self.timeout = retries, backoff, score_item, timeout
+
+    def _fields(self, metric: Metric, sample: Any) -> dict[str, Any]:
+        """``score_item``'s fields, or a ``TimeoutError`` record once the item has run ``timeout`` seconds (its
+        thread, a daemon, is abandoned: the late result is discarded)."""
+        if self.timeout is None:
+            return self.score_item(metric, sample, self.retries, self.backoff)
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                outcome["fields"] = self.score_item(metric, sample, self.retries, self.backoff)
+            except BaseException as err:  # handed to the caller's thread
+                outcome["error"] = err
+
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True)
+        thread.start()
+        thread.join(self.timeout)
+        if thread.is_alive():
+            return {"score": None, "error": f"TimeoutError: no result after {self.timeout} s (the call was abandoned)"}
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["fields"]
 
     def score(self, items: list[tuple[int, str, Any, str]]) -> tuple[list[dict[str, Any]], str | None]:
         """Records of ``items`` ((sample index, sample key, sample, metric name)) in order; on a
@@ -134,7 +197,7 @@ class ScoringWorker:
                 record: dict[str, Any] = {"sample": index, "metric": name, "sample_key": key}
                 started = time.monotonic()
                 try:
-                    record.update(self.score_item(self.metrics[name], sample, self.retries, self.backoff))
+                    record.update(self._fields(self.metrics[name], sample))
                 except PermanentLMError as err:
                     return records, str(err)
                 except Exception as err:  # recorded; the run goes on
@@ -147,7 +210,7 @@ class ScoringWorker:
 def run_on_ray(dataset: Sequence[Any], metrics: Sequence[Metric], keys: Sequence[str], todo: Sequence[tuple[int, Metric]],
                *, lm: Any, embeddings: Any, num_threads: int, retries: int, backoff: float,
                score_item: Callable[..., dict[str, Any]], on_record: Callable[[dict[str, Any]], None],
-               ray_address: str | None = None, ray_workers: int | None = None) -> str | None:
+               ray_address: str | None = None, ray_workers: int | None = None, timeout: float | None = None) -> str | None:
     """Score ``todo`` on Ray, calling ``on_record`` in the driver for every finished item as it arrives.
     ``score_item(metric, sample, retries, backoff)`` gives an item's record fields on a worker (evaluate
     passes its own, sent by reference: a module-level function). Returns the message of a
@@ -178,7 +241,8 @@ def run_on_ray(dataset: Sequence[Any], metrics: Sequence[Metric], keys: Sequence
                 cap = min(cap, candidate.max_concurrency)
         per_actor = max(1, math.ceil(cap / actors_n)) if lm_items else 1
         actor = ray.remote(num_cpus=0)(ScoringWorker).options(max_concurrency=per_actor)
-        workers = [actor.remote(specs, lm_travels, embeddings, retries, backoff, score_item) for _ in range(actors_n)]
+        workers = [actor.remote(specs, lm_travels, embeddings, retries, backoff, score_item, timeout)
+                   for _ in range(actors_n)]
         plain = [(i, m) for i, m in todo if not m.needs_lm]
         batch = max(1, min(MAX_BATCH, len(plain) // (8 * actors_n) or 1))
         calls: deque[tuple[bool, list[tuple[int, str, Any, str]]]] = deque(

@@ -117,10 +117,42 @@ def test_what_cannot_travel_to_workers_is_refused_before_any_work(tmp_path):
         evaluate(data, [Faithfulness()], lm=dspy.LM("openai/x", api_key="k"), backend="ray", progress=False)
     with pytest.raises(ValueError, match="cannot be sent to other processes"):
         evaluate(data, [Faithfulness()], lm=ServedLM("openai/x", api_key="k"), backend="ray", progress=False)
-    with pytest.raises(ValueError, match="timeout is not supported"):
-        evaluate(data, [ExactMatch()], backend="ray", timeout=5, progress=False)
+
+    class Handmade(ExactMatch):  # neither a catalogue class nor one that saves itself as JSON
+        pass
+
+    with pytest.raises(ValueError, match="neither a catalogue metric class nor a metric that saves itself"):
+        evaluate([{"response": "a", "reference": "a"}], [Handmade()], backend="ray", progress=False)
     with pytest.raises(ValueError, match="backend="):
         evaluate(data, [ExactMatch()], backend="dask", progress=False)
+
+
+def test_a_calibrated_compiled_judge_travels_as_its_json():
+    from calibration.calibrators import Calibrator
+    from calibration.compiled import CompiledJudge
+
+    calibrator = Calibrator("platt", binary=True).fit([0.0, 0.2, 0.4, 0.6, 0.8, 1.0] * 2, [0, 0, 0, 1, 1, 1] * 2)
+    compiled = CompiledJudge(Faithfulness(), calibrator)
+    data = rag_items(12)
+    with MockOpenAI(latency=0.0) as mock:
+        on_ray = evaluate(data, [compiled], lm=served(mock.url), backend="ray", progress=False)
+        in_threads = evaluate(data, [compiled], lm=served(mock.url), progress=False)
+    assert on_ray.failures == [] and table(on_ray) == table(in_threads)
+    raw = [r["details"]["raw_score"] for r in on_ray.records]
+    assert [r["score"] for r in on_ray.records] == pytest.approx(list(calibrator.predict(raw)))
+    assert any(r["score"] != raw_score for r, raw_score in zip(on_ray.records, raw))  # calibrated, not raw
+
+
+def test_an_item_over_its_timeout_on_a_worker_is_recorded_and_the_run_goes_on(tmp_path):
+    data = EvaluationDataset([{"user_input": f"q{i}", "response": f"a{i}", "reference": f"a{i % 2}",
+                               "retrieved_contexts": [f"a{i}"]} for i in range(4)])
+    with MockOpenAI(latency=1.5) as mock:
+        result = evaluate(data, [Faithfulness(), ExactMatch()], lm=served(mock.url, request_timeout=5.0),
+                          backend="ray", timeout=0.5, progress=False)
+    by_metric = {name: [r for r in result.records if r["metric"] == name] for name in ("faithfulness", "exact_match")}
+    assert all(r["score"] is None and r["error"].startswith("TimeoutError: no result after 0.5 s")
+               for r in by_metric["faithfulness"])
+    assert [r["score"] for r in by_metric["exact_match"]] == [1.0, 1.0, 0.0, 0.0]
 
 
 def test_the_cli_runs_on_ray(tmp_path, capsys):
