@@ -38,7 +38,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from calibration.agreement import compare
-from calibration.calibrators import Calibrator
+from calibration.calibrators import SELECTION_RULES, Calibrator
 from calibration.compiled import CompiledJudge
 from calibration.datasets import LabelledSet
 from calibration.memory import align_with_memory
@@ -286,6 +286,7 @@ def fit(
                                "specifics_supported", "weakest_sentence", "bigram_support", "embedding_alignment",
                                "claim_count", "unsupported_count", "claims_missing_specifics"),
     monotone: bool = True,
+    selection: str = "one_se",
     guard: float = 0.25,
     keep: str = "better",
     devset: LabelledSet | None = None,
@@ -296,7 +297,8 @@ def fit(
     **optimizer_options: Any,
 ) -> CompiledJudge:
     """Compile ``judge`` against ``trainset``'s human labels, then fit a score calibrator. See the module
-    docstring for how steps are supervised and which optimizers and calibrators exist.
+    docstring for how steps are supervised and which optimizers and calibrators exist. ``monotone`` and
+    ``selection`` (``"one_se"`` or ``"any_gain"``) are the stacked calibrator's (``calibration.calibrators``).
 
     Compiling never makes a judge worse in silence: with ``guard`` > 0 a stratified share of the train set
     (``guard``, at least 4 items; sets under 8 items are not split) is held back from compiling; the shipped
@@ -306,6 +308,8 @@ def fit(
     decision (``keep="compiled"`` always keeps the compiled program, reporting the same)."""
     if keep not in ("better", "compiled"):
         raise ValueError(f"fit: keep={keep!r} is not one of 'better', 'compiled'")
+    if selection not in SELECTION_RULES:
+        raise ValueError(f"fit: selection={selection!r} is not one of {', '.join(map(repr, SELECTION_RULES))}")
     schema = label_schema(trainset)
     report: dict[str, Any] = {"optimizer": optimizer if isinstance(optimizer, (str, type(None))) else type(optimizer).__name__,
                               "train_size": len(trainset), "seed": seed}
@@ -343,7 +347,8 @@ def fit(
                                    f"first error: {results[0]['error']}")
         kept = fit_on.subset(np.flatnonzero(~failed).tolist())
         chosen = list(features) if calibrator == "stacked" else []
-        cal = Calibrator(calibrator, binary=schema["kind"] == "binary", features=chosen, monotone=monotone)
+        cal = Calibrator(calibrator, binary=schema["kind"] == "binary", features=chosen, monotone=monotone,
+                         selection=selection)
         extra = feature_matrix(chosen, kept.dataset, [r for r, f in zip(results, failed) if not f])
         cal.fit(raw[~failed], scaled(kept.labels, schema), extra)
         result.calibrator = cal

@@ -128,3 +128,22 @@ def test_transfer(tmp_path, monkeypatch, capsys):
     run = json.loads((tmp_path / "out" / "source-to-source.json").read_text())
     assert run["meta"]["train"] == 12 and run["meta"]["test"] == 12  # in-domain: disjoint draws
     assert len(mlflow.search_runs(experiment_names=["dspy-judges-transfer"])) == 2
+
+
+def test_selection_rule(tmp_path, monkeypatch, capsys):
+    rows = [{"response": f"answer {i} {'YES' if i % 2 else 'NO'}", "retrieved_contexts": [f"answer {i} YES"],
+             "label": i % 2} for i in range(60)]
+    source, target = tmp_path / "source.jsonl", tmp_path / "target.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows[:30]))
+    target.write_text("".join(json.dumps(r) + "\n" for r in rows[30:]))
+    monkeypatch.setattr(sys, "argv", ["selection_rule.py", "--study", f"{source}:{target}", "--seeds", "3",
+                                      "--n-train", "12", "--n-test", "12"])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(EXPERIMENTS / "selection_rule.py"), run_name="__main__")
+    assert done.value.code == 0
+    printed = capsys.readouterr().out
+    rows_printed = [line for line in printed.splitlines() if line.startswith(f"| {source}:{target} |")]
+    assert [line.split(" | ")[1] for line in rows_printed] == ["best single signal", "stacked, one_se",
+                                                               "stacked, any_gain"]
+    # token overlap separates the labels perfectly here: every scorer ranks every test item right
+    assert all(" | 1.000 (0.000) | " in line for line in rows_printed)

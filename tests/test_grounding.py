@@ -83,6 +83,29 @@ def test_a_monotone_calibrator_never_learns_a_sign_its_signal_contradicts():
     assert saved.monotone and saved.ranges == bound.ranges
 
 
+def test_the_one_se_rule_keeps_an_input_only_when_its_gain_beats_its_noise():
+    rng = np.random.default_rng(6)  # a draw where noise lowers the loss a little by chance
+    target = np.repeat([0.0, 1.0], 20)
+    strong = target * 0.6 + rng.uniform(0, 0.5, 40)  # separates the labels well
+    noise = rng.uniform(0, 1, (40, 5))  # five signals unrelated to the labels
+    names = ["token_overlap", "embedding_similarity", "specifics_supported", "weakest_sentence", "bigram_support",
+             "embedding_alignment"]
+    extra = np.column_stack([strong, noise])
+    kept = {}
+    for rule in ("one_se", "any_gain"):
+        calibrator = Calibrator("stacked", binary=True, features=names, selection=rule, monotone=False)
+        calibrator.fit(np.full(40, 0.5), target, extra)
+        kept[rule] = calibrator.features
+        # the rule's decision is the per-item gain against its standard error
+        losses = calibrator._cv_losses(strong[:, None], target, ["token_overlap"])
+        assert losses.shape == (40,) and calibrator._cv_loss(strong[:, None], target, ["token_overlap"]) == losses.mean()
+    assert kept["one_se"] == ["token_overlap"]
+    assert set(kept["any_gain"]) > {"token_overlap"}  # the old rule also keeps noise that helped by chance
+    assert Calibrator.from_dict(Calibrator("stacked", binary=True, selection="any_gain").to_dict()).selection == "any_gain"
+    with pytest.raises(ValueError, match="selection='best'"):
+        Calibrator("stacked", binary=True, selection="best")
+
+
 def test_inputs_outside_the_fit_range_are_reported():
     calibrator = Calibrator("platt", binary=True).fit([0.1, 0.2, 0.8, 0.9], [0, 0, 1, 1])
     assert calibrator.ranges == {"judge score": [0.1, 0.9]}

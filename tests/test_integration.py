@@ -4,6 +4,7 @@ These check behaviour (parsing, usage, determinism, cache, limits, log-probabili
 valid score with its intermediates), not judgement quality: calibration measures that.
 """
 
+import json
 import math
 import time
 import uuid
@@ -197,22 +198,57 @@ def test_cli_calibrates_faithfulness_on_the_bundled_begin_slice(tmp_path, capsys
     assert saved["calibrator"]["kind"] == "platt" and (out / "report" / "index.html").is_file()
 
 
-def test_a_context_per_prompt_family_gives_the_same_verdicts_faster():
-    """Keeping each judge step's instructions evaluated in a context of its own must not change an answer
-    at temperature 0: 20 BEGIN turns, Faithfulness, one context (the engine before) vs one per family."""
+def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():
+    """Keeping each judge step's instructions evaluated in a context of its own, testing the grammar on the
+    best token first and choosing decode threads by timing must not change an answer at temperature 0: 20
+    BEGIN turns, Faithfulness, the first engine (one context, llama.cpp's grammar sampler, 2 threads) vs
+    the default."""
     from calibration.datasets import load_begin_slice
     from judges import Faithfulness
     from judges.models import LlamaCppEngine, embedded_gguf_path
 
     samples = list(load_begin_slice().dataset)[:20]
     outcomes, seconds = {}, {}
-    for contexts in (1, 2):
-        engine = LlamaCppEngine(embedded_gguf_path(), prefix_contexts=contexts)
+    for name, settings in {"first": dict(prefix_contexts=1, grammar_best_first=False, adaptive_threads=False),
+                           "default": {}}.items():
+        engine = LlamaCppEngine(embedded_gguf_path(), **settings)
         lm = dspy.LM("llamacpp/prefix-test", engine=engine, temperature=0.0, max_tokens=1024, cache=False)
         start = time.perf_counter()
-        outcomes[contexts] = [(r.score, [v["supported"] for v in r.verdicts]) for r in
-                              (Faithfulness(lm=lm).score(s) for s in samples)]
-        seconds[contexts] = time.perf_counter() - start
+        outcomes[name] = [(r.score, [v["supported"] for v in r.verdicts]) for r in
+                          (Faithfulness(lm=lm).score(s) for s in samples)]
+        seconds[name] = time.perf_counter() - start
         engine.close()
-    assert outcomes[1] == outcomes[2]
-    print(f"\n20 items: one context {seconds[1]:.1f} s, a context per family {seconds[2]:.1f} s")
+    assert outcomes["first"] == outcomes["default"]
+    print(f"\n20 items: the first engine {seconds['first']:.1f} s, the default {seconds['default']:.1f} s")
+
+
+def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
+    """GreedyGrammarSampler against llama.cpp's own chain (grammar over the whole vocabulary, then greedy):
+    the same completion token for token, while the whole vocabulary is tested on a minority of steps."""
+    from llama_cpp import Llama, LlamaGrammar
+
+    from judges.models import _llama_class, embedded_gguf_path
+
+    schema = {"type": "object", "properties": {
+        "reason": {"type": "string", "maxLength": 200},
+        "verdicts": {"type": "array", "maxItems": 4, "items": {"type": "object", "properties": {
+            "claim": {"type": "string", "maxLength": 80}, "supported": {"type": "boolean"},
+            "confidence": {"type": "integer", "minimum": 1, "maximum": 5}},
+            "required": ["claim", "supported", "confidence"]}}},
+        "required": ["reason", "verdicts"]}
+    grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+    prompts = ["Context: The Eiffel Tower was completed in 1889 in Paris.\nClaims: it is in Paris; it was built in 1899.",
+               "Context: 水は摂氏100度で沸騰する。\nClaims: 水は100度で沸騰する; 氷は熱い。"]
+    texts = {}
+    for cls in (Llama, _llama_class()):
+        llama = cls(model_path=str(embedded_gguf_path()), n_ctx=1024, n_threads=2, verbose=False)
+        texts[cls] = []
+        for prompt in prompts:
+            out = llama.create_chat_completion(messages=[{"role": "user", "content": prompt}], temperature=0.0,
+                                               max_tokens=400, grammar=grammar)
+            texts[cls].append(out["choices"][0]["message"]["content"])
+            if cls is not Llama:
+                assert 0 < llama._sampler.full_checks < llama._sampler.steps / 2
+        llama.close()
+    assert texts[Llama] == texts[_llama_class()]
+    assert all(t.lstrip().startswith('{') for t in texts[Llama])  # grammar-shaped (may stop at max_tokens)

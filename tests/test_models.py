@@ -8,9 +8,11 @@ import pytest
 from dspy.utils import DummyLM
 
 from judges.models import (
+    DecodeThreads,
     Embedder,
     LlamaCppEngine,
     bounded_schema,
+    runnable_elsewhere,
     embedded_embedder_path,
     embedded_gguf_path,
     is_local_lm,
@@ -182,3 +184,38 @@ def test_salvage_closes_a_cut_off_answer_and_drops_the_unfinished_item():
     two_fields = {"type": "object", "required": ["reason", "verdict"],
                   "properties": {"reason": {"type": "string"}, "verdict": {"type": "boolean"}}}
     assert salvage_json('{"reason": "it goes on and on', two_fields) is None  # a required field never came
+
+
+def test_decode_threads_drop_to_one_while_the_cores_are_shared_and_come_back():
+    others = {"running": 0}
+    governor = DecodeThreads(2, probe_steps=2, first_interval=8, max_interval=32, others_running=lambda: others["running"])
+    cost = {2: 0.008, 1: 0.013}  # seconds per decode step alone (measured here: 8 and 13 ms)
+    used: list[int] = []
+
+    def run(steps):
+        for _ in range(steps):
+            threads = governor.threads()
+            used.append(threads)
+            governor.record(threads, cost[threads])
+
+    run(100)
+    assert governor.best == 2 and governor.switches == 0
+    assert used.count(1) == 8  # tries of one thread after 8, 16, 32 and 32 steps, two steps each
+    cost[2] = 0.2  # one spike alone triggers a try, which loses: no switch
+    run(1)
+    cost[2] = 0.008
+    run(20)
+    assert governor.best == 2 and governor.switches == 0
+    cost.update({2: 0.332, 1: 0.022})  # a program using both cores arrives (measured: 332 and 22 ms)
+    others["running"] = 2
+    used.clear()
+    run(60)
+    assert governor.best == 1 and used[:15].count(2) == 5  # switched once slow steps were most of the last 9
+    assert used.count(2) == 7 and governor.costly_up  # one try of two threads (two steps), 15x slower:
+    assert 2 not in used[-30:]  # no more tries while the program runs
+    cost.update({2: 0.008, 1: 0.013})  # it leaves
+    others["running"] = 0
+    run(100)
+    assert governor.best == 2 and governor.switches == 2
+    assert DecodeThreads(1).threads() == 1  # one core: nothing to choose
+    assert runnable_elsewhere() is None or runnable_elsewhere() >= 0
