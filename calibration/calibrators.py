@@ -211,13 +211,13 @@ class Calibrator:
         # at most 5 folds, and no more than the smallest class (binary) or the items (otherwise) allow
         folds = max(2, min(5, int(min(np.bincount((target >= 0.5).astype(int)))) if self.binary else len(target)))
         labels = (target >= 0.5).astype(int) if self.binary else target
+        model = make_pipeline(StandardScaler(), self._model(inputs))
         if x.shape[1] == 0:  # the intercept alone: predict the base rate / the mean
             predicted = np.full(len(target), labels.mean())
         elif self.binary:
-            model = make_pipeline(StandardScaler(), self._model(inputs))
             predicted = cross_val_predict(model, x, labels, cv=folds, method="predict_proba")[:, 1]
         else:
-            predicted = cross_val_predict(make_pipeline(StandardScaler(), self._model(inputs)), x, target, cv=folds)
+            predicted = cross_val_predict(model, x, target, cv=folds)
         if not self.binary:
             return (target - predicted) ** 2
         p = np.clip(predicted, 1e-15, 1 - 1e-15)  # a finite loss for a confident miss

@@ -84,13 +84,26 @@ def hard_slice(train: LabelledSet, test: LabelledSet, baselines: Sequence[str]) 
     is right on about none of them. Also every baseline's train cut-off (to score baselines on the slice)."""
     if train.kind != "binary" or not baselines:
         return None
-    cuts = {b: best_threshold([FEATURES[b](s) for s in train.dataset], train.labels) for b in baselines}
-    name = max(cuts, key=lambda b: cuts[b][1])
-    cut = cuts[name][0]
-    decided = [FEATURES[name](s) >= cut for s in test.dataset]
-    items = [i for i, (d, y) in enumerate(zip(decided, test.labels)) if d != bool(y)]
-    return {"baseline": f"baseline: {name.replace('_', ' ')}", "threshold": cut, "train_balanced_accuracy": cuts[name][1],
-            "items": items, "thresholds": {f"baseline: {b.replace('_', ' ')}": c for b, (c, _) in cuts.items()}}
+    x_train = np.array([[FEATURES[b](s) for b in baselines] for s in train.dataset], float)
+    cuts = [best_threshold(x_train[:, j], train.labels) for j in range(len(baselines))]
+    best = max(range(len(baselines)), key=lambda j: cuts[j][1])
+    name = baselines[best]
+    x_test = np.array([[FEATURES[name](s)] for s in test.dataset], float)  # only the best baseline is applied
+    return {"baseline": f"baseline: {name.replace('_', ' ')}", "threshold": cuts[best][0],
+            "train_balanced_accuracy": cuts[best][1],
+            "items": hard_item_positions(x_train[:, [best]], train.labels, x_test, test.labels, [cuts[best]]),
+            "thresholds": {f"baseline: {b.replace('_', ' ')}": c for b, (c, _) in zip(baselines, cuts)}}
+
+
+def hard_item_positions(x_train: np.ndarray, y_train: Sequence[int], x_test: np.ndarray, y_test: Sequence[int],
+                        cuts: Sequence[tuple[float, float]] | None = None) -> list[int]:
+    """Positions of the test rows the best baseline gets wrong: of the columns (baselines) of ``x_train``,
+    the one with the best balanced accuracy on train at its own cut-off fitted there (``cuts``, when
+    already fitted), applied to ``x_test``."""
+    cuts = cuts or [best_threshold(x_train[:, j], y_train) for j in range(x_train.shape[1])]
+    best = max(range(len(cuts)), key=lambda j: cuts[j][1])
+    decided = np.asarray(x_test, float)[:, best] >= cuts[best][0]
+    return [i for i, (d, y) in enumerate(zip(decided, y_test)) if d != bool(y)]
 
 
 def check_split(train: LabelledSet, test: LabelledSet, calibrator: str | None) -> None:

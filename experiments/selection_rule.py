@@ -29,11 +29,11 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).parent))
-from transfer import load  # noqa: E402  (experiments/transfer.py: the data sets and their loaders)
+from transfer import best_single_signal, load  # noqa: E402  (experiments/transfer.py)
 
 from calibration.calibrators import SELECTION_RULES, Calibrator  # noqa: E402
 from calibration.datasets import balanced_indices  # noqa: E402
-from calibration.heldout import applicable_baselines, best_threshold  # noqa: E402
+from calibration.heldout import applicable_baselines, hard_item_positions  # noqa: E402
 from calibration.signals import feature_matrix  # noqa: E402
 from judges.evaluation import sample_key  # noqa: E402
 
@@ -47,23 +47,6 @@ def statistics(labels: np.ndarray, p: np.ndarray, hard: np.ndarray) -> dict[str,
     return {"roc_auc": float(roc_auc_score(labels, p)), "balanced_accuracy": float(np.mean(recalls)),
             "brier": float(np.mean((p - labels) ** 2)),
             "hard_right": int(np.sum(predicted[hard] == labels[hard].astype(bool))), "hard_total": len(hard)}
-
-
-def hard_items(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray) -> np.ndarray:
-    """Positions of the test items the best baseline (best balanced accuracy on train, at its cut-off
-    fitted there; as ``calibration.heldout.hard_slice``) gets wrong."""
-    cuts = [best_threshold(x_train[:, j], y_train.astype(int)) for j in range(x_train.shape[1])]
-    best = max(range(len(cuts)), key=lambda j: cuts[j][1])
-    return np.flatnonzero((x_test[:, best] >= cuts[best][0]) != y_test.astype(bool))
-
-
-def best_single(x: np.ndarray, y: np.ndarray, names: list[str]) -> tuple[int, Calibrator]:
-    """The signal whose monotone logistic fit alone has the lowest cross-validated loss on train."""
-    losses = [Calibrator("stacked", binary=True, features=[n])._cv_loss(x[:, [i]], y, [n]) for i, n in enumerate(names)]
-    best = int(np.argmin(losses))
-    single = Calibrator("platt", binary=True)
-    single._fit_linear(x[:, [best]], y, [names[best]])
-    return best, single
 
 
 def features(names: list[str], samples, cache: dict[tuple[str, str], float]) -> np.ndarray:
@@ -93,8 +76,8 @@ def study(source: str, target: str, seeds: int, n_train: int, n_test: int,
         allowed = [i for i in range(len(target_set)) if target != source or i not in set(train)]
         test = [allowed[i] for i in balanced_indices(y_target[allowed], n_test, np.random.default_rng(seed + 1))]
         x, y, labels = x_source[train], y_source[train], (y_target[test] >= 0.5).astype(int)
-        hard = hard_items(x, y, x_target[test], labels)
-        best, single = best_single(x, y, names)
+        hard = np.array(hard_item_positions(x, y, x_target[test], labels), dtype=int)
+        best, single = best_single_signal(x, y, names)
         rows["best single signal"].append(statistics(labels, single.predict(x_target[test][:, best]), hard))
         for rule in SELECTION_RULES:
             constant = np.full(len(train), 0.5)  # no judge: its column never lowers the loss

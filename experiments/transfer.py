@@ -76,6 +76,16 @@ def fitted(kind: str, raw, labels, extra, features, monotone: bool) -> Calibrato
     return Calibrator(kind, binary=True, features=features, monotone=monotone).fit(raw, labels, extra)
 
 
+def best_single_signal(x: np.ndarray, y: np.ndarray, names: list[str]) -> tuple[int, Calibrator]:
+    """The best single signal: a monotone logistic fit of each column of ``x`` (signals ``names``), the one
+    with the lowest cross-validated loss on train; its column index and its fit."""
+    losses = [Calibrator("stacked", binary=True, features=[n])._cv_loss(x[:, [i]], y, [n]) for i, n in enumerate(names)]
+    best = int(np.argmin(losses))
+    single = Calibrator("platt", binary=True)
+    single._fit_linear(x[:, [best]], y, [names[best]])
+    return best, single
+
+
 def study(source: str, target: str, args, lm) -> tuple[CalibrationRun, float]:
     start = time.perf_counter()
     source_set = load(source)
@@ -98,15 +108,8 @@ def study(source: str, target: str, args, lm) -> tuple[CalibrationRun, float]:
     scores: dict[str, list[float]] = {}
     for i, name in enumerate(signals):
         scores[f"baseline: {name.replace('_', ' ')} (raw)"] = np.clip(x_test[:, i], 0, 1).tolist()
-    # the best single signal: a monotone logistic fit of each, chosen by cross-validated loss on train
-    singles = {}
-    for i, name in enumerate(signals):
-        calibrator = Calibrator("stacked", binary=True, features=[name])
-        singles[name] = (calibrator._cv_loss(x_train[:, [i]], y, [name]), i)
-    best_name, (best_loss, best_i) = min(singles.items(), key=lambda item: item[1][0])
-    single = Calibrator("platt", binary=True)
-    single._fit_linear(x_train[:, [best_i]], y, [best_name])
-    single.use_raw = True
+    best_i, single = best_single_signal(x_train[:, :len(signals)], y, signals)
+    best_name = signals[best_i]
     scores[f"baseline: best single signal ({best_name.replace('_', ' ')}), fitted"] = single.predict(x_test[:, best_i]).tolist()
     scores["judge as shipped"] = test_raw.tolist()
     notes = {}
