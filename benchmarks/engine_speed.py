@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/engine_speed.py [--items 20] [--neighbour-items 5] [--neighbours-only | --raw-only]
 
-1. Raw llama.cpp on SmolLM2-135M: prompt evaluation and generation tokens per second, 1 and 2 threads.
+1. Raw llama.cpp on SmolLM2-135M per weight format: prompt evaluation and generation tokens per second, 1 and 2 threads.
 2. Faithfulness on BEGIN dialogue turns (DSPy cache off) per engine setting: seconds per item, prompt and
    completion tokens per item, resident memory, and whether every item gets the same verdicts as the first
    setting (temperature 0 is greedy: settings that only reuse work must not change an answer).
