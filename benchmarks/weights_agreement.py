@@ -1,6 +1,6 @@
 """Does re-encoding the embedded model's weights change how well its judge agrees with people?
 
-    .venv/bin/python experiments/weights_agreement.py [--n 100] [--seed 0] [--weights as-is,q8_0]
+    .venv/bin/python benchmarks/weights_agreement.py [--n 100] [--seed 0] [--weights as-is,q8_0]
 
 The embedded SmolLM2-135M-Instruct ships as Q4_1; the engine runs it re-encoded as Q8_0 by default
 (``judges.models.EMBEDDED_WEIGHTS``: faster kernels, the same model within rounding). At temperature 0 a
