@@ -14,29 +14,19 @@ same verdicts, and seconds per item. DSPy's cache is off, so each format is run 
 from __future__ import annotations
 
 import argparse
-import time
+import os
 
 import numpy as np
+from engine_speed import judge_run  # benchmarks/engine_speed.py
 
 from calibration.agreement import agreement, compare
 from calibration.datasets import balanced_sample, load_begin
-from judges import Faithfulness
-from judges.models import local_lm
 
 
 def run(samples, weights: str) -> tuple[list[float | None], list, float]:
-    judge = Faithfulness(lm=local_lm(weights=weights, cache=False))
-    scores, verdicts = [], []
-    start = time.perf_counter()
-    for sample in samples:
-        try:
-            result = judge.score(sample)
-            scores.append(result.score)
-            verdicts.append([v["supported"] for v in result.verdicts])
-        except Exception as err:  # noqa: BLE001 - a failed item is recorded, not imputed
-            scores.append(None)
-            verdicts.append(type(err).__name__)
-    return scores, verdicts, (time.perf_counter() - start) / len(samples)
+    """Scores (None where the judge failed), verdicts and seconds per item: the default engine on ``weights``."""
+    result = judge_run(samples, weights, prefix_contexts=2, threads=os.cpu_count() or 1, best_first=True)
+    return ([None if np.isnan(s) else s for s in result["scores"]], result["verdicts"], result["s_per_item"])
 
 
 def main() -> int:

