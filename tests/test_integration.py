@@ -222,6 +222,32 @@ def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():
     print(f"\n20 items: the first engine {seconds['first']:.1f} s, the default {seconds['default']:.1f} s")
 
 
+def test_prompt_lookup_drafting_checks_drafts_and_keeps_most_verdicts():
+    """Drafting (opt-in, not exact: batched logits differ from single steps) on 6 BEGIN turns: drafted tokens
+    are evaluated in batches, every answer still parses into verdicts, and most items keep the verdicts
+    decoding token by token gives (28 of 30 in the benchmark)."""
+    from calibration.datasets import load_begin_slice
+    from judges import Faithfulness
+    from judges.models import LlamaCppEngine, embedded_model_file
+
+    samples = list(load_begin_slice().dataset)[:6]
+    outcomes, answers, drafted = {}, {}, {}
+    for draft_tokens in (0, 7):
+        engine = LlamaCppEngine(embedded_model_file(), draft_tokens=draft_tokens)
+        lm = dspy.LM(f"llamacpp/draft-test-{draft_tokens}", engine=engine, temperature=0.0, max_tokens=1024, cache=False)
+        results = [Faithfulness(lm=lm).score(s) for s in samples]
+        assert all(0.0 <= r.score <= 1.0 and r.verdicts for r in results)
+        outcomes[draft_tokens] = [(r.score, [v["supported"] for v in r.verdicts]) for r in results]
+        answers[draft_tokens] = [h["outputs"] for h in lm.history]
+        drafted[draft_tokens] = sum(l.draft_batches for l in engine._llamas.values())
+        engine.close()
+    assert drafted[0] == 0 and drafted[7] > 0
+    same = sum(a == b for a, b in zip(outcomes[0], outcomes[7]))
+    assert same >= 4, outcomes
+    print(f"\ndrafting: {drafted[7]} drafted batches; {same}/6 items with the same verdicts, "
+          f"{sum(a == b for a, b in zip(answers[0], answers[7]))}/{len(answers[0])} answers unchanged")
+
+
 def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
     """GreedyGrammarSampler against llama.cpp's own chain (grammar over the whole vocabulary, then greedy):
     the same completion token for token, while the whole vocabulary is tested on a minority of steps."""
@@ -248,7 +274,7 @@ def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
                                                max_tokens=400, grammar=grammar)
             texts[cls].append(out["choices"][0]["message"]["content"])
             if cls is not Llama:
-                assert 0 < llama._sampler.full_checks < llama._sampler.steps / 2
+                assert 0 < llama._sampler.tier_checks + llama._sampler.full_checks < llama._sampler.steps / 2
         llama.close()
     assert texts[Llama] == texts[_llama_class()]
     assert all(t.lstrip().startswith('{') for t in texts[Llama])  # grammar-shaped (may stop at max_tokens)

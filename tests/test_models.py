@@ -1,4 +1,4 @@
-"""LM and embedder resolution, without loading any model."""
+"""LM and embedder resolution and the engine's parts, without running any model."""
 
 import json
 
@@ -10,6 +10,8 @@ from dspy.utils import DummyLM
 from judges.models import (
     DecodeThreads,
     Embedder,
+    GreedyGrammarSampler,
+    PromptLookup,
     LlamaCppEngine,
     bounded_schema,
     runnable_elsewhere,
@@ -91,6 +93,11 @@ def test_engine_state_round_trips():
     with pytest.raises(ValueError, match="model_path"):
         LlamaCppEngine.load_state({"n_ctx": 10})
     assert local_lm(n_ctx=2048).engine.n_ctx == 2048
+    drafted = local_lm(draft_tokens=7)
+    assert drafted.engine.draft_tokens == 7 and drafted.model.endswith("-q8_0-draft7")
+    assert local_lm().engine.draft_tokens == 0 and drafted.engine is not local_lm().engine
+    with pytest.raises(ValueError, match="draft_tokens"):
+        LlamaCppEngine(embedded_gguf_path(), draft_tokens=512)
 
 
 def test_bounded_schema_caps_strings_arrays_and_ranged_integers():
@@ -246,3 +253,51 @@ def test_decode_threads_drop_to_one_while_the_cores_are_shared_and_come_back():
     assert governor.best == 2 and governor.switches == 2
     assert DecodeThreads(1).threads() == 1  # one core: nothing to choose
     assert runnable_elsewhere() is None or runnable_elsewhere() >= 0
+
+
+def test_grammar_tiers_pick_the_token_testing_the_whole_vocabulary_picks():
+    """When the best token is rejected, GreedyGrammarSampler tests the 64 and then 1,024 best tokens before
+    the whole vocabulary: the same token (the highest logit allowed, the lowest id among equals) whichever
+    tier finds it, including ties inside a tier and at its edge."""
+    from llama_cpp import Llama, LlamaGrammar
+
+    llama = Llama(model_path=str(embedded_gguf_path()), vocab_only=True, verbose=False)  # the tokenizer only
+    n_vocab = llama.n_vocab()
+    schema = {"type": "object", "properties": {"supported": {"type": "boolean"}}, "required": ["supported"]}
+    sampler = GreedyGrammarSampler(llama._model.vocab, LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False),
+                                   n_vocab)
+
+    def whole_vocabulary(logits):
+        sampler._all_view["logit"] = logits
+        sampler._allowed(sampler._all, n_vocab)
+        return int(np.argmax(sampler._all_view["logit"]))
+
+    sampler._all_view["logit"] = 0.0
+    sampler._allowed(sampler._all, n_vocab)
+    allowed = np.flatnonzero(sampler._all_view["logit"] > -np.inf)
+    assert 0 < allowed.size < 100  # an object must open: a few tokens of 49,152
+    rng = np.random.default_rng(0)
+    for rank in (3, 40, 300, 900, 5000, 30000):
+        logits = rng.normal(size=n_vocab).astype(np.float32)
+        order = np.argsort(-logits)
+        logits[allowed] = logits[order[rank]] - 1e-3 * np.arange(1, allowed.size + 1)  # best allowed: ~rank
+        full_checks = sampler.full_checks
+        assert sampler._best_allowed(logits) == whole_vocabulary(logits) == allowed[0]
+        assert (sampler.full_checks > full_checks) == (rank > 1024), rank  # the tiers found it when they hold it
+    logits = np.zeros(n_vocab, dtype=np.float32)  # every token ties: a tier cannot know the lowest id
+    assert sampler._best_allowed(logits) == whole_vocabulary(logits) == allowed.min()
+    logits[allowed[-2:]] = 5.0  # two allowed tokens tie at the top: the lower id
+    assert sampler._best_allowed(logits) == whole_vocabulary(logits) == allowed[-2]
+
+
+def test_prompt_lookup_drafts_what_followed_the_latest_longest_match():
+    lookup = PromptLookup(max_tokens=3, min_match=2, max_match=4)
+    #                     0  1  2  3  4  5  6  7  8  9 10 11 12
+    assert lookup([5, 1, 2, 9, 9, 1, 2, 7, 8, 6, 3, 1, 2]).tolist() == [7, 8, 6]  # [1, 2]: the later match
+    assert lookup([1, 2, 3, 4, 0, 0, 9, 3, 4, 5, 6, 2, 3, 4]).tolist() == [0, 0, 9]  # [2, 3, 4] beats a later [3, 4]
+    assert lookup([1, 2, 3, 1, 2]).tolist() == [3, 1, 2]
+    assert lookup([1, 2, 3, 4, 5]).size == 0 and lookup([7]).size == 0  # no match of 2 tokens
+    assert lookup([4, 4, 4]).tolist() == [4]  # the match may overlap the tail; something must follow it
+    for bad in (dict(max_tokens=0), dict(min_match=True), dict(min_match=3, max_match=2)):
+        with pytest.raises(ValueError, match="PromptLookup"):
+            PromptLookup(**bad)
