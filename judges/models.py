@@ -294,7 +294,7 @@ class GreedyGrammarSampler:
                 break
             self.tier_checks += 1
             order = np.argpartition(logits, self.n_vocab - size)
-            top, outside_best = order[self.n_vocab - size:], logits[order[self.n_vocab - size - 1]]
+            top, outside_best = order[self.n_vocab - size:], logits[order[:self.n_vocab - size]].max()
             view = self._tier_view[:size]
             view["id"], view["logit"] = top, logits[top]
             self._allowed(self._tier, size)

@@ -288,6 +288,10 @@ def test_grammar_tiers_pick_the_token_testing_the_whole_vocabulary_picks():
     assert sampler._best_allowed(logits) == whole_vocabulary(logits) == allowed.min()
     logits[allowed[-2:]] = 5.0  # two allowed tokens tie at the top: the lower id
     assert sampler._best_allowed(logits) == whole_vocabulary(logits) == allowed[-2]
+    logits[:] = -1.0  # 63 rejected tokens on top, then two allowed ones tied for the tier's last place
+    logits[np.setdiff1d(np.arange(n_vocab), allowed)[:63]] = 1.0
+    logits[allowed[:2]] = 0.0  # (here NumPy's partition puts the higher id in the tier, the lower outside)
+    assert sampler._best_allowed(logits) == whole_vocabulary(logits) == allowed[0]
 
 
 def test_prompt_lookup_drafts_what_followed_the_latest_longest_match():
