@@ -251,6 +251,8 @@ class GreedyGrammarSampler:
     llama.cpp's own chain."""
 
     tiers = (64, 1024)
+    #: llama.cpp's ``llama_token_data`` as a NumPy record, to fill and read candidate arrays in place
+    _token_data = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
     def __init__(self, vocab: Any, grammar: Any, n_vocab: int):
         import llama_cpp
@@ -264,11 +266,9 @@ class GreedyGrammarSampler:
         self.full_checks = self.tier_checks = self.steps = 0
         self._one = (llama_cpp.llama_token_data * 1)()
         self._tier = (llama_cpp.llama_token_data * max(self.tiers, default=1))()
-        self._tier_view = np.frombuffer(self._tier, dtype=np.dtype([("id", np.int32), ("logit", np.float32),
-                                                                    ("p", np.float32)]))
+        self._tier_view = np.frombuffer(self._tier, dtype=self._token_data)
         self._all = (llama_cpp.llama_token_data * n_vocab)()
-        self._all_view = np.frombuffer(self._all, dtype=np.dtype([("id", np.int32), ("logit", np.float32),
-                                                                  ("p", np.float32)]))
+        self._all_view = np.frombuffer(self._all, dtype=self._token_data)
         self._all_view["id"] = np.arange(n_vocab, dtype=np.int32)
 
     def _allowed(self, data: Any, size: int) -> None:
@@ -456,7 +456,7 @@ def _llama_class():
             # also keep every prompt position's logits (a vocabulary-wide row per token), so it is set here.
             self.prompt_lookup: PromptLookup | None = None
             self._drafted_next = False
-            self.draft_batches = self.drafted_tokens = 0
+            self.draft_batches = 0
 
         def _draft(self, input_ids) -> np.ndarray:
             draft = self.prompt_lookup(input_ids)
@@ -484,7 +484,6 @@ def _llama_class():
             self.n_tokens += len(tokens)
             self._requires_eval = False
             self.draft_batches += 1
-            self.drafted_tokens += len(tokens) - 1
 
         def eval(self, tokens):
             if self._drafted_next:
@@ -621,7 +620,7 @@ class LlamaCppEngine:
                                    n_threads_batch=self.n_threads, n_batch=self.n_batch, logits_all=logprobs,
                                    flash_attn=self.flash_attn, verbose=self.verbose,
                                    grammar_best_first=self.grammar_best_first, decode_threads=self.decode_threads)
-            if self.draft_tokens and not logprobs:
+            if self.draft_tokens:  # used for greedy answers only, never where every position's logits are kept
                 llama.prompt_lookup = PromptLookup(self.draft_tokens)
         self._llamas[key] = llama
         return llama
