@@ -89,23 +89,30 @@ def raw_speed(threads: int, weights: str, repeats: int = 3) -> tuple[float, floa
     return prompt_rate, generation_rate
 
 
+def uncached_judge(engine: LlamaCppEngine) -> tuple[dspy.LM, Faithfulness]:
+    """Faithfulness on ``engine`` with DSPy's cache off, and its LM (whose history holds the usage)."""
+    lm = dspy.LM("llamacpp/bench", engine=engine, temperature=0.0, max_tokens=1024, cache=False)
+    return lm, Faithfulness(lm=lm)
+
+
+def outcome(judge: Faithfulness, sample) -> tuple[float, list | str]:
+    """(score, verdicts) of one item; (NaN, the error's name) when the judge fails: a different outcome."""
+    try:
+        result = judge.score(sample)
+    except Exception as err:  # noqa: BLE001 - counted as a different outcome
+        return float("nan"), type(err).__name__
+    return result.score, [v["supported"] for v in result.verdicts]
+
+
 def judge_run(samples, weights: str, prefix_contexts: int, threads: int, best_first: bool, flash_attn: bool = False,
               adaptive: bool = True, draft_tokens: int = 0) -> dict:
     engine = LlamaCppEngine(embedded_model_file(weights), prefix_contexts=prefix_contexts, n_threads=threads,
                             grammar_best_first=best_first, flash_attn=flash_attn, adaptive_threads=adaptive,
                             draft_tokens=draft_tokens)
-    lm = dspy.LM("llamacpp/bench", engine=engine, temperature=0.0, max_tokens=1024, cache=False)
-    judge = Faithfulness(lm=lm)
+    lm, judge = uncached_judge(engine)
     start = time.perf_counter()
-    verdicts, scores = [], []
-    for sample in samples:
-        try:
-            result = judge.score(sample)
-            verdicts.append([v["supported"] for v in result.verdicts])
-            scores.append(result.score)
-        except Exception as err:  # noqa: BLE001 - counted as a different outcome
-            verdicts.append(type(err).__name__)
-            scores.append(float("nan"))
+    scores, verdicts = zip(*(outcome(judge, sample) for sample in samples))
+    scores, verdicts = list(scores), list(verdicts)
     seconds = time.perf_counter() - start
     usage = [h["usage"] for h in lm.history]
     out = {"s_per_item": seconds / len(samples), "verdicts": verdicts, "scores": scores, "rss_mb": rss_mb(),
@@ -122,23 +129,23 @@ def paired(samples, labels: np.ndarray, warm_up) -> None:
     settings = {"default without grammar tiers": ((), 0), "**default**": (GreedyGrammarSampler.tiers, 0),
                 "default + prompt-lookup drafting (draft_tokens=7)": (GreedyGrammarSampler.tiers, 7)}
     tiers_as_built = GreedyGrammarSampler.tiers
-    judges, times, outcomes = {}, {k: [] for k in settings}, {k: [] for k in settings}
+    engines, judges, times, outcomes = [], {}, {k: [] for k in settings}, {k: [] for k in settings}
     try:
         for name, (tiers, drafted) in settings.items():
-            engine = LlamaCppEngine(embedded_model_file(), draft_tokens=drafted)
-            judges[name] = Faithfulness(lm=dspy.LM(f"llamacpp/paired-{drafted}-{len(tiers)}", engine=engine,
-                                                   temperature=0.0, max_tokens=1024, cache=False))
+            engines.append(LlamaCppEngine(embedded_model_file(), draft_tokens=drafted))
+            _, judges[name] = uncached_judge(engines[-1])
             GreedyGrammarSampler.tiers = tiers
             judges[name].score(warm_up)
         for sample in samples:
             for name, (tiers, _) in settings.items():
                 GreedyGrammarSampler.tiers = tiers
                 start = time.perf_counter()
-                result = judges[name].score(sample)
+                outcomes[name].append(outcome(judges[name], sample))
                 times[name].append(time.perf_counter() - start)
-                outcomes[name].append((result.score, [v["supported"] for v in result.verdicts]))
     finally:
         GreedyGrammarSampler.tiers = tiers_as_built
+        for engine in engines:
+            engine.close()
     first = next(iter(settings))
     print(f"\nFaithfulness on {len(samples)} BEGIN turns, settings taking turns on each item, DSPy cache off\n")
     print(f"| engine | s / item | paired difference to the row above | same verdicts as the first row | "
