@@ -20,7 +20,8 @@ from typing import Literal
 import dspy
 from memory import rss_mb  # benchmarks/memory.py
 
-from judges.models import judge_context, local_lm, resolve_embedder
+from judges.lm.embeddings import resolve_embedder
+from judges.lm.resolve import judge_context, local_lm
 
 BEGIN = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "begin" / "begin_dev_wow.tsv"
 

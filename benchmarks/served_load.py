@@ -33,7 +33,7 @@ from samples import side_by_side_samples  # noqa: E402
 from servers import MockOpenAI  # noqa: E402
 
 from judges import AnswerCorrectness, EvaluationDataset, Faithfulness, evaluate  # noqa: E402
-from judges.served import _LIMITS, ServedLM  # noqa: E402
+from judges.lm.served import ServedLM, forget_endpoint_limits  # noqa: E402
 
 
 class MemorySampler(threading.Thread):
@@ -53,7 +53,7 @@ def throughput(n: int, threads_list: list[int], latency: float) -> list[dict]:
     rows = []
     with MockOpenAI(latency=latency) as mock:
         for threads in threads_list:
-            _LIMITS.clear()
+            forget_endpoint_limits()
             lm = ServedLM("openai/mock", api_base=mock.url + "/v1", api_key="none", cache=False,
                           max_concurrency=threads)
             sampler = MemorySampler()
@@ -82,7 +82,7 @@ def side_by_side(latency: float, threads: int) -> dict:
     samples = side_by_side_samples(100)
     data = EvaluationDataset(samples)
     with MockOpenAI(latency=latency) as mock:
-        _LIMITS.clear()
+        forget_endpoint_limits()
         lm = ServedLM("openai/mock", api_base=mock.url + "/v1", api_key="none", cache=False, max_concurrency=threads)
         metrics = [Faithfulness(lm=lm), AnswerCorrectness(lm=lm)]
         AnswerCorrectness(lm=lm).embedder  # load the local embedder before the clock starts

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from servers import LlamaServer  # noqa: E402
 
-from calibration.datasets import load_begin_slice, load_evouna, load_tau_bench  # noqa: E402
+from calibration.data.loaders import load_begin_slice, load_evouna, load_tau_bench  # noqa: E402
 from judges import (  # noqa: E402
     AgentGoalAccuracyWithoutReference,
     AnswerAccuracy,
@@ -42,8 +42,8 @@ from judges import (  # noqa: E402
     LLMSQLEquivalence,
     SingleTurnSample,
 )
-from judges.models import embedded_gguf_path  # noqa: E402
-from judges.served import ServedLM  # noqa: E402
+from judges.lm.files import embedded_gguf_path  # noqa: E402
+from judges.lm.served import ServedLM  # noqa: E402
 
 SQL_PAIRS = [  # (candidate, reference, schema): our own examples
     ("SELECT name FROM users WHERE age > 30", "SELECT name FROM users WHERE age >= 31", "table users: name TEXT, age INT"),

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/weights_agreement.py [--n 100] [--seed 0] [--weights as-is,q8_0]
 
 The embedded SmolLM2-135M-Instruct ships as Q4_1; the engine runs it re-encoded as Q8_0 by default
-(``judges.models.EMBEDDED_WEIGHTS``: faster kernels, the same model within rounding). At temperature 0 a
+(``judges.lm.files.EMBEDDED_WEIGHTS``: faster kernels, the same model within rounding). At temperature 0 a
 rounding difference can still flip a greedy token and with it a verdict, so this measures what matters:
 Faithfulness as shipped, run with each weight format on the same seeded label-balanced BEGIN items (dev
 files, all three sources), agreement with the human labels per format with bootstrap 95% CIs, the
@@ -19,8 +19,9 @@ import os
 import numpy as np
 from engine_speed import judge_run  # benchmarks/engine_speed.py
 
-from calibration.agreement import agreement, compare
-from calibration.datasets import balanced_sample, load_begin
+from calibration.agreement.stats import agreement, compare
+from calibration.data.labelled import balanced_sample
+from calibration.data.loaders import load_begin
 
 
 def run(samples, weights: str) -> tuple[list[float | None], list, float]:

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from calibration.run import CalibrationRun
+from calibration.agreement.record import CalibrationRun
 from judges_app.cli import main as cli
 from judges_app.cli.common import dataset_name
 

@@ -30,14 +30,14 @@ from pathlib import Path
 import mlflow
 import numpy as np
 
-from calibration.agreement import agreement
-from calibration.calibrators import Calibrator
-from calibration.active import selection_order
-from calibration.datasets import balanced_indices, balanced_sample, split
-from calibration.fit import judge_scores
-from calibration.heldout import applicable_baselines
-from calibration.signals import FEATURES, SAMPLE_SIGNALS, feature_matrix
-from judges.models import resolve_lm
+from calibration.agreement.stats import agreement
+from calibration.data.labelled import balanced_indices, balanced_sample, split
+from calibration.fitting.active import selection_order
+from calibration.fitting.calibrators import Calibrator
+from calibration.fitting.fit import judge_scores
+from calibration.fitting.heldout import applicable_baselines
+from calibration.fitting.signals import FEATURES, SAMPLE_SIGNALS, feature_matrix
+from judges.lm.resolve import resolve_lm
 from judges_app.cli.common import build_metric, dataset_name, load_labelled
 from judges_app.cli.label import disagreement_signal
 from judges_app.tracking import data_hash, metric_key, tracked_run

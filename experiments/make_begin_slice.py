@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.datasets import load_begin
+from calibration.data.loaders import load_begin
 
 OUT = Path(__file__).resolve().parents[1] / "calibration" / "data" / "begin_slice.jsonl"
 

@@ -31,11 +31,11 @@ from sklearn.metrics import roc_auc_score
 sys.path.insert(0, str(Path(__file__).parent))
 from transfer import best_single_signal, load  # noqa: E402  (experiments/transfer.py)
 
-from calibration.calibrators import SELECTION_RULES, Calibrator  # noqa: E402
-from calibration.datasets import balanced_indices  # noqa: E402
-from calibration.heldout import applicable_baselines, hard_item_positions  # noqa: E402
-from calibration.signals import feature_matrix  # noqa: E402
-from judges.evaluation import sample_key  # noqa: E402
+from calibration.data.labelled import balanced_indices  # noqa: E402
+from calibration.fitting.calibrators import SELECTION_RULES, Calibrator  # noqa: E402
+from calibration.fitting.heldout import applicable_baselines, hard_item_positions  # noqa: E402
+from calibration.fitting.signals import feature_matrix  # noqa: E402
+from judges.run.records import sample_key  # noqa: E402
 
 STATS = ("roc_auc", "balanced_accuracy", "brier")
 

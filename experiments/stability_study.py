@@ -22,11 +22,11 @@ from pathlib import Path
 import mlflow
 import numpy as np
 
-from calibration.agreement import agreement
-from calibration.datasets import balanced_sample
-from calibration.stability import stability
-from judges.catalogue import metric_classes
-from judges.models import resolve_lm
+from calibration.agreement.stats import agreement
+from calibration.data.labelled import balanced_sample
+from calibration.fitting.stability import stability
+from judges.lm.resolve import resolve_lm
+from judges.metrics.catalogue import metric_classes
 from judges_app.cli.common import build_metric, load_labelled
 from judges_app.tracking import metric_key, tracked_run
 

@@ -32,15 +32,16 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.calibrators import Calibrator
-from calibration.datasets import LabelledSet, balanced_indices, load_begin, load_summeval
-from calibration.fit import judge_scores
-from calibration.heldout import applicable_baselines, hard_slice
-from calibration.run import CalibrationRun
-from calibration.signals import feature_matrix
+from calibration.agreement.record import CalibrationRun
+from calibration.data.labelled import LabelledSet, balanced_indices
+from calibration.data.loaders import load_begin, load_summeval
+from calibration.fitting.calibrators import Calibrator
+from calibration.fitting.fit import judge_scores
+from calibration.fitting.heldout import applicable_baselines, hard_slice
+from calibration.fitting.signals import feature_matrix
 from judges import Faithfulness, SingleTurnSample
-from judges.dataset import EvaluationDataset
-from judges.models import resolve_lm
+from judges.data.dataset import EvaluationDataset
+from judges.lm.resolve import resolve_lm
 from judges_app.tracking import log_agreement, tracked_run
 
 STATS = ("roc_auc", "balanced_accuracy", "brier")

@@ -1,55 +1,21 @@
 """dspy-judges: evaluation metrics as DSPy programs you can compile against human labels.
 
-Every metric shares one contract (``score``, ``ascore``, ``as_metric``, ``required_fields``); see
-``judges.base``. Samples and datasets live in ``judges.samples`` and ``judges.dataset``; which LM and
-embedder a judge uses is decided in ``judges.models``.
+Every metric shares one contract (``score``, ``ascore``, ``as_metric``, ``required_fields``). The rooms:
+
+    judges.data      samples, datasets, language handling
+    judges.lm        the models judges run on: embedded, in-process GGUF, served; embedders
+    judges.metrics   the metric contract and the metric families
+    judges.run       evaluate(): backends, run files, accounting
+
+Every public name is importable from here (``from judges import Faithfulness, evaluate``).
+
+Must not hold code of its own: it only re-exports the rooms' public names.
 """
 
-from judges.agent import AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference, TopicAdherenceScore
-from judges.base import FieldResolver, Judge, Metric
-from judges.custom import AspectCritic, InstanceRubrics, RubricsScore, SimpleCriteriaScore
-from judges.dataset import LEGACY_COLUMNS, EvaluationDataset
-from judges.domain import DataCompyScore, LLMSQLEquivalence, SummarizationScore
-from judges.dual_judge import AnswerAccuracy, ContextRelevance, JudgeOutputError, ResponseGroundedness
-from judges.evaluation import DatasetValidationError, EvaluationResult, evaluate
-from judges.grounding import EmbeddingAlignment, NovelBigramSupport, UnsupportedSpecifics, WeakestSentenceSupport
-from judges.models import (
-    Embedder,
-    LlamaCppEngine,
-    embedded_embedder_path,
-    embedded_gguf_path,
-    embedded_model_file,
-    local_lm,
-    resolve_embedder,
-    resolve_lm,
-)
-from judges.rag import (
-    AnswerCorrectness,
-    AnswerRelevancy,
-    ContextEntityRecall,
-    ContextPrecision,
-    ContextRecall,
-    ContextRelevancy,
-    ContextUtilization,
-    FactualCorrectness,
-    Faithfulness,
-    LLMContextPrecisionWithoutReference,
-    LLMContextPrecisionWithReference,
-    LLMContextRecall,
-    NoiseSensitivity,
-    ResponseRelevancy,
-    SemanticSimilarity,
-)
-from judges.retrieval import (
-    IDBasedContextPrecision,
-    IDBasedContextRecall,
-    NonLLMContextPrecisionWithReference,
-    NonLLMContextRecall,
-    QuotedSpansAlignment,
-    average_precision,
-)
-from judges.samples import (
+from judges.data import (
+    LEGACY_COLUMNS,
     AIMessage,
+    EvaluationDataset,
     HumanMessage,
     MultiTurnSample,
     SampleValidationError,
@@ -57,89 +23,91 @@ from judges.samples import (
     ToolCall,
     ToolMessage,
 )
-from judges.text import (
+from judges.lm import (
+    Embedder,
+    LlamaCppEngine,
+    PermanentLMError,
+    ServedLM,
+    embedded_embedder_path,
+    embedded_gguf_path,
+    embedded_model_file,
+    local_lm,
+    resolve_embedder,
+    resolve_lm,
+)
+from judges.metrics import (
+    AgentGoalAccuracyWithoutReference,
+    AgentGoalAccuracyWithReference,
+    AnswerAccuracy,
+    AnswerCorrectness,
+    AnswerRelevancy,
+    AspectCritic,
     BleuScore,
     ChrfScore,
+    ContextEntityRecall,
+    ContextPrecision,
+    ContextRecall,
+    ContextRelevance,
+    ContextRelevancy,
+    ContextUtilization,
+    DataCompyScore,
     DistanceMeasure,
+    EmbeddingAlignment,
     ExactMatch,
+    FactualCorrectness,
+    Faithfulness,
+    FieldResolver,
+    IDBasedContextPrecision,
+    IDBasedContextRecall,
+    InputTooLargeError,
+    InstanceRubrics,
+    Judge,
+    JudgeOutputError,
+    LLMContextPrecisionWithoutReference,
+    LLMContextPrecisionWithReference,
+    LLMContextRecall,
+    LLMSQLEquivalence,
+    Metric,
+    NoiseSensitivity,
+    NonLLMContextPrecisionWithReference,
+    NonLLMContextRecall,
     NonLLMStringSimilarity,
+    NovelBigramSupport,
+    QuotedSpansAlignment,
+    ResponseGroundedness,
+    ResponseRelevancy,
     RougeScore,
+    RubricsScore,
+    SemanticSimilarity,
+    SimpleCriteriaScore,
     StringPresence,
+    SummarizationScore,
+    ToolCallAccuracy,
+    ToolCallF1,
+    TopicAdherenceScore,
+    UnsupportedSpecifics,
+    WeakestSentenceSupport,
+    average_precision,
 )
-from judges.tools import ToolCallAccuracy, ToolCallF1
+from judges.run import DatasetValidationError, EvaluationResult, RunStopped, evaluate
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "DatasetValidationError",
-    "EvaluationResult",
-    "evaluate",
-    "EmbeddingAlignment",
-    "NovelBigramSupport",
-    "UnsupportedSpecifics",
-    "WeakestSentenceSupport",
-    "AIMessage",
-    "AgentGoalAccuracyWithReference",
-    "AgentGoalAccuracyWithoutReference",
-    "AnswerAccuracy",
-    "AspectCritic",
-    "ContextRelevance",
-    "InstanceRubrics",
-    "JudgeOutputError",
-    "LLMSQLEquivalence",
-    "ResponseGroundedness",
-    "RubricsScore",
-    "SimpleCriteriaScore",
-    "SummarizationScore",
-    "TopicAdherenceScore",
-    "AnswerCorrectness",
-    "AnswerRelevancy",
-    "ContextEntityRecall",
-    "ContextPrecision",
-    "ContextRecall",
-    "ContextRelevancy",
-    "ContextUtilization",
-    "FactualCorrectness",
-    "Faithfulness",
-    "LLMContextPrecisionWithReference",
-    "LLMContextPrecisionWithoutReference",
-    "LLMContextRecall",
-    "NoiseSensitivity",
-    "ResponseRelevancy",
-    "SemanticSimilarity",
-    "BleuScore",
-    "ChrfScore",
-    "DataCompyScore",
-    "DistanceMeasure",
-    "ExactMatch",
-    "IDBasedContextPrecision",
-    "IDBasedContextRecall",
-    "NonLLMContextPrecisionWithReference",
-    "NonLLMContextRecall",
-    "NonLLMStringSimilarity",
-    "QuotedSpansAlignment",
-    "RougeScore",
-    "StringPresence",
-    "ToolCallAccuracy",
-    "ToolCallF1",
-    "average_precision",
-    "Embedder",
-    "EvaluationDataset",
-    "FieldResolver",
-    "HumanMessage",
-    "Judge",
-    "LEGACY_COLUMNS",
-    "LlamaCppEngine",
-    "Metric",
-    "MultiTurnSample",
-    "SampleValidationError",
-    "SingleTurnSample",
-    "ToolCall",
-    "ToolMessage",
-    "embedded_embedder_path",
-    "embedded_gguf_path",
-    "embedded_model_file",
-    "local_lm",
-    "resolve_embedder",
-    "resolve_lm",
+    "AgentGoalAccuracyWithoutReference", "AgentGoalAccuracyWithReference", "AIMessage", "AnswerAccuracy",
+    "AnswerCorrectness", "AnswerRelevancy", "AspectCritic", "average_precision", "BleuScore", "ChrfScore",
+    "ContextEntityRecall", "ContextPrecision", "ContextRecall", "ContextRelevance", "ContextRelevancy",
+    "ContextUtilization", "DataCompyScore", "DatasetValidationError", "DistanceMeasure",
+    "embedded_embedder_path", "embedded_gguf_path", "embedded_model_file", "Embedder", "EmbeddingAlignment",
+    "evaluate", "EvaluationDataset", "EvaluationResult", "ExactMatch", "FactualCorrectness", "Faithfulness",
+    "FieldResolver", "HumanMessage", "IDBasedContextPrecision", "IDBasedContextRecall", "InputTooLargeError",
+    "InstanceRubrics", "Judge", "JudgeOutputError", "LEGACY_COLUMNS", "LlamaCppEngine",
+    "LLMContextPrecisionWithoutReference", "LLMContextPrecisionWithReference", "LLMContextRecall",
+    "LLMSQLEquivalence", "local_lm", "Metric", "MultiTurnSample", "NoiseSensitivity",
+    "NonLLMContextPrecisionWithReference", "NonLLMContextRecall", "NonLLMStringSimilarity",
+    "NovelBigramSupport", "PermanentLMError", "QuotedSpansAlignment", "resolve_embedder", "resolve_lm",
+    "ResponseGroundedness", "ResponseRelevancy", "RougeScore", "RubricsScore", "RunStopped",
+    "SampleValidationError", "SemanticSimilarity", "ServedLM", "SimpleCriteriaScore", "SingleTurnSample",
+    "StringPresence", "SummarizationScore", "ToolCall", "ToolCallAccuracy", "ToolCallF1", "ToolMessage",
+    "TopicAdherenceScore", "UnsupportedSpecifics", "WeakestSentenceSupport",
 ]

@@ -8,6 +8,8 @@ It is the top floor of three, and imports only downward:
     judges/        the metric library: samples, metrics, models, evaluate()
 
 Someone who wants only the metrics imports ``judges`` and gets neither the CLI nor MLflow.
+
+Must not be imported by the floors below (``judges``, ``calibration``).
 """
 
 import os

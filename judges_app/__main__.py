@@ -1,4 +1,7 @@
-"""`python -m judges_app ...` is `dspy-judges ...`."""
+"""`python -m judges_app ...` is `dspy-judges ...`.
+
+Must not hold code of its own.
+"""
 
 from judges_app.cli import main
 

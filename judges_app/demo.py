@@ -5,6 +5,8 @@
 Runs on SmolLM2-135M-Instruct (in-process llama.cpp) and all-MiniLM-L6-v2, prints one row per sample and
 the mean of each metric, then the LM calls, tokens and time it took. A 135M judge is fast and always
 parses, but its verdicts are weak: ``calibration`` measures and corrects that against human labels.
+
+Must not be imported by the library: it is a script's body.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from judges import (
     SampleValidationError,
     SemanticSimilarity,
 )
-from judges.models import local_lm
+from judges.lm.resolve import local_lm
 
 #: The demo's metrics by the names ``--metrics`` takes.
 DEMO_METRICS = {

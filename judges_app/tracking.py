@@ -9,6 +9,8 @@
 
 The store is ``$MLFLOW_TRACKING_URI`` when set (a server, a database), else ``sqlite:///runs/mlflow.db``
 with artifacts in ``runs/mlartifacts/`` beside it (MLflow's own default would put them in ``./mlruns``).
+
+Must not score or fit: it logs what the other floors produced.
 """
 
 from __future__ import annotations
@@ -34,10 +36,12 @@ from mlflow.tracking._tracking_service import utils as tracking_utils
 from mlflow.utils.autologging_utils import autologging_is_disabled
 
 import judges
-from calibration.agreement import AgreementReport
-from calibration.compiled import CompiledJudge
-from calibration.run import CalibrationRun
-from judges.evaluation import EvaluationResult, _jsonable, usage_tokens
+from calibration.agreement.record import CalibrationRun
+from calibration.agreement.stats import AgreementReport
+from calibration.fitting.compiled import CompiledJudge
+from judges.run.records import jsonable
+from judges.run.result import EvaluationResult
+from judges.run.usage import usage_tokens
 
 MAX_PARAM_VALUE = 6000  # mlflow.utils.validation.MAX_PARAM_VAL_LENGTH
 MAX_KEY = 250  # mlflow.utils.validation.MAX_ENTITY_KEY_LENGTH
@@ -115,7 +119,7 @@ def flatten_params(params: dict[str, Any], prefix: str = "") -> dict[str, str]:
         elif isinstance(value, (str, int, float, bool, type(None))):
             items = [(key, str(value))]
         else:
-            items = [(key, json.dumps(_jsonable(value), ensure_ascii=False, sort_keys=True))]
+            items = [(key, json.dumps(jsonable(value), ensure_ascii=False, sort_keys=True))]
         for k, v in items:
             if k in flat:
                 raise ValueError(f"params: the key {k!r} occurs twice after flattening")

@@ -37,7 +37,7 @@ def llama_server(tmp_path_factory):
     sys.path.insert(0, str(Path(__file__).parent))
     from servers import LlamaServer
 
-    from judges.models import embedded_gguf_path
+    from judges.lm.files import embedded_gguf_path
 
     server = LlamaServer(embedded_gguf_path(), tmp_path_factory.mktemp("llama-server") / "server.log", alias=SERVED_NAME)
     try:

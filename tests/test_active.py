@@ -14,8 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration.active import labelling_priority, select_for_labelling, selection_order
-from calibration.calibrators import Calibrator
+from calibration.fitting.active import (
+    labelling_priority,
+    select_for_labelling,
+    selection_order,
+)
+from calibration.fitting.calibrators import Calibrator
 
 CLI = [sys.executable, "-m", "judges_app.cli"]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
@@ -107,7 +111,7 @@ def test_label_appends_each_answer_reasks_bad_ones_and_a_rerun_continues(tmp_pat
     assert len(read(out)) == 3 and len({r["response"] for r in read(out)}) == 3  # the skipped item came back
     assert "nothing to ask" in subprocess.run(label_cmd(pool, out, 3), input="", text=True, capture_output=True,
                                               env=ENV, timeout=120).stdout
-    from calibration.datasets import LabelledSet
+    from calibration.data.labelled import LabelledSet
 
     assert LabelledSet.from_jsonl(out).rationale(0) == "the year matches"  # calibrate reads the file as it is
 
@@ -180,8 +184,8 @@ def test_label_in_a_tmux_pane_as_a_person_would(tmp_path):
 
 
 def test_label_ranks_by_a_compiled_judges_calibrated_scores(tmp_path):
-    from calibration.datasets import LabelledSet
-    from calibration.fit import fit
+    from calibration.data.labelled import LabelledSet
+    from calibration.fitting.fit import fit
     from judges import UnsupportedSpecifics
 
     rows = [{"response": f"It opened in {1900 + i}.", "retrieved_contexts": ["It opened in 1904."],
@@ -203,7 +207,7 @@ def test_a_judge_that_fails_on_every_pool_item_ranks_nothing(tmp_path):
     from argparse import Namespace
 
     from judges import EvaluationDataset
-    from judges.served import PermanentLMError
+    from judges.lm.served import PermanentLMError
     from judges_app.cli.common import CommandFailed
     from judges_app.cli.label import ranked_queue
 

@@ -3,15 +3,14 @@ and every reference-based metric uses the best of them; LLM judges see them list
 "a/b/c" files splits only with an explicit separator ("9/11" and "UN/LOCODE" stay whole by default)."""
 
 import json
-import re
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from calibration.datasets import LabelledSet
-from calibration.signals import reference_token_recall
+from calibration.data.labelled import LabelledSet
+from calibration.fitting.signals import reference_token_recall
 from judges import (
     AnswerAccuracy,
     AnswerCorrectness,

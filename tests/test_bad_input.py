@@ -14,8 +14,8 @@ import dspy
 import numpy as np
 import pytest
 
-from calibration.datasets import LabelledSet, split
-from calibration.fit import label_schema, scaled
+from calibration.data.labelled import LabelledSet, split
+from calibration.fitting.fit import label_schema, scaled
 from judges import BleuScore, EvaluationDataset, RougeScore, SingleTurnSample, evaluate
 from judges_app.cli import main
 
@@ -70,7 +70,7 @@ def test_every_label_is_checked_against_its_kind_naming_file_line_and_value(tmp_
     with dspy.context(lm=lm):
         code, _, err = run_cli(["calibrate", str(data), *CRITIC, "--label-kind", kind, "--n-train", "4",
                                 "--n-test", "4", "--no-mlflow"], capsys)
-    assert code == 2 and f"labels.jsonl: line 5" in err and message in err, err
+    assert code == 2 and "labels.jsonl: line 5" in err and message in err, err
     assert lm.engine.calls == 0
 
 

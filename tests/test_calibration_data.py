@@ -2,7 +2,8 @@
 
 import pytest
 
-from calibration.datasets import LabelledSet, load_begin, load_evouna
+from calibration.data.labelled import LabelledSet
+from calibration.data.loaders import load_begin, load_evouna
 from judges import EvaluationDataset, Faithfulness, SingleTurnSample
 
 
@@ -37,8 +38,13 @@ def test_labelled_set_checks_lengths_and_subsets():
 def test_tau_bench_trajectories_load_as_multi_turn_samples_and_run_through_agent_metrics():
     from dspy.utils import DummyLM
 
-    from calibration.datasets import load_tau_bench
-    from judges import AgentGoalAccuracyWithReference, MultiTurnSample, ToolCallAccuracy, ToolCallF1
+    from calibration.data.loaders import load_tau_bench
+    from judges import (
+        AgentGoalAccuracyWithReference,
+        MultiTurnSample,
+        ToolCallAccuracy,
+        ToolCallF1,
+    )
 
     data = load_tau_bench(limit=8)
     assert len(data) == 8 and data.dataset.sample_type is MultiTurnSample
@@ -56,7 +62,7 @@ def test_tau_bench_trajectories_load_as_multi_turn_samples_and_run_through_agent
 
 
 def test_summeval_and_cranfield_slices():
-    from calibration.datasets import load_cranfield, load_summeval
+    from calibration.data.loaders import load_cranfield, load_summeval
 
     summ = load_summeval(aspect="relevance", limit=10)
     assert len(summ) == 10 and summ.kind == "continuous" and all(1 <= v <= 5 for v in summ.labels)
@@ -70,7 +76,7 @@ def test_summeval_and_cranfield_slices():
 
 
 def test_stratified_split_and_k_fold_are_seeded():
-    from calibration.datasets import k_fold, split
+    from calibration.data.labelled import k_fold, split
 
     data = load_begin(parts=("wow",), limit=200)
     a, b = split(data, seed=1), split(data, seed=1)
@@ -106,7 +112,8 @@ def test_labelled_set_from_records_jsonl_csv_pandas_hf(tmp_path):
 
 
 def test_bundled_begin_slice_and_balanced_sample():
-    from calibration.datasets import balanced_sample, load_begin_slice
+    from calibration.data.labelled import balanced_sample
+    from calibration.data.loaders import load_begin_slice
 
     data = load_begin_slice()
     assert len(data) == 60 and sum(data.labels) == 30 and data.kind == "binary"

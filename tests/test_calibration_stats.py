@@ -5,8 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from calibration.agreement import AgreementReport, agreement, expected_calibration_error
-from calibration.ppi import classical_mean, ppi_mean
+from calibration.agreement.ppi import classical_mean, ppi_mean
+from calibration.agreement.stats import (
+    AgreementReport,
+    agreement,
+    expected_calibration_error,
+)
 
 LABELS = [1, 0, 1, 1, 0, 0, 1, 0]
 SCORES = [0.9, 0.2, 0.6, 0.4, 0.7, 0.1, 0.8, 0.3]

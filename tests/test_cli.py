@@ -10,9 +10,9 @@ import dspy
 import mlflow
 import pytest
 
-from calibration.compiled import CompiledJudge
-from calibration.run import CalibrationRun
-from judges.catalogue import metric_classes
+from calibration.agreement.record import CalibrationRun
+from calibration.fitting.compiled import CompiledJudge
+from judges.metrics.catalogue import metric_classes
 from judges_app.cli import main
 from judges_app.cli.common import build_metric
 from judges_app.tracking import metric_key
@@ -264,7 +264,7 @@ def test_rationales_are_kept_and_shown_beside_the_judges_reasons(tmp_path, capsy
     rows = [{"response": f"item {i}: {'good' if i % 2 else 'bad'}", "label": i % 2,
              **({"rationale": f"item {i} is plainly bad"} if i % 2 == 0 else {})} for i in range(16)]
     data = write_jsonl(tmp_path / "labels.jsonl", rows)
-    from calibration.datasets import LabelledSet
+    from calibration.data.labelled import LabelledSet
 
     labelled = LabelledSet.from_jsonl(data)
     assert labelled.rationale(0) == "item 0 is plainly bad" and labelled.rationale(1) is None

@@ -20,9 +20,9 @@ from judges import (
     Metric,
     NonLLMStringSimilarity,
     RougeScore,
-    SingleTurnSample,
 )
-from judges.evaluation import DatasetValidationError, evaluate, read_run_records
+from judges.run.evaluate import DatasetValidationError, evaluate
+from judges.run.run_file import read_run_records
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _evaluation_helpers import SlowLength, samples  # noqa: E402
@@ -267,7 +267,7 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_matches_an_uninterrupted_
         import sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from _evaluation_helpers import SlowLength, samples
-        from judges.evaluation import evaluate
+        from judges import evaluate
         evaluate(samples({n}), [SlowLength(delay=0.1)], num_threads=1, run_file={str(run)!r}, progress=False)
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=Path(__file__).parents[1])

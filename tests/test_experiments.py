@@ -66,7 +66,7 @@ def test_label_curve(labelled, tmp_path, monkeypatch, capsys):
                                             "--n-test", "10", "--repeats", "2", "--out", str(out)], monkeypatch, capsys)
     rows = json.loads((out / "qa-answer_accuracy.json").read_text())["rows"]
     best = rows[2]["method"]  # the cheap signal with the best ROC-AUC on the label pool
-    from calibration.signals import SAMPLE_SIGNALS
+    from calibration.fitting.signals import SAMPLE_SIGNALS
 
     assert best.removeprefix("logistic on ") in SAMPLE_SIGNALS
     assert [(r["n"], r["method"]) for r in rows] == [

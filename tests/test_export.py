@@ -6,7 +6,7 @@ from pathlib import Path
 import dspy
 import pytest
 
-from judges import ExactMatch, Faithfulness, SingleTurnSample
+from judges import ExactMatch, Faithfulness
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted import scripted_lm  # noqa: E402

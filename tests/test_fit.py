@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration.agreement import agreement
-from calibration.calibrators import Calibrator
-from calibration.compiled import CompiledJudge
-from calibration.datasets import LabelledSet
-from calibration.fit import fit, judge_scores
+from calibration.agreement.stats import agreement
+from calibration.data.labelled import LabelledSet
+from calibration.fitting.calibrators import Calibrator
+from calibration.fitting.compiled import CompiledJudge
+from calibration.fitting.fit import fit, judge_scores
 from judges import AspectCritic, Faithfulness, SingleTurnSample
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -125,15 +125,16 @@ def test_save_load_round_trip_and_tamper_detection(tmp_path):
 
 def _resealed(data):
     """``data`` with a checksum that matches again: what anyone can do, since the checksum is no signature."""
-    from calibration.compiled import _checksum
+    from calibration.fitting.compiled import checksum
 
-    data["checksum"] = _checksum({k: v for k, v in data.items() if k != "checksum"})
+    data["checksum"] = checksum({k: v for k, v in data.items() if k != "checksum"})
     return data
 
 
-@pytest.mark.parametrize("name", ["os.system", "judges.evaluation.RunFile", "judges_app.cli.main",
-                                  "judges.rag._ClaimJudge", "judges.base.Judge", "calibration.compiled.CompiledJudge",
-                                  ["judges.rag.Faithfulness"], None])
+@pytest.mark.parametrize("name", ["os.system", "judges.run.run_file.RunFile", "judges.evaluation.RunFile",
+                                  "judges_app.cli.main", "judges.metrics.rag.claims.ClaimJudge", "judges.rag._ClaimJudge",
+                                  "judges.metrics.base.Judge", "judges.base.Judge", "calibration.compiled.CompiledJudge",
+                                  "judges.rag.ClaimJudge", ["judges.rag.Faithfulness"], None])
 def test_compiled_judge_loads_only_catalogue_classes_and_calls_nothing_else(tmp_path, name):
     """A file naming RunFile with a chosen path used to create that file during load; judges_app.cli.main ran
     the CLI. Now the class must be one of the catalogue's metric classes before anything is called."""
@@ -143,6 +144,27 @@ def test_compiled_judge_loads_only_catalogue_classes_and_calls_nothing_else(tmp_
     with pytest.raises(ValueError, match="refusing to load judge class"):
         CompiledJudge.from_dict(_resealed(data))
     assert not target.exists()
+
+
+@pytest.mark.parametrize("name, cls", [("faithfulness_platt.json", "Faithfulness"), ("aspect_critic.json", "AspectCritic")])
+def test_compiled_judge_files_saved_before_the_library_had_rooms_still_load(name, cls):
+    """tests/data holds files saved by the library at 6110d9f, when judges were named ``judges.rag.Faithfulness``:
+    they load as the same judge, program and calibrator, and save again under the new class names."""
+    import judges
+
+    path = Path(__file__).parent / "data" / name
+    saved = json.loads(path.read_text())
+    assert saved["judge"]["class"].startswith(("judges.rag.", "judges.custom."))
+    compiled = CompiledJudge.load(path)
+    assert type(compiled.judge) is getattr(judges, cls)
+    assert compiled.judge.get_params() == saved["judge"]["params"]
+    assert compiled.calibrator.to_dict() == saved["calibrator"]
+    assert compiled.judge.dump_state() == saved["judge"]["program"]
+    again = compiled.to_dict()
+    assert again["judge"]["class"] == f"{type(compiled.judge).__module__}.{cls}"
+    assert again["judge"]["class"].startswith("judges.metrics.")
+    assert {k: v for k, v in again.items() if k not in ("judge", "checksum")} == \
+        {k: v for k, v in saved.items() if k not in ("judge", "checksum")}
 
 
 def test_compiled_judge_params_are_checked_against_the_constructor():
@@ -168,7 +190,7 @@ def test_compiled_judge_params_are_checked_against_the_constructor():
 
 
 def test_cheap_signals():
-    from calibration.signals import reference_token_recall, token_overlap
+    from calibration.fitting.signals import reference_token_recall, token_overlap
 
     sample = SingleTurnSample(response="埃菲尔铁塔位于巴黎", retrieved_contexts=["埃菲尔铁塔在法国巴黎"])
     assert token_overlap(sample) == pytest.approx(7 / 9)

@@ -1,15 +1,20 @@
-"""Signals beyond overlap (judges.grounding, calibration.signals), monotone calibrators with their fit-time
+"""Signals beyond overlap (judges.metrics.grounding, calibration.signals), monotone calibrators with their fit-time
 ranges, pooled calibration sets and the hard slice: what each catches that token overlap misses."""
 
 import numpy as np
 import pytest
 
-from calibration.calibrators import Calibrator
-from calibration.datasets import LabelledSet
-from calibration.fit import pooled
-from calibration.heldout import best_threshold, hard_slice
-from calibration.run import CalibrationRun
-from calibration.signals import DIRECTIONS, FEATURES, claims_missing_specifics, token_overlap
+from calibration.agreement.record import CalibrationRun
+from calibration.data.labelled import LabelledSet
+from calibration.fitting.calibrators import Calibrator
+from calibration.fitting.fit import pooled
+from calibration.fitting.heldout import best_threshold, hard_slice
+from calibration.fitting.signals import (
+    DIRECTIONS,
+    FEATURES,
+    claims_missing_specifics,
+    token_overlap,
+)
 from judges import (
     EmbeddingAlignment,
     NovelBigramSupport,
@@ -17,8 +22,8 @@ from judges import (
     UnsupportedSpecifics,
     WeakestSentenceSupport,
 )
-from judges.catalogue import metric_classes
-from judges.grounding import specifics
+from judges.metrics.catalogue import metric_classes
+from judges.metrics.grounding import specifics
 
 CONTEXT = ["The Eiffel Tower was completed in 1889 in Paris. Gustave Eiffel's company built it."]
 

@@ -14,8 +14,9 @@ import dspy
 import pytest
 
 from judges import SingleTurnSample, local_lm
-from judges.models import judge_context, resolve_embedder
-from judges import rag
+from judges.lm.embeddings import resolve_embedder
+from judges.lm.resolve import judge_context
+from judges.metrics import rag
 
 pytestmark = pytest.mark.integration
 
@@ -126,16 +127,27 @@ def test_log_probabilities_give_smooth_verdicts():
 
 
 def _shortest_tau_bench_run():
-    from calibration.datasets import load_tau_bench
+    from calibration.data.loaders import load_tau_bench
 
     data = load_tau_bench()
     return min(data.dataset, key=lambda s: len(s.pretty_repr(400)))
 
 
 def _judges_for_other_families():
-    from judges import (AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference, AnswerAccuracy,
-                        AspectCritic, ContextRelevance, InstanceRubrics, LLMSQLEquivalence, ResponseGroundedness,
-                        RubricsScore, SimpleCriteriaScore, SummarizationScore, TopicAdherenceScore)
+    from judges import (
+        AgentGoalAccuracyWithoutReference,
+        AgentGoalAccuracyWithReference,
+        AnswerAccuracy,
+        AspectCritic,
+        ContextRelevance,
+        InstanceRubrics,
+        LLMSQLEquivalence,
+        ResponseGroundedness,
+        RubricsScore,
+        SimpleCriteriaScore,
+        SummarizationScore,
+        TopicAdherenceScore,
+    )
 
     return {
         "answer_accuracy": (AnswerAccuracy, SAMPLE),
@@ -181,7 +193,7 @@ def test_cli_calibrates_faithfulness_on_the_bundled_begin_slice(tmp_path, capsys
     """The main job, shrunk: the real embedded LM, compile + calibrate on 6 labels, measure on 6."""
     import json
 
-    from calibration.run import CalibrationRun
+    from calibration.agreement.record import CalibrationRun
     from judges_app.cli import main
 
     out = tmp_path / "cal"
@@ -203,9 +215,10 @@ def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():
     best token first and choosing decode threads by timing must not change an answer at temperature 0: 20
     BEGIN turns, Faithfulness, the first engine (one context, llama.cpp's grammar sampler, 2 threads) vs
     the default."""
-    from calibration.datasets import load_begin_slice
+    from calibration.data.loaders import load_begin_slice
     from judges import Faithfulness
-    from judges.models import LlamaCppEngine, embedded_model_file
+    from judges.lm.engine import LlamaCppEngine
+    from judges.lm.files import embedded_model_file
 
     samples = list(load_begin_slice().dataset)[:20]
     outcomes, seconds = {}, {}
@@ -226,9 +239,10 @@ def test_prompt_lookup_drafting_checks_drafts_and_keeps_most_verdicts():
     """Drafting (opt-in, not exact: batched logits differ from single steps) on 6 BEGIN turns: drafted tokens
     are evaluated in batches, every answer still parses into verdicts, and most items keep the verdicts
     decoding token by token gives (28 of 30 in the benchmark)."""
-    from calibration.datasets import load_begin_slice
+    from calibration.data.loaders import load_begin_slice
     from judges import Faithfulness
-    from judges.models import LlamaCppEngine, embedded_model_file
+    from judges.lm.engine import LlamaCppEngine
+    from judges.lm.files import embedded_model_file
 
     samples = list(load_begin_slice().dataset)[:6]
     outcomes, answers, drafted = {}, {}, {}
@@ -253,7 +267,8 @@ def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
     the same completion token for token, while the whole vocabulary is tested on a minority of steps."""
     from llama_cpp import Llama, LlamaGrammar
 
-    from judges.models import _llama_class, embedded_gguf_path
+    from judges.lm.engine import judge_llama_class
+    from judges.lm.files import embedded_gguf_path
 
     schema = {"type": "object", "properties": {
         "reason": {"type": "string", "maxLength": 200},
@@ -266,7 +281,7 @@ def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
     prompts = ["Context: The Eiffel Tower was completed in 1889 in Paris.\nClaims: it is in Paris; it was built in 1899.",
                "Context: 水は摂氏100度で沸騰する。\nClaims: 水は100度で沸騰する; 氷は熱い。"]
     texts = {}
-    for cls in (Llama, _llama_class()):
+    for cls in (Llama, judge_llama_class()):
         llama = cls(model_path=str(embedded_gguf_path()), n_ctx=1024, n_threads=2, verbose=False)
         texts[cls] = []
         for prompt in prompts:
@@ -276,7 +291,7 @@ def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
             if cls is not Llama:
                 assert 0 < llama._sampler.tier_checks + llama._sampler.full_checks < llama._sampler.steps / 2
         llama.close()
-    assert texts[Llama] == texts[_llama_class()]
+    assert texts[Llama] == texts[judge_llama_class()]
     assert all(t.lstrip().startswith('{') for t in texts[Llama])  # grammar-shaped (may stop at max_tokens)
 
 
@@ -288,8 +303,8 @@ def test_the_re_encoded_weights_are_the_shipped_model_within_rounding():
     import numpy as np
     from llama_cpp import Llama
 
-    from calibration.datasets import load_begin_slice
-    from judges.models import embedded_gguf_path, embedded_model_file
+    from calibration.data.loaders import load_begin_slice
+    from judges.lm.files import embedded_gguf_path, embedded_model_file
 
     prompts = [f"<|im_start|>user\nContext: {s.retrieved_contexts[0]}\nResponse: {s.response}\nIs the response "
                f"supported by the context?<|im_end|>\n<|im_start|>assistant\n" for s in list(load_begin_slice().dataset)[:12]]

@@ -55,9 +55,9 @@ def test_the_check_sees_a_violation_wherever_the_import_sits(tmp_path):
     for package in PACKAGES:
         (tmp_path / package).mkdir()
         (tmp_path / package / "__init__.py").write_text("")
-    (tmp_path / "judges" / "top.py").write_text("import calibration.fit\n")
+    (tmp_path / "judges" / "top.py").write_text("import calibration.fitting.fit\n")
     (tmp_path / "judges" / "inner.py").write_text("def f():\n    from judges_app.cli import main\n")
-    (tmp_path / "calibration" / "ok.py").write_text("from judges.base import Metric\nfrom . import ok\n")
+    (tmp_path / "calibration" / "ok.py").write_text("from judges.metrics.base import Metric\nfrom . import ok\n")
     (tmp_path / "calibration" / "up.py").write_text("if False:\n    from judges_app import tracking\n")
     found = floor_violations(tmp_path)
     assert len(found) == 3, found
@@ -68,7 +68,7 @@ def test_the_check_sees_a_violation_wherever_the_import_sits(tmp_path):
 
 @pytest.mark.parametrize("module, absent", [
     ("judges", ("mlflow", "calibration", "judges_app")),
-    ("calibration.fit", ("mlflow", "judges_app")),
+    ("calibration.fitting.fit", ("mlflow", "judges_app")),
 ])
 def test_importing_a_floor_loads_nothing_above_it(module, absent):
     """`python -X importtime -c "import judges"` lists no module of the higher floors, nor mlflow."""
@@ -79,3 +79,174 @@ def test_importing_a_floor_loads_nothing_above_it(module, absent):
               if line.startswith("import time:") and "|" in line}
     assert loaded, "no -X importtime output"
     assert not loaded & set(absent), sorted(loaded & set(absent))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The rooms: the import graph of every package, read with ast (nothing is run)
+# ------------------------------------------------------------------------------------------------------------
+#: Rooms inside a floor, bottom up: a module may import its own room and the rooms below it. A package's own
+#: ``__init__`` (its public face) stands above its rooms.
+ROOMS = {"judges": {"data": 0, "lm": 0, "metrics": 1, "run": 2},
+         "calibration": {"data": 0, "agreement": 1, "fitting": 2}}
+#: The longest module a newcomer should have to read in one go (the issue asked for "no module over ~400").
+MAX_MODULE_LINES = 420
+
+
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            relative = path.relative_to(root).with_suffix("")
+            out[".".join(relative.parts[:-1] if relative.name == "__init__" else relative.parts)] = path
+    return out
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the project modules it imports, wherever the import sits. ``from a.b import c`` is an edge to
+    ``a.b.c`` when that is a module, else to ``a.b``; the parent packages that Python initialises on the way
+    are not edges (every submodule would otherwise be in a circle with its package's ``__init__``)."""
+    found = modules(root)
+    graph: dict[str, set[str]] = {name: set() for name in found}
+    for name, path in found.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the module's package, one level up per extra dot
+                    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in found else base for alias in node.names]
+            graph[name] |= {t for t in targets if t in found and t != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def room_violations(graph: dict[str, set[str]]) -> list[str]:
+    def room(module: str) -> tuple[str, int] | None:
+        parts = module.split(".")
+        rooms = ROOMS.get(parts[0], {})
+        return (parts[1], rooms[parts[1]]) if len(parts) > 1 and parts[1] in rooms else None
+
+    problems = []
+    for module, imported in graph.items():
+        mine = room(module)
+        for target in imported:
+            theirs = room(target)
+            if target.split(".")[0] != module.split(".")[0]:
+                continue  # between floors: the floor test's business
+            if mine is None and module.count(".") == 0:
+                continue  # the package's public face may import any room
+            if theirs is None and target.count(".") == 0:
+                problems.append(f"{module} imports the package's own __init__ ({target})")
+            elif mine is not None and theirs is not None and theirs[1] > mine[1]:
+                problems.append(f"{module} (room {mine[0]}) imports {target} (room {theirs[0]}, higher)")
+    return sorted(problems)
+
+
+def private_imports(root: Path = ROOT) -> list[str]:
+    """``from module import _name``: a private name taken from another module."""
+    problems = []
+    for package in (*PACKAGES, "tests"):
+        for path in sorted((root / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom):
+                    for alias in node.names:
+                        if alias.name.startswith("_") and not alias.name.startswith("__"):
+                            problems.append(f"{path.relative_to(root)}:{node.lineno} imports {node.module}.{alias.name}")
+    return problems
+
+
+def test_no_import_cycle_anywhere():
+    assert cycles(import_graph()) == []
+
+
+def test_rooms_import_only_their_own_and_lower_rooms():
+    assert room_violations(import_graph()) == []
+
+
+def test_no_module_imports_another_modules_private_name():
+    assert private_imports() == []
+
+
+def test_every_library_module_is_short_and_opens_with_a_docstring():
+    long, bare = [], []
+    for package in ("judges", "calibration", "judges_app"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            if len(text.splitlines()) > MAX_MODULE_LINES:
+                long.append(f"{path.relative_to(ROOT)}: {len(text.splitlines())} lines")
+            if not ast.get_docstring(ast.parse(text)):
+                bare.append(str(path.relative_to(ROOT)))
+    assert long == [] and bare == []
+
+
+def test_the_graph_checks_see_what_they_look_for(tmp_path):
+    """The checks themselves, on a made-up tree: a cycle through a function-level import, an upward room
+    import, an import of the package's own face, and a private name."""
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    for room in ("data", "run", "metrics"):
+        (tmp_path / "judges" / room).mkdir()
+        (tmp_path / "judges" / room / "__init__.py").write_text("")
+    (tmp_path / "judges" / "run" / "a.py").write_text("from judges.run.b import thing\n")
+    (tmp_path / "judges" / "run" / "b.py").write_text("def f():\n    from judges.run import a\n")
+    (tmp_path / "judges" / "data" / "low.py").write_text("from judges.metrics.base import Metric\nimport judges\n")
+    (tmp_path / "judges" / "metrics" / "base.py").write_text("from ..data.other import _hidden\n")
+    (tmp_path / "judges" / "data" / "other.py").write_text("_hidden = 1\n")
+    (tmp_path / "tests").mkdir()
+    graph = import_graph(tmp_path)
+    assert cycles(graph) == [["judges.run.a", "judges.run.b"]]
+    assert room_violations(graph) == ["judges.data.low (room data) imports judges.metrics.base (room metrics, higher)",
+                                      "judges.data.low imports the package's own __init__ (judges)"]
+    assert graph["judges.metrics.base"] == {"judges.data.other"}
+    assert private_imports(tmp_path) == ["judges/metrics/base.py:1 imports data.other._hidden"]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

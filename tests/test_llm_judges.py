@@ -25,8 +25,8 @@ from judges import (
     ToolMessage,
     TopicAdherenceScore,
 )
-from judges.custom import parse_rubric
-from judges.domain import execution_equivalence, schema_tables
+from judges.metrics.custom import parse_rubric
+from judges.metrics.domain.sql import execution_equivalence, schema_tables
 
 EINSTEIN = SingleTurnSample(
     user_input="阿尔伯特·爱因斯坦什么时候出生？",

@@ -11,11 +11,11 @@ from zlib import crc32
 import numpy as np
 import pytest
 
-from calibration.agreement import agreement
-from calibration.compiled import CompiledJudge
-from calibration.datasets import LabelledSet
-from calibration.fit import fit, judge_scores
-from calibration.memory import GUIDELINES_HEADER, EpisodicMemory
+from calibration.agreement.stats import agreement
+from calibration.data.labelled import LabelledSet
+from calibration.fitting.compiled import CompiledJudge
+from calibration.fitting.fit import fit, judge_scores
+from calibration.fitting.memory import GUIDELINES_HEADER, EpisodicMemory
 from judges import AspectCritic, Faithfulness, SingleTurnSample
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -107,15 +107,15 @@ def test_memory_is_saved_and_loaded_as_json_and_scores_the_same(tmp_path):
     assert judge_scores(loaded, test)[0].tolist() == judge_scores(aligned, test)[0].tolist()
     assert GUIDELINES_HEADER in loaded.judge.judge_aspect.signature.instructions
     body["memory"]["episodes"][0]["demos"] = "nope"
-    from calibration.compiled import _checksum
+    from calibration.fitting.compiled import checksum
 
-    body["checksum"] = _checksum({k: v for k, v in body.items() if k != "checksum"})
+    body["checksum"] = checksum({k: v for k, v in body.items() if k != "checksum"})
     with pytest.raises(ValueError, match="memory episode 0"):
         CompiledJudge.from_dict(body, lm=lm)
 
 
 def test_an_item_never_retrieves_itself_and_retrieval_is_deterministic():
-    from calibration.memory import Episode
+    from calibration.fitting.memory import Episode
 
     episodes = [Episode(f"response: reply {i} {'thanks' if i % 2 else 'rude'}", float(i % 2), True,
                         {"judge_aspect": {"n": i}}) for i in range(6)]
@@ -147,7 +147,7 @@ def test_faithfulness_verdicts_are_made_to_agree_with_the_persons_label():
 
 
 def test_the_held_out_comparison_scores_test_items_through_the_memory_and_says_what_it_holds():
-    from calibration.heldout import compare_on_heldout
+    from calibration.fitting.heldout import compare_on_heldout
 
     lm = memory_following_lm()
     compiled, run = compare_on_heldout(lambda: critic(lm), polite_set(16), polite_set(10, offset=100),

@@ -7,26 +7,24 @@ import numpy as np
 import pytest
 from dspy.utils import DummyLM
 
-from judges.models import (
-    DecodeThreads,
-    Embedder,
-    GreedyGrammarSampler,
-    PromptLookup,
-    LlamaCppEngine,
-    bounded_schema,
-    runnable_elsewhere,
+from judges.lm.embeddings import Embedder, resolve_embedder
+from judges.lm.engine import LlamaCppEngine
+from judges.lm.files import (
     embedded_embedder_path,
     embedded_gguf_path,
     embedded_model_file,
-    is_local_lm,
     reencoded_gguf,
+)
+from judges.lm.resolve import (
+    is_local_lm,
     judge_context,
     local_lm,
-    output_constraints,
     resolve_adapter,
-    resolve_embedder,
     resolve_lm,
 )
+from judges.lm.sampling import GreedyGrammarSampler, PromptLookup
+from judges.lm.schemas import bounded_schema, output_constraints
+from judges.lm.threads import DecodeThreads, runnable_elsewhere
 
 
 def test_embedded_files_are_found_inside_their_packages():
@@ -126,13 +124,13 @@ def test_bounded_schema_caps_strings_arrays_and_ranged_integers():
 
 
 def test_output_constraints_nest_and_reset():
-    from judges.models import _OUTPUT_CONSTRAINTS
+    from judges.lm.schemas import current_output_constraints
 
     with output_constraints(verdicts={"maxItems": 2}):
         with output_constraints(questions={"minItems": 3}):
-            assert set(_OUTPUT_CONSTRAINTS.get()) == {"verdicts", "questions"}
-        assert set(_OUTPUT_CONSTRAINTS.get()) == {"verdicts"}
-    assert _OUTPUT_CONSTRAINTS.get() == {}
+            assert set(current_output_constraints()) == {"verdicts", "questions"}
+        assert set(current_output_constraints()) == {"verdicts"}
+    assert current_output_constraints() == {}
 
 
 def test_embedder_wraps_callables_and_encoders_with_unit_norm_batches():
@@ -204,7 +202,7 @@ def test_bounds_never_contradict_minimums():
 
 
 def test_salvage_closes_a_cut_off_answer_and_drops_the_unfinished_item():
-    from judges.models import salvage_json
+    from judges.lm.schemas import salvage_json
 
     schema = {
         "type": "object", "required": ["verdicts"],

@@ -28,7 +28,7 @@ from judges import (
     ToolCallAccuracy,
     ToolCallF1,
 )
-from judges.samples import AIMessage, HumanMessage, ToolCall
+from judges.data.samples import AIMessage, HumanMessage, ToolCall
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted import scripted_lm  # noqa: E402

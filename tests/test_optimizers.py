@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from calibration.datasets import LabelledSet
-from calibration.fit import fit, judge_scores
+from calibration.data.labelled import LabelledSet
+from calibration.fitting.fit import fit, judge_scores
 from judges import AspectCritic
 
 sys.path.insert(0, str(Path(__file__).parent))

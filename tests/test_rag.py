@@ -5,20 +5,22 @@ import pytest
 from dspy.utils import DummyLM
 
 from judges import SingleTurnSample
-from judges.rag import (
+from judges.metrics.rag.answer import (
     AnswerCorrectness,
-    ContextEntityRecall,
-    ContextRelevancy,
-    ContextUtilization,
-    Faithfulness,
     FactualCorrectness,
-    LLMContextPrecisionWithReference,
-    LLMContextRecall,
+    Faithfulness,
     NoiseSensitivity,
     ResponseRelevancy,
     SemanticSimilarity,
-    align_verdicts,
     f1_from_counts,
+)
+from judges.metrics.rag.claims import align_verdicts
+from judges.metrics.rag.context import (
+    ContextEntityRecall,
+    ContextRelevancy,
+    ContextUtilization,
+    LLMContextPrecisionWithReference,
+    LLMContextRecall,
 )
 
 
@@ -275,7 +277,7 @@ def test_missing_fields_fail_before_any_lm_call():
 def test_verdict_probabilities_from_token_logprobs():
     from math import log
 
-    from judges.base import verdict_probabilities
+    from judges.metrics.base import verdict_probabilities
 
     def tok(token, logprob, top=()):
         return {"token": token, "logprob": logprob, "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top]}
@@ -295,7 +297,7 @@ def test_verdict_probabilities_from_token_logprobs():
 
 
 def test_supported_share_uses_probabilities_when_present():
-    from judges.rag import _ClaimJudge
+    from judges.metrics.rag.claims import ClaimJudge
 
     rows = [{"supported": True, "probability": 0.9}, {"supported": False, "probability": 0.2}, {"supported": True}]
-    assert _ClaimJudge.supported_share(rows) == pytest.approx((0.9 + 0.2 + 1.0) / 3)
+    assert ClaimJudge.supported_share(rows) == pytest.approx((0.9 + 0.2 + 1.0) / 3)

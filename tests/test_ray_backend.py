@@ -20,8 +20,8 @@ from judges import (
     StringPresence,
     evaluate,
 )
-from judges.evaluation import RunStopped
-from judges.served import _LIMITS, ServedLM
+from judges.lm.served import ServedLM, forget_endpoint_limits
+from judges.run.result import RunStopped
 
 sys.path.insert(0, str(Path(__file__).parent))
 from servers import FaultProxy, MockOpenAI  # noqa: E402
@@ -42,9 +42,9 @@ def local_ray():
 
 @pytest.fixture(autouse=True)
 def fresh_limits():
-    _LIMITS.clear()
+    forget_endpoint_limits()
     yield
-    _LIMITS.clear()
+    forget_endpoint_limits()
 
 
 def served(url, **kwargs):
@@ -82,7 +82,7 @@ def test_an_llm_judge_through_a_served_endpoint_keeps_its_concurrency_limit_acro
         assert mock.counts["max_in_flight"] <= 3  # two actors, three LM items in flight at most, in all
         assert mock.counts["requests"] == sum(r["lm_calls"] for r in on_ray.records) == 100  # claims + verdicts
         assert on_ray.summary()["faithfulness"]["input_tokens"] == mock.counts["prompt_tokens"]
-    _LIMITS.clear()
+    forget_endpoint_limits()
     with MockOpenAI(latency=0.0) as mock:
         in_threads = evaluate(data, [Faithfulness()], lm=served(mock.url), num_threads=4, progress=False)
     assert table(on_ray) == table(in_threads) and on_ray.failures == []
@@ -128,8 +128,8 @@ def test_what_cannot_travel_to_workers_is_refused_before_any_work(tmp_path):
 
 
 def test_a_calibrated_compiled_judge_travels_as_its_json():
-    from calibration.calibrators import Calibrator
-    from calibration.compiled import CompiledJudge
+    from calibration.fitting.calibrators import Calibrator
+    from calibration.fitting.compiled import CompiledJudge
 
     calibrator = Calibrator("platt", binary=True).fit([0.0, 0.2, 0.4, 0.6, 0.8, 1.0] * 2, [0, 0, 0, 1, 1, 1] * 2)
     compiled = CompiledJudge(Faithfulness(), calibrator)

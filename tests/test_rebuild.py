@@ -7,8 +7,8 @@ import inspect
 import pytest
 
 from judges import AIMessage, HumanMessage, MultiTurnSample, SingleTurnSample, ToolCall
-from judges.catalogue import metric_classes
-from judges.text import NonLLMStringSimilarity
+from judges.metrics.catalogue import metric_classes
+from judges.metrics.text import NonLLMStringSimilarity
 
 #: Constructor settings that are runtime resources, not settings: documented as left out of get_params().
 RUNTIME = {"lm", "adapter", "embeddings"}

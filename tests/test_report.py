@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from calibration.plots import (
+from calibration.agreement.plots import (
     agreement_bars,
     confusion_matrix_figure,
     metric_histograms,
@@ -16,8 +16,8 @@ from calibration.plots import (
     score_by_label,
     score_histograms,
 )
-from calibration.report import write_report
-from calibration.run import CalibrationRun
+from calibration.agreement.record import CalibrationRun
+from calibration.agreement.report import write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 N_BOOT = 20  # small: agreement's bootstrap dominates the test time
@@ -268,7 +268,7 @@ def test_write_report_from_an_evaluate_output(evaluated, which, tmp_path):
 
 
 def test_write_report_lists_failures(tmp_path):
-    from judges.evaluation import EvaluationResult
+    from judges.run.result import EvaluationResult
 
     records = [{"sample": 0, "metric": "m", "score": 1.0, "latency_s": 0.1},
                {"sample": 1, "metric": "m", "score": None, "error": "ValueError: <bad>", "latency_s": 0.2}]

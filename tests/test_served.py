@@ -14,8 +14,14 @@ from pathlib import Path
 import pytest
 
 from judges import AspectCritic, EvaluationDataset, evaluate
-from judges.evaluation import RunStopped
-from judges.served import _LIMITS, EmptyCompletionError, PermanentLMError, RetryBudgetExhausted, ServedLM
+from judges.lm.served import (
+    EmptyCompletionError,
+    PermanentLMError,
+    RetryBudgetExhausted,
+    ServedLM,
+    forget_endpoint_limits,
+)
+from judges.run.result import RunStopped
 
 sys.path.insert(0, str(Path(__file__).parent))
 from servers import FAULTS, FaultProxy, MockOpenAI  # noqa: E402
@@ -23,9 +29,9 @@ from servers import FAULTS, FaultProxy, MockOpenAI  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def fresh_limits():
-    _LIMITS.clear()  # limits are per endpoint and process; every test starts with new ports anyway
+    forget_endpoint_limits()  # limits are per endpoint and process; every test starts with new ports anyway
     yield
-    _LIMITS.clear()
+    forget_endpoint_limits()
 
 
 def served(url, **kwargs):
@@ -108,7 +114,7 @@ def test_a_permanent_refusal_stops_the_run_with_one_message_and_a_rerun_resumes(
             assert proxy.counts["requests"] <= 8  # stopped early: the one in flight finished, nothing new started
         done = len(run_file.read_text().splitlines()) - 1
         assert 0 < done < 30 and stopped.value.result.failures == []  # the refused item is not recorded
-        _LIMITS.clear()
+        forget_endpoint_limits()
         with FaultProxy(mock.url, rate=0.0) as proxy:
             result = evaluate(items(30), [critic(served(proxy.url))], num_threads=2, run_file=run_file, progress=False)
             assert proxy.counts["requests"] == 30 - done  # resumed where it stopped
@@ -124,7 +130,7 @@ def test_max_concurrency_and_max_rps_hold_per_endpoint():
         lm = served(mock.url, max_concurrency=3)
         evaluate(items(24), [critic(lm)], num_threads=12, progress=False)
         assert mock.counts["max_in_flight"] == 3
-    _LIMITS.clear()
+    forget_endpoint_limits()
     with MockOpenAI(latency=0.0) as mock:
         lm = served(mock.url, max_rps=20)
         evaluate(items(20), [critic(lm)], num_threads=8, progress=False)
@@ -150,7 +156,7 @@ def test_sigkill_mid_run_then_rerun_gives_the_table_of_an_uninterrupted_run(tmp_
             import sys, json
             sys.path.insert(0, {str(Path(__file__).parent)!r})
             from judges import AspectCritic, EvaluationDataset, Faithfulness, evaluate
-            from judges.served import ServedLM
+            from judges import ServedLM
             lm = ServedLM("openai/mock", api_base={proxy.url + "/v1"!r}, api_key="k", cache=False, backoff=0.01,
                           max_backoff=0.2, request_timeout=1.0)
             data = EvaluationDataset([{{"response": f"answer number {{i}}", "retrieved_contexts": ["c"]}}

@@ -24,7 +24,7 @@ from judges import (
     SingleTurnSample,
     evaluate,
 )
-from judges.served import _LIMITS, ServedLM
+from judges.lm.served import ServedLM, forget_endpoint_limits
 from judges_app.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -77,7 +77,7 @@ def test_every_judge_family_scores_through_the_server(llama_server, capsys):
 
 
 def test_faults_in_front_of_the_real_server(llama_server):
-    _LIMITS.clear()
+    forget_endpoint_limits()
     data = EvaluationDataset([{"response": f"Thank you so much, answer {i} is on its way."} for i in range(12)])
     with FaultProxy(llama_server.url, rate=0.2, seed=5, slow_seconds=70.0) as proxy:
         lm = ServedLM(llama_server.model, api_base=proxy.url + "/v1", api_key="none", cache=False, max_tokens=256,
@@ -94,7 +94,7 @@ def test_faults_in_front_of_the_real_server(llama_server):
 def test_cli_evaluate_and_calibrate_against_the_server_never_show_the_key(llama_server, tmp_path, capsys, monkeypatch):
     secret = "sk-test-0d1e2f3a4b5c"
     monkeypatch.setenv("JUDGE_API_KEY", secret)
-    _LIMITS.clear()
+    forget_endpoint_limits()
     rows = [{"user_input": "q", "response": f"Thanks a lot, here is answer {i}." if i % 2 else f"answer {i}. whatever.",
              "retrieved_contexts": ["c"], "label": i % 2} for i in range(8)]
     data = tmp_path / "labels.jsonl"

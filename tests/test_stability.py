@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage
 
-from calibration.stability import StabilityReport, stability
+from calibration.fitting.stability import StabilityReport, stability
 from judges import AspectCritic, SingleTurnSample
 
 sys.path.insert(0, str(Path(__file__).parent))

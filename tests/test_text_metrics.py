@@ -13,7 +13,7 @@ from judges import (
     SingleTurnSample,
     StringPresence,
 )
-from judges.language import split_sentences, tokenize
+from judges.data.language import split_sentences, tokenize
 
 
 def pair(response, reference):

@@ -17,10 +17,10 @@ import mlflow  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from calibration.agreement import AgreementReport  # noqa: E402
-from calibration.compiled import CompiledJudge  # noqa: E402
-from calibration.datasets import LabelledSet  # noqa: E402
-from calibration.fit import fit  # noqa: E402
+from calibration.agreement.stats import AgreementReport  # noqa: E402
+from calibration.data.labelled import LabelledSet  # noqa: E402
+from calibration.fitting.compiled import CompiledJudge  # noqa: E402
+from calibration.fitting.fit import fit  # noqa: E402
 from judges import AspectCritic, ExactMatch, SingleTurnSample, evaluate  # noqa: E402
 from judges_app.tracking import (  # noqa: E402
     data_hash,

@@ -186,7 +186,10 @@ def run(n: int, latency: float, time_limit: int, progress: bool) -> dict[str, An
         from ragas import EvaluationDataset, evaluate
         from ragas.embeddings.base import embedding_factory
         from ragas.llms import llm_factory
-        from ragas.metrics import answer_correctness, faithfulness  # legacy metrics: see NOTE
+        from ragas.metrics import (  # legacy metrics: see NOTE
+            answer_correctness,
+            faithfulness,
+        )
         from ragas.run_config import RunConfig
 
     samples = side_by_side_samples(n)

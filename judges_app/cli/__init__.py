@@ -12,6 +12,8 @@ by default to runs/mlflow.db (SQLite, no server); set MLFLOW_TRACKING_URI to use
 pass --no-mlflow. See `mlflow ui --backend-store-uri sqlite:///runs/mlflow.db`.
 
 Exit codes: 0 done; 2 bad arguments or input (the message says what to fix); 1 anything else.
+
+Must not hold a command's logic: each command has its module.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ same table as ``calibrate`` follows (bootstrap 95% CIs, the cheap baselines, the
 words), then an HTML report and an MLflow run. For a compiled judge both its calibrated score and the
 judge's own raw score are measured, and labels are put on the scale the judge was calibrated to. The hard
 slice's baseline cut-offs are fitted on this same set (there is no train split here).
+
+Must not fit or compile: it measures a judge as given.
 """
 
 from __future__ import annotations
@@ -18,14 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.compiled import CompiledJudge
-from calibration.fit import failed_mask, judge_scores, label_schema, scaled
-from calibration.heldout import applicable_baselines, hard_slice
-from calibration.report import write_report
-from calibration.run import CalibrationRun
-from calibration.signals import FEATURES
-from judges.evaluation import tracked_usage
-from judges.samples import SampleValidationError
+from calibration.agreement.record import CalibrationRun
+from calibration.agreement.report import write_report
+from calibration.fitting.compiled import CompiledJudge
+from calibration.fitting.fit import failed_mask, judge_scores, label_schema, scaled
+from calibration.fitting.heldout import applicable_baselines, hard_slice
+from calibration.fitting.signals import FEATURES
+from judges.data.samples import SampleValidationError
+from judges.run.usage import tracked_usage
 from judges_app.cli.calibrate import print_results
 from judges_app.cli.common import (
     CommandFailed,

@@ -1,4 +1,7 @@
-"""`dspy-judges calibrate`: compile a judge on human labels, calibrate it, report agreement on held-out items."""
+"""`dspy-judges calibrate`: compile a judge on human labels, calibrate it, report agreement on held-out items.
+
+Must not implement fitting itself (``calibration.fitting``): it drives it and prints.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +10,14 @@ import json
 import time
 from pathlib import Path
 
-from calibration.datasets import balanced_sample, split
-from calibration.fit import JudgeFailedError
-from calibration.heldout import check_split, compare_on_heldout
-from calibration.report import write_report
-from judges.evaluation import usage_cost, usage_tokens
-from judges.models import resolve_lm
-from judges.samples import SampleValidationError
-from judges.served import PermanentLMError
+from calibration.agreement.report import write_report
+from calibration.data.labelled import balanced_sample, split
+from calibration.fitting.fit import JudgeFailedError
+from calibration.fitting.heldout import check_split, compare_on_heldout
+from judges.data.samples import SampleValidationError
+from judges.lm.resolve import resolve_lm
+from judges.lm.served import PermanentLMError
+from judges.run.usage import usage_cost, usage_tokens
 from judges_app.cli.common import (
     BUILTIN_SETS,
     CommandFailed,

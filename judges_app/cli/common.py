@@ -1,4 +1,7 @@
-"""What every subcommand shares: the usage error, metric and data loading by name, MLflow on/off, options."""
+"""What every subcommand shares: the usage error, metric and data loading by name, MLflow on/off, options.
+
+Owns: what every command shares (options, dataset and LM arguments, errors). Must not hold a command.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +13,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-from calibration import datasets
-from calibration.compiled import CompiledJudge
-from calibration.datasets import LabelledSet
-from judges.base import Metric
-from judges.catalogue import metric_classes
-from judges.dataset import EvaluationDataset
-from judges.models import EMBEDDED, resolve_lm
-from judges.served import ServedLM
+from calibration.data import loaders
+from calibration.data.labelled import LabelledSet
+from calibration.fitting.compiled import CompiledJudge
+from judges.data.dataset import EvaluationDataset
+from judges.lm.files import EMBEDDED
+from judges.lm.resolve import resolve_lm
+from judges.lm.served import ServedLM
+from judges.metrics.base import Metric
+from judges.metrics.catalogue import metric_classes
 from judges_app.tracking import default_tracking_uri, tracked_run, tracking_problem
 
 BUILTIN_SETS = {
@@ -29,12 +33,12 @@ BUILTIN_SETS = {
     "tau-bench": "tau-bench airline trajectories (agent goal; binary reward)",
 }
 BUILTIN_LOADERS = {
-    "begin-slice": datasets.load_begin_slice,
-    "begin": datasets.load_begin,
-    "evouna": lambda: datasets.load_evouna(systems=("fid", "chatgpt", "gpt35")),
-    "summeval": datasets.load_summeval,
-    "cranfield": datasets.load_cranfield,
-    "tau-bench": datasets.load_tau_bench,
+    "begin-slice": loaders.load_begin_slice,
+    "begin": loaders.load_begin,
+    "evouna": lambda: loaders.load_evouna(systems=("fid", "chatgpt", "gpt35")),
+    "summeval": loaders.load_summeval,
+    "cranfield": loaders.load_cranfield,
+    "tau-bench": loaders.load_tau_bench,
 }
 
 

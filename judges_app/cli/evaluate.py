@@ -1,4 +1,7 @@
-"""`dspy-judges evaluate`: score a dataset with metrics; per-sample JSONL, scores CSV, summary, resumable run file."""
+"""`dspy-judges evaluate`: score a dataset with metrics; per-sample JSONL, scores CSV, summary, resumable run file.
+
+Must not score items itself (``judges.run``): it drives evaluate and prints.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from judges.evaluation import DatasetValidationError, RunStopped, evaluate
-from judges.served import ServedLM
+from judges.lm.served import ServedLM
+from judges.run.evaluate import DatasetValidationError, evaluate
+from judges.run.result import RunStopped
 from judges_app.cli.common import (
     CommandFailed,
     UsageError,

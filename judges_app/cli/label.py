@@ -18,6 +18,8 @@ rerun), m to see it whole, q to stop.
 
 Why the terminal and not a web page: labelling needs the item's text and two answers; a terminal flow
 works over SSH and inside tmux with nothing to serve, no port, no browser, and it is tested under tmux.
+
+Must not rank items itself (``calibration.fitting.active``).
 """
 
 from __future__ import annotations
@@ -32,13 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from calibration.active import labelling_priority, select_for_labelling
-from calibration.compiled import CompiledJudge
-from calibration.signals import FEATURES
-from judges.dataset import EvaluationDataset
-from judges.models import resolve_embedder
-from judges.samples import SampleValidationError
-from judges.served import PermanentLMError
+from calibration.fitting.active import labelling_priority, select_for_labelling
+from calibration.fitting.compiled import CompiledJudge
+from calibration.fitting.signals import FEATURES
+from judges.data.dataset import EvaluationDataset
+from judges.data.samples import SampleValidationError
+from judges.lm.embeddings import resolve_embedder
+from judges.lm.served import PermanentLMError
 from judges_app.cli.common import (
     CommandFailed,
     UsageError,

@@ -1,4 +1,7 @@
-"""`dspy-judges metrics`: every metric, its sample type and fields, whether it needs an LM or embeddings."""
+"""`dspy-judges metrics`: every metric, its sample type and fields, whether it needs an LM or embeddings.
+
+Must not construct or run metrics: it lists the catalogue.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +9,15 @@ import argparse
 import json
 from typing import Any
 
-from judges.base import snake_case
-from judges.catalogue import metric_classes
+from judges.metrics.base import snake_case
+from judges.metrics.catalogue import family_of, metric_classes
 from judges_app.cli.common import add_debug_option, required_params
 
 
 def metric_rows() -> list[dict[str, Any]]:
     rows = []
     for name, cls in metric_classes().items():
-        rows.append({"name": name, "class": cls.__name__, "family": cls.__module__.rsplit(".", 1)[-1],
+        rows.append({"name": name, "class": cls.__name__, "family": family_of(cls),
                      "sample": cls.sample_type.__name__, "required_fields": list(cls.required_fields),
                      "needs_lm": bool(cls.needs_lm), "needs_embeddings": bool(cls.needs_embeddings),
                      "required_params": required_params(cls),

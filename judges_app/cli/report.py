@@ -1,11 +1,14 @@
-"""`dspy-judges report`: an HTML page with plots from a calibration run or an evaluate output."""
+"""`dspy-judges report`: an HTML page with plots from a calibration run or an evaluate output.
+
+Must not compute anything a report shows (``calibration.agreement.report``).
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from calibration.report import write_report
+from calibration.agreement.report import write_report
 from judges_app.cli.common import UsageError, add_debug_option
 
 

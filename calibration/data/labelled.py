@@ -1,0 +1,250 @@
+"""Human-labelled sets: samples plus one human label each, and the splits and folds they are measured on.
+
+Owns: ``LabelledSet`` (validated labels of one kind: binary, ordinal or continuous; optional rationales;
+JSONL/CSV round trips), seeded splits, balanced samples and k-fold. Must not read the shared data files
+(``calibration.data.loaders``) or score anything.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judges.data.dataset import EvaluationDataset
+from judges.data.samples import SampleValidationError
+
+LABEL_KINDS = ("binary", "ordinal", "continuous")
+#: The optional column of a labelled file that says why the person gave the label.
+RATIONALE = "rationale"
+
+
+@dataclass
+class LabelledSet:
+    """Samples with a human label each. ``kind`` is "binary" (0/1), "ordinal" (ordered integers) or
+    "continuous"; ``source`` says where the data came from (keep its attribution when publishing).
+
+    Every label is checked against ``kind`` when the set is made, before any judge sees it: a finite
+    number; 0 or 1 for binary sets; a whole number for ordinal ones. ``label_range`` is the scale's
+    (low, high): declared (SummEval's 1-5) or else taken from all the set's labels; subsets and splits keep
+    the whole set's range, so a test label is never put on a scale fitted to the train split only."""
+
+    name: str
+    dataset: EvaluationDataset
+    labels: list[Any]
+    kind: str = "binary"
+    source: str = ""
+    meta: list[dict[str, Any]] = field(default_factory=list)
+    label_range: tuple[float, float] | None = None
+    #: How each row is named in errors (a file and line); default "<name>: row i".
+    row_names: list[str] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if len(self.labels) != len(self.dataset):
+            raise ValueError(f"{self.name}: {len(self.dataset)} samples but {len(self.labels)} labels")
+        if self.kind not in LABEL_KINDS:
+            raise ValueError(f"{self.name}: kind={self.kind!r} is not one of binary, ordinal, continuous")
+        for i, value in enumerate(self.labels):
+            problem = _label_problem(value, self.kind)
+            if problem:
+                where = self.row_names[i] if self.row_names else f"{self.name}: row {i}"
+                raise ValueError(f"{where}: label {value!r} {problem}")
+        self.labels = [int(v) if self.kind != "continuous" else float(v) for v in self.labels]
+        if self.label_range is None:
+            self.label_range = (0.0, 1.0) if self.kind == "binary" else (
+                (float(min(self.labels)), float(max(self.labels))) if self.labels else (0.0, 1.0))
+        low, high = (float(v) for v in self.label_range)
+        if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+            raise ValueError(f"{self.name}: label_range {self.label_range!r} is not (low, high) with low <= high")
+        outside = [v for v in self.labels if not low <= v <= high]
+        if outside:
+            raise ValueError(f"{self.name}: label {outside[0]!r} is outside the declared range {low:g}-{high:g}")
+        self.label_range = (low, high)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    # --- generic sources: rows holding sample fields plus a label column --------------------------
+    @classmethod
+    def from_records(cls, rows: Sequence[dict[str, Any]], *, label: str = "label", kind: str = "binary",
+                     name: str = "labelled", source: str = "", label_range: tuple[float, float] | None = None,
+                     row_names: Sequence[str] | None = None, reference_separator: str | None = None) -> LabelledSet:
+        """Rows holding the sample's fields plus ``label`` (and, optionally, ``rationale``: why the person
+        decided so, kept in ``meta``); a missing or invalid label is an error naming the row
+        (``row_names[i]``, e.g. a file and line, else "<name>: row i") and the value."""
+        samples, labels, rationales = [], [], []
+        names = list(row_names) if row_names is not None else [f"{name}: row {i}" for i in range(len(rows))]
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise ValueError(f"{names[i]}: expected an object of sample fields and '{label}', got "
+                                 f"{type(row).__name__}")
+            row = dict(row)
+            if label not in row or row[label] is None or (isinstance(row[label], float) and math.isnan(row[label])):
+                raise ValueError(f"{names[i]} has no '{label}' value")
+            labels.append(_as_number(row.pop(label), names[i], label))
+            rationale = row.pop(RATIONALE, None)
+            if rationale is not None and not isinstance(rationale, str):
+                raise ValueError(f"{names[i]}: '{RATIONALE}' must be text, got {type(rationale).__name__}")
+            rationales.append(rationale.strip() if isinstance(rationale, str) and rationale.strip() else None)
+            samples.append(row)
+        if not samples:
+            raise ValueError(f"{name}: no labelled rows")
+        try:
+            dataset = EvaluationDataset(samples, reference_separator=reference_separator)
+        except SampleValidationError as err:  # name the file and line of each problem, not a sample index
+            raise ValueError("\n".join(f"{names[i] if i is not None else name}, field '{field}': {message}"
+                                       for i, field, message in err.problems)) from None
+        meta = [{RATIONALE: r} if r else {} for r in rationales] if any(rationales) else []
+        return cls(name, dataset, labels, kind, source, meta, label_range=label_range, row_names=names)
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path, **kwargs) -> LabelledSet:
+        rows, names = [], []
+        with open(path, encoding="utf-8-sig") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(json.loads(line, parse_constant=_no_constant))
+                except (json.JSONDecodeError, ValueError) as err:
+                    raise ValueError(f"{path}: line {number} is not valid JSON ({err})") from None
+                names.append(f"{path}: line {number}")
+        return cls.from_records(rows, row_names=names, **kwargs)
+
+    @classmethod
+    def from_csv(cls, path: str | Path, **kwargs) -> LabelledSet:
+        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is not part of the first column's name
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(handle)]
+        # line numbers of the file (header is line 1), for rows without quoted line breaks
+        return cls.from_records(rows, row_names=[f"{path}: line {i + 2}" for i in range(len(rows))], **kwargs)
+
+    @classmethod
+    def from_pandas(cls, frame, **kwargs) -> LabelledSet:
+        return cls.from_records(frame.to_dict(orient="records"), **kwargs)
+
+    @classmethod
+    def from_hf_dataset(cls, dataset, **kwargs) -> LabelledSet:
+        return cls.from_records(dataset.to_list(), **kwargs)
+
+    def rationale(self, index: int) -> str | None:
+        """Why the person labelled item ``index`` as they did, when the data says."""
+        return (self.meta[index].get(RATIONALE) if self.meta and index < len(self.meta) else None) or None
+
+    def subset(self, indices: Sequence[int]) -> LabelledSet:
+        indices = list(indices)
+        return LabelledSet(
+            name=self.name,
+            dataset=EvaluationDataset([self.dataset[i] for i in indices]),
+            labels=[self.labels[i] for i in indices],
+            kind=self.kind,
+            source=self.source,
+            meta=[self.meta[i] for i in indices] if self.meta else [],
+            label_range=self.label_range,
+            row_names=[self.row_names[i] for i in indices] if self.row_names else None,
+        )
+
+
+def _label_problem(value: Any, kind: str) -> str | None:
+    """Why ``value`` is not a label of ``kind`` (None when it is one)."""
+    if isinstance(value, bool):
+        value = int(value)
+    if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(float(value)):
+        return "is not a finite number"
+    if kind == "binary" and float(value) not in (0.0, 1.0):
+        return "is not 0 or 1 (binary labels; use --label-kind ordinal or continuous for a scale)"
+    if kind == "ordinal" and not float(value).is_integer():
+        return "is not a whole number (ordinal labels; use --label-kind continuous)"
+    return None
+
+
+def _as_number(value: Any, index: str, field_name: str) -> float | int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes"):
+        return 1
+    if text in ("false", "no"):
+        return 0
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"{index}: '{field_name}' = {value!r} is not a number or true/false") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{index}: '{field_name}' = {value!r} is not a finite number")
+    return int(number) if number.is_integer() else number
+
+
+def _no_constant(name: str):
+    """``json.loads`` hook: NaN, Infinity and -Infinity are not JSON numbers; refuse them."""
+    raise ValueError(f"{name} is not a finite number")
+
+
+@dataclass
+class Split:
+    train: LabelledSet
+    dev: LabelledSet
+    test: LabelledSet
+
+
+def split(data: LabelledSet, *, dev: float = 0.2, test: float = 0.3, seed: int = 0) -> Split:
+    """Seeded train/dev/test split, stratified by label (binary and ordinal sets; continuous labels are
+    stratified by quartile). ``dev=0`` gives an empty dev set."""
+    from sklearn.model_selection import train_test_split
+
+    indices = np.arange(len(data))
+    strata = _strata(data)
+    rest, test_idx = train_test_split(indices, test_size=test, random_state=seed, stratify=strata)
+    rest_strata = None if strata is None else strata[rest]
+    if dev <= 0:
+        train_idx, dev_idx = rest, []
+    else:
+        train_idx, dev_idx = train_test_split(rest, test_size=dev / (1 - test), random_state=seed, stratify=rest_strata)
+    return Split(data.subset(sorted(train_idx)), data.subset(sorted(dev_idx)), data.subset(sorted(test_idx)))
+
+
+def balanced_indices(labels: Sequence[int], n: int, rng: np.random.Generator) -> list[int]:
+    """``n`` sorted positions of binary ``labels``, half of each label where there are enough (the rest
+    from the other label); label-0 items are drawn first from ``rng``, then label-1 items."""
+    labels = np.asarray(labels)
+    pools = [np.where(labels == value)[0] for value in (0, 1)]
+    positives = min(len(pools[1]), n - min(len(pools[0]), n // 2))
+    take = [n - positives, positives]
+    return sorted(i for pool, k in zip(pools, take) for i in rng.choice(pool, size=k, replace=False).tolist())
+
+
+def balanced_sample(data: LabelledSet, n: int, *, seed: int = 0) -> LabelledSet:
+    """A seeded sample of ``n`` items of a binary set, half of each label where the set allows
+    (the rest from the other label); items stay in file order."""
+    if data.kind != "binary":
+        raise ValueError(f"{data.name}: balanced_sample needs binary labels, these are {data.kind}")
+    if n > len(data):
+        raise ValueError(f"{data.name}: asked for {n} items, the set has {len(data)}")
+    return data.subset(balanced_indices(data.labels, n, np.random.default_rng(seed)))
+
+
+def k_fold(data: LabelledSet, *, k: int = 5, seed: int = 0) -> list[tuple[LabelledSet, LabelledSet]]:
+    """Seeded, stratified k-fold (train, held-out) pairs: for sets under ~100 items, where one split
+    leaves too few items to measure on."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    strata = _strata(data)
+    folds = (StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(len(data)), strata)
+             if strata is not None else KFold(k, shuffle=True, random_state=seed).split(np.zeros(len(data))))
+    return [(data.subset(sorted(a)), data.subset(sorted(b))) for a, b in folds]
+
+
+def _strata(data: LabelledSet):
+    labels = np.asarray(data.labels, dtype=float)
+    if data.kind == "continuous":
+        labels = np.digitize(labels, np.quantile(labels, [0.25, 0.5, 0.75]))
+    _, counts = np.unique(labels, return_counts=True)
+    return labels if counts.min() >= 2 else None  # a class with one item cannot be stratified

@@ -1,0 +1,188 @@
+"""A compiled judge: a judge (compiled or not) plus its score calibrator, scored like any metric and saved
+as JSON (never a pickle).
+
+    compiled.save("faithfulness.json"); CompiledJudge.load("faithfulness.json", lm=lm)
+    compiled.score(sample).score       # calibrated; .raw_score is the judge's own
+
+A judge aligned with ``optimizer="memory"`` carries its episodic memory (``calibration.memory``): the
+labelled items whose nearest ones become demos at scoring time, saved under ``"memory"``.
+
+Must not import or call anything a file names beyond the catalogue's metric classes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import dspy
+import numpy as np
+
+from calibration.fitting.calibrators import Calibrator
+from calibration.fitting.memory import EpisodicMemory
+from calibration.fitting.signals import feature_matrix
+from judges.metrics.base import Judge, Metric
+from judges.metrics.catalogue import class_names
+from judges.run.records import jsonable
+
+FORMAT = "dspy-judges/compiled-judge"
+FORMAT_VERSION = 1
+
+
+class CompiledJudge(Metric):
+    """A judge (compiled or not) plus a score calibrator, usable like any metric and saved as JSON."""
+
+    def __init__(self, judge: Judge, calibrator: Calibrator | None = None, schema: dict[str, Any] | None = None,
+                 report: dict[str, Any] | None = None, memory: EpisodicMemory | None = None):
+        self.judge = judge
+        self.memory = memory
+        self.calibrator = calibrator or Calibrator(None, binary=True)
+        self.schema = schema or {"kind": "binary", "low": 0.0, "high": 1.0}
+        self.report = report or {}
+        self.required_fields = judge.required_fields
+        self.allow_empty = judge.allow_empty
+        self.sample_type = judge.sample_type
+        self.needs_lm, self.needs_embeddings = judge.needs_lm, judge.needs_embeddings or (
+            "embedding_similarity" in self.calibrator.features) or memory is not None
+
+    @property
+    def name(self) -> str:
+        return self.judge.name
+
+    @property
+    def judge_lm(self) -> Any:
+        """The judge's own LM (None: the run's), as for any judge; what Ray workers rebuild it with."""
+        return self.judge.judge_lm
+
+    @property
+    def embeddings(self) -> Any:
+        """The judge's own embeddings setting (None: the run's)."""
+        return getattr(self.judge, "embeddings", None)
+
+    def get_params(self) -> dict[str, Any]:
+        """What identifies this compiled judge (run files, MLflow params): the judge's class and settings and
+        the checksum of the whole compiled program (instructions, demos, calibrator)."""
+        body = self.to_dict()
+        return {"judge": body["judge"]["class"], "judge_params": body["judge"]["params"], "checksum": body["checksum"]}
+
+    def features_of(self, sample, result) -> np.ndarray | None:
+        return feature_matrix(self.calibrator.features, [sample], [result])
+
+    def _score(self, sample) -> dspy.Prediction:
+        program = self.memory.program_for(self.judge, sample) if self.memory is not None else self.judge
+        result = program.score(sample)
+        calibrated = float(self.calibrator.predict([result.score], self.features_of(sample, result))[0])
+        out = dspy.Prediction(**{k: v for k, v in result.items() if k != "score"})
+        out["score"], out["raw_score"] = calibrated, float(result.score)
+        return out
+
+    def uncalibrated(self) -> CompiledJudge:
+        """The compiled program as it scores, memory included, without the calibrator (raw scores)."""
+        return CompiledJudge(self.judge, None, self.schema, self.report, self.memory)
+
+    def label_value(self, score: float) -> float:
+        """A calibrated score on the human label's own scale (e.g. 1-5 for SummEval)."""
+        return self.schema["low"] + score * (self.schema["high"] - self.schema["low"])
+
+    def feedback(self, result: dspy.Prediction) -> str:
+        return self.judge.feedback(result)
+
+    # --- JSON, no pickle ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        body = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "judge": {"class": f"{type(self.judge).__module__}.{type(self.judge).__qualname__}",
+                      "params": jsonable(self.judge.get_params()),
+                      "program": jsonable(self.judge.dump_state()) if isinstance(self.judge, dspy.Module) else {}},
+            "calibrator": self.calibrator.to_dict(),
+            "label_schema": self.schema,
+            "report": jsonable(self.report),
+        }
+        if self.memory is not None:
+            body["memory"] = self.memory.to_dict()
+        body["checksum"] = checksum(body)
+        return body
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
+        return path
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, lm: Any = None, embeddings: Any = None) -> CompiledJudge:
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"not a compiled judge file (expected format '{FORMAT}')")
+        if data.get("version") != FORMAT_VERSION:
+            raise ValueError(f"compiled judge format version {data.get('version')} is not supported "
+                             f"(this library reads version {FORMAT_VERSION})")
+        if data.get("checksum") != checksum({k: v for k, v in data.items() if k != "checksum"}):
+            raise ValueError("compiled judge file was modified after it was saved (checksum mismatch)")
+        judge_data = data.get("judge")
+        if not isinstance(judge_data, dict):
+            raise ValueError("compiled judge file: 'judge' must be an object with 'class' and 'params'")
+        judge_class = registered_judge_class(judge_data.get("class"))
+        params = checked_params(judge_class, judge_data.get("params"))
+        calibrator = Calibrator.from_dict(data.get("calibrator"))
+        schema = data.get("label_schema")
+        if (not isinstance(schema, dict) or schema.get("kind") not in ("binary", "ordinal", "continuous")
+                or not all(isinstance(schema.get(k), (int, float)) for k in ("low", "high"))
+                or not schema["high"] > schema["low"]):
+            raise ValueError(f"compiled judge file: label_schema {schema!r} is not {{kind, low < high}}")
+        accepted = inspect.signature(judge_class.__init__).parameters
+        for resource, value in (("lm", lm), ("embeddings", embeddings)):
+            if value is not None and resource in accepted:
+                params[resource] = value
+        judge = judge_class(**params)
+        if judge_data.get("program"):
+            judge.load_state(judge_data["program"])
+        memory = EpisodicMemory.from_dict(data["memory"], embeddings=embeddings) if data.get("memory") else None
+        return cls(judge, calibrator, schema, data.get("report"), memory)
+
+    @classmethod
+    def load(cls, path: str | Path, *, lm: Any = None, embeddings: Any = None) -> CompiledJudge:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path} is not valid JSON: {err.msg}") from None
+        return cls.from_dict(data, lm=lm, embeddings=embeddings)
+
+
+def registered_judge_class(name: Any) -> type[Metric]:
+    """The catalogue's metric class whose dotted name is ``name`` (``judges.metrics.rag.answer.Faithfulness``,
+    or the name files saved before the library had rooms carry, ``judges.rag.Faithfulness``). Nothing is
+    imported or called on the way: a name that is not one of the library's metric classes
+    (``judges.run.run_file.RunFile``, ``judges_app.cli.main``, ``os.system``) is refused."""
+    classes = class_names()
+    if not isinstance(name, str) or name not in classes:
+        raise ValueError(f"refusing to load judge class {name!r}: not one of the library's metric classes "
+                         "(judges.metrics.catalogue.metric_classes())")
+    return classes[name]
+
+
+def checked_params(judge_class: type, params: Any) -> dict[str, Any]:
+    """``params`` checked against ``judge_class``'s constructor before it is called: a JSON object whose
+    keys are named settings of the constructor (no runtime resource such as ``lm``), with every
+    required setting present."""
+    if not isinstance(params, dict):
+        raise ValueError(f"compiled judge file: the params of {judge_class.__name__} must be an object, "
+                         f"got {type(params).__name__}")
+    signature = inspect.signature(judge_class.__init__)
+    settings = {name for name, p in signature.parameters.items()
+                if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    unknown = sorted(k for k in params if k not in settings or k in judge_class._runtime_params)
+    if unknown:
+        raise ValueError(f"{judge_class.__name__} does not take the saved parameters {unknown} in this version")
+    missing = sorted(name for name in settings - set(judge_class._runtime_params)
+                     if signature.parameters[name].default is inspect.Parameter.empty and name not in params)
+    if missing:
+        raise ValueError(f"compiled judge file: {judge_class.__name__} needs the parameters {missing}")
+    return dict(params)
+
+
+def checksum(body: dict[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -1,0 +1,129 @@
+"""Cheap signals: numbers computed from a sample (and the judge's result on it) without an LM call.
+
+They serve as baselines the judges must beat (``calibration.heldout``) and as inputs of the stacked
+calibrator (``calibration.calibrators``). Each takes ``(sample, result=None)``: ``result`` is the judge's
+Prediction (or a dict) for the signals read from the judge's own steps. ``DIRECTIONS`` says which way each
+signal points (+1: higher means more likely a positive label, -1: lower, 0: unknown), so that a calibrator
+can be kept monotone in it. The grounding signals are the metrics of ``judges.metrics.grounding`` (what each
+catches that token overlap misses is in that module's docstring).
+
+Must not call an LM: every signal here is cheap and deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from judges.data.language import tokenize
+from judges.lm.embeddings import resolve_embedder
+from judges.metrics.grounding import (
+    alignment,
+    novel_bigrams,
+    sentence_supports,
+    supported_specifics,
+)
+
+
+def _evidence(sample) -> str:
+    return "\n".join(sample.retrieved_contexts or sample.reference_contexts or sample.reference_alternatives())
+
+
+def token_overlap(sample, result=None) -> float:
+    """Share of the response's tokens (CJK characters, words) that occur in the evidence text."""
+    response = tokenize(sample.response or "")
+    evidence = set(tokenize(_evidence(sample)))
+    return sum(t in evidence for t in response) / len(response) if response else 0.0
+
+
+def reference_token_recall(sample, result=None) -> float:
+    """Share of the reference's tokens found in the response: does the answer contain the gold answer?
+    With alternatives (a list of acceptable answers) the best alternative counts."""
+    if not sample.reference or not sample.response:
+        return 0.0
+    response = set(tokenize(sample.response))
+    best = 0.0
+    for alternative in sample.reference_alternatives():
+        tokens = tokenize(alternative)
+        if tokens:
+            best = max(best, sum(t in response for t in tokens) / len(tokens))
+    return best
+
+
+def embedding_similarity(sample, result=None) -> float:
+    evidence = _evidence(sample)
+    if not sample.response or not evidence:
+        return 0.0
+    return float(resolve_embedder().similarity([sample.response], [evidence])[0, 0])
+
+
+def specifics_supported(sample, result=None) -> float:
+    """Share of the response's numbers, dates and names found in the evidence (1.0 when it has none)."""
+    found, missing = supported_specifics(sample.response or "", _evidence(sample))
+    return len(found) / (len(found) + len(missing)) if found or missing else 1.0
+
+
+def weakest_sentence(sample, result=None) -> float:
+    """The lowest token overlap of any response sentence with the evidence."""
+    return float(min(sentence_supports(sample.response or "", _evidence(sample))[1]))
+
+
+def bigram_support(sample, result=None) -> float:
+    """Share of the response's word pairs found in the evidence (1 - the novel bigram rate)."""
+    pairs, novel = novel_bigrams(sample.response or "", _evidence(sample))
+    return 1.0 - len(novel) / pairs if pairs else 1.0
+
+
+def embedding_alignment(sample, result=None) -> float:
+    """BERTScore-style precision of the response's tokens against the evidence's (the embedded embedder)."""
+    value = alignment(sample.response or "", _evidence(sample), resolve_embedder())
+    return 0.0 if value is None else value
+
+
+def claims_missing_specifics(sample, result=None) -> float:
+    """From the judge's own steps: the share of its extracted claims holding a number, date or name that
+    the evidence does not contain (0.0 without claims)."""
+    claims = (result or {}).get("claims", []) or []
+    evidence = _evidence(sample)
+    flagged = sum(bool(supported_specifics(c, evidence)[1]) for c in claims if isinstance(c, str))
+    return flagged / len(claims) if claims else 0.0
+
+
+def claim_count(sample, result=None) -> float:
+    return float(len((result or {}).get("claims", []) or []))
+
+
+def unsupported_count(sample, result=None) -> float:
+    return float(sum(not v["supported"] for v in (result or {}).get("verdicts", []) or []))
+
+
+FEATURES: dict[str, Callable[[Any, Any], float]] = {
+    "token_overlap": token_overlap,
+    "reference_token_recall": reference_token_recall,
+    "embedding_similarity": embedding_similarity,
+    "specifics_supported": specifics_supported,
+    "weakest_sentence": weakest_sentence,
+    "bigram_support": bigram_support,
+    "embedding_alignment": embedding_alignment,
+    "claim_count": claim_count,
+    "unsupported_count": unsupported_count,
+    "claims_missing_specifics": claims_missing_specifics,
+}
+#: Which way each signal points: +1 higher -> more likely positive, -1 lower, 0 no assumption.
+DIRECTIONS: dict[str, int] = {
+    "judge score": 1, "token_overlap": 1, "reference_token_recall": 1, "embedding_similarity": 1,
+    "specifics_supported": 1, "weakest_sentence": 1, "bigram_support": 1, "embedding_alignment": 1,
+    "claim_count": 0, "unsupported_count": -1, "claims_missing_specifics": -1,
+}
+#: Signals that need only the sample (no judge result): the baselines a judge is compared with.
+SAMPLE_SIGNALS = ("token_overlap", "reference_token_recall", "embedding_similarity", "specifics_supported",
+                  "weakest_sentence", "bigram_support", "embedding_alignment")
+
+
+def feature_matrix(names: Sequence[str], samples: Sequence[Any], results: Sequence[Any]) -> np.ndarray | None:
+    """The cheap signals ``names`` of each (sample, judge result), one row per sample; None for no names."""
+    if not names:
+        return None
+    return np.array([[FEATURES[f](s, r) for f in names] for s, r in zip(samples, results)], float)

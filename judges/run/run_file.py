@@ -1,0 +1,131 @@
+"""Run files: an append-only JSONL record of a run, so a killed run resumes where it stopped.
+
+    {"header": {"version": 1, "samples": "<hash of every sample>", "metrics": {name: {class, settings}}}}
+    {"sample": 0, "metric": "exact_match", "score": 1.0, ...}        # one line per finished item
+
+Owns: writing records the moment the driver receives them (one ``write`` per batch, to the operating
+system before the next item is handed out: a SIGKILL loses none of them), reading them back, refusing a
+file made for other samples or settings. Must not decide what a record holds (``judges.run.records``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from judges.metrics.base import Metric
+from judges.run.records import metric_config
+
+RUN_FILE_VERSION = 1
+
+
+def run_header(keys: Sequence[str], names: Sequence[str], metrics: Sequence[Metric]) -> dict[str, Any]:
+    """What identifies a run: the samples (by their keys) and each metric's class and settings."""
+    return {
+        "version": RUN_FILE_VERSION,
+        "samples": hashlib.sha1("".join(keys).encode()).hexdigest()[:16],
+        "metrics": {name: metric_config(m) for name, m in zip(names, metrics)},
+    }
+
+
+def read_run_records(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The header (None for plain ``to_jsonl`` output) and the records of a run file or JSONL output.
+
+    A record is a dict with an int ``sample`` and a ``metric``; a later record for the same pair
+    replaces an earlier one. The last line of a run file may be cut short (a run killed, or still
+    being written) and is skipped; any other line that is not a record raises ValueError naming it."""
+    path = Path(path)
+    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1) if line.strip()]
+    if not lines:
+        raise ValueError(f"{path} is empty")
+    try:
+        first = json.loads(lines[0][1])
+    except json.JSONDecodeError:
+        first = None
+    header = first.get("header") if isinstance(first, dict) and isinstance(first.get("header"), dict) else None
+    records: dict[tuple[int, str], dict[str, Any]] = {}
+    body = lines[1:] if header is not None else lines
+    for position, (number, line) in enumerate(body, start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if header is not None and position == len(body):
+                continue
+            raise ValueError(f"{path}: line {number} is not JSON") from None
+        if not isinstance(record, dict) or not isinstance(record.get("sample"), int) or "metric" not in record:
+            raise ValueError(f"{path}: line {number} is not an evaluate record (needs an int 'sample' and 'metric')")
+        records[(record["sample"], record["metric"])] = record
+    return header, list(records.values())
+
+
+class RunFile:
+    """Append-only JSONL: a header line describing the run, then one line per finished (sample, metric).
+
+    A line cut short by a kill is ignored on reading (its item is simply done again). Records are written
+    with one ``os.write`` per batch on a descriptor opened for appending, so each batch reaches the
+    operating system whole before ``append`` returns (as durable as a write and flush per record)."""
+
+    def __init__(self, path: str | Path, header: dict[str, Any]):
+        self._fd: int | None = None
+        self.path = Path(path)
+        self.header = header
+        self.done: dict[tuple[int, str], dict[str, Any]] = {}
+        if self.path.exists() and self.path.stat().st_size > 0:
+            self._read()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps({"header": header}, ensure_ascii=False) + "\n")
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+
+    def _read(self) -> None:
+        with open(self.path, "rb") as handle:
+            data = handle.read()
+        if not data.endswith(b"\n"):  # a kill mid-line: drop the cut line so the file stays valid JSONL
+            with open(self.path, "r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+        try:
+            existing, records = read_run_records(self.path)
+        except ValueError as error:
+            raise ValueError(f"{error}; use a new run file (or delete it to start over)") from None
+        if existing is None:
+            raise ValueError(f"{self.path} is not a run file of this library (no header line)")
+        for key in ("version", "samples", "metrics"):
+            if existing.get(key) != self.header.get(key):
+                raise ValueError(
+                    f"{self.path} was written for other {key} than this run; use a new run file "
+                    f"(or delete it to start over)"
+                )
+        self.done = {(r["sample"], r["metric"]): r for r in records}
+
+    def append(self, records: dict[str, Any] | Iterable[dict[str, Any]]) -> None:
+        """Write one record, or a batch of them, and keep them in ``done``."""
+        batch = [records] if isinstance(records, dict) else list(records)
+        if not batch:
+            return
+        if self._fd is None:
+            raise ValueError(f"{self.path}: the run file is closed")
+        data = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in batch).encode("utf-8")
+        view = memoryview(data)
+        while view:  # a regular file takes it in one write; a short write is finished, never dropped
+            view = view[os.write(self._fd, view):]
+        for record in batch:
+            self.done[(record["sample"], record["metric"])] = record
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> RunFile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()

@@ -1,0 +1,203 @@
+"""The default backend: items scored on this process's threads.
+
+* ``num_threads`` worker threads (daemons: an item abandoned at its timeout never keeps the process alive)
+  take work from one queue. An item of an LLM judge is a unit of its own; items of metrics without an LM
+  go in chunks, so scoring a metric that takes microseconds costs microseconds more, not a thread start.
+* Each worker runs in a copy of the caller's context: DSPy's settings (``evaluate(lm=...)``) and the run's
+  default embeddings travel with it.
+* ``timeout`` (seconds per item, counted from when the item starts, not from when it was queued): an item
+  still running after it is recorded as ``TimeoutError`` and abandoned (its late result is discarded) and
+  a new worker takes its place; the call itself runs on until it returns (a thread cannot be stopped:
+  ``judges.run.processes`` can stop metrics without an LM, an LM call runs until the LM answers).
+* A ``PermanentLMError`` stops the run: no new item starts, those in flight finish and are handed over.
+
+Owns: the pool, its chunking and the in-thread timeout. Must not write run files or rebuild metrics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import dspy
+
+from judges.lm.embeddings import default_embeddings
+from judges.lm.resolve import resolve_lm
+from judges.lm.served import PermanentLMError
+from judges.run.backend import Backend, Item, Records, score_item
+from judges.run.records import failure_record, timeout_error
+
+#: Most items of metrics without an LM in one unit of work (their records reach the driver together).
+MAX_CHUNK = 256
+_EXITED = object()  # a worker's last message
+
+
+class ThreadBackend(Backend):
+    """Items on ``num_threads`` threads of this process (see the module docstring)."""
+
+    name = "threads"
+
+    def run(self, items: Sequence[Item], on_records: Records) -> str | None:
+        if not items:
+            return None
+        lm = resolve_lm(self.settings.lm) if self.settings.lm is not None else None
+        with dspy.context(lm=lm) if lm is not None else contextlib.nullcontext(), \
+                default_embeddings(self.settings.embeddings):
+            return _Pool(self, items, on_records).drive()
+
+    # --- what the process backend changes ----------------------------------------------------------
+    #: Whether the driver abandons items that overrun ``timeout`` (a thread cannot be stopped otherwise).
+    abandons_late_items = True
+
+    def chunk_size(self, item: Item, plain_items: int) -> int:
+        """How many items go in the unit of work that starts with ``item``."""
+        if item.metric.needs_lm or self.settings.timeout is not None:
+            return 1
+        return max(1, min(MAX_CHUNK, plain_items // (8 * self.settings.num_threads)))
+
+    def worker_state(self) -> Any:
+        """What one worker keeps between units of work (nothing here; a child process for processes)."""
+        return None
+
+    def close_state(self, state: Any) -> None:
+        """Release what ``worker_state`` made."""
+
+    def score_unit(self, state: Any, unit: list[Item], pool: _Pool, records: list[dict[str, Any]]) -> None:
+        """Append the records of ``unit``, scored in this thread, to ``records``; stop before an item once the
+        run is stopping."""
+        settings = self.settings
+        for item in unit:
+            if pool.stopping.is_set():
+                break
+            with pool.watching(item) as abandoned:
+                record = score_item(item, settings.retries, settings.backoff, settings.strict)
+            if abandoned():
+                raise _Abandoned
+            records.append(record)
+
+
+class _Abandoned(Exception):
+    """The item this worker ran was recorded as timed out and a new worker took its place: it leaves."""
+
+
+class _Pool:
+    """One run of a ``ThreadBackend``: the work queue, its workers, and the driver's loop."""
+
+    def __init__(self, backend: ThreadBackend, items: Sequence[Item], on_records: Records):
+        self.backend, self.on_records = backend, on_records
+        self.timeout = backend.settings.timeout
+        self.watch = self.timeout is not None and backend.abandons_late_items
+        self.work: queue.SimpleQueue = queue.SimpleQueue()
+        plain = sum(1 for item in items if not item.metric.needs_lm)
+        at = 0
+        while at < len(items):  # consecutive items in one unit, in the order given
+            size = backend.chunk_size(items[at], plain)
+            unit = [items[at]]
+            while len(unit) < size and at + len(unit) < len(items) and not items[at + len(unit)].metric.needs_lm:
+                unit.append(items[at + len(unit)])
+            self.work.put(unit)
+            at += len(unit)
+        self.results: queue.SimpleQueue = queue.SimpleQueue()
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.running: dict[int, tuple[Item, float]] = {}  # token -> (item, when it started), watched items
+        self.abandoned: set[int] = set()
+        self.tokens = itertools.count()
+
+    # --- workers ----------------------------------------------------------------------------------
+    def start_worker(self) -> None:
+        threading.Thread(target=contextvars.copy_context().run, args=(self.work_loop,), daemon=True,
+                         name="evaluate-worker").start()
+
+    def work_loop(self) -> None:
+        state = self.backend.worker_state()
+        try:
+            while not self.stopping.is_set():
+                try:
+                    unit = self.work.get_nowait()
+                except queue.Empty:
+                    break
+                records: list[dict[str, Any]] = []
+                try:
+                    self.backend.score_unit(state, unit, self, records)
+                except _Abandoned:
+                    return  # no _EXITED: the worker that replaced this one counts in its place
+                except BaseException as err:  # a PermanentLMError, or a failure under strict
+                    self.stopping.set()
+                    self.results.put(records)  # what the unit finished before it
+                    self.results.put(err)
+                    break
+                self.results.put(records)
+        finally:
+            self.backend.close_state(state)
+        self.results.put(_EXITED)
+
+    @contextlib.contextmanager
+    def watching(self, item: Item):
+        """Around one in-thread item: the driver may abandon it after ``timeout``. Yields a function telling,
+        once the item returned, whether it was abandoned meanwhile."""
+        if not self.watch:
+            yield lambda: False
+            return
+        token = next(self.tokens)
+        with self.lock:
+            self.running[token] = (item, time.monotonic())
+        try:
+            yield lambda: token in self.abandoned
+        finally:
+            with self.lock:
+                self.running.pop(token, None)
+
+    # --- the driver -------------------------------------------------------------------------------
+    def drive(self) -> str | None:
+        live = min(self.backend.settings.num_threads, self.work.qsize())
+        for _ in range(live):
+            self.start_worker()
+        refused: PermanentLMError | None = None
+        while live > 0:
+            batch: list[dict[str, Any]] = []
+            try:
+                message = self.results.get(timeout=0.2) if self.watch else self.results.get()
+            except queue.Empty:
+                message = None
+            while message is not None:
+                if message is _EXITED:
+                    live -= 1
+                elif isinstance(message, PermanentLMError):
+                    refused = refused or message
+                elif isinstance(message, BaseException):
+                    raise message
+                else:
+                    batch.extend(message)
+                try:
+                    message = self.results.get_nowait()
+                except queue.Empty:
+                    message = None
+            if self.watch:
+                late = self.late_items()
+                batch.extend(late)
+                for _ in late:  # a new worker in each abandoned one's place
+                    self.start_worker()
+            if batch:
+                self.on_records(batch)
+        return str(refused) if refused is not None else None
+
+    def late_items(self) -> list[dict[str, Any]]:
+        """Timeout records of the watched items that have run over ``timeout``, now abandoned."""
+        now, late = time.monotonic(), []
+        with self.lock:
+            for token, (item, started) in list(self.running.items()):
+                if now - started > self.timeout and token not in self.abandoned:
+                    if self.backend.settings.strict:
+                        raise TimeoutError(f"{item.metric.name} on sample {item.index} took over {self.timeout} s")
+                    self.abandoned.add(token)
+                    del self.running[token]
+                    late.append(failure_record(item.index, item.key, item.metric.name, timeout_error(self.timeout),
+                                               now - started))
+        return late

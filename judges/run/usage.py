@@ -1,0 +1,81 @@
+"""What an LM call cost: calls answered, calls served from DSPy's cache, tokens per model, dollars.
+
+    with tracked_usage() as usage:
+        judge.score(sample)
+    usage["lm_calls"], usage["cached_calls"], usage["by_model"]
+
+Owns: counting (DSPy's usage tracker plus a callback for cached answers), which LM errors are worth another
+try (``TRANSIENT_ERRORS``) and pricing (``usage_cost``). Must not call an LM itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import dspy
+from dspy.utils.callback import BaseCallback
+
+#: Exceptions worth another try: the provider or the network, not the sample.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, ConnectionError)
+try:  # DSPy's public LM errors
+    from dspy.utils.exceptions import (
+        LMLockTimeoutError,
+        LMRateLimitError,
+        LMServerError,
+        LMTimeoutError,
+        LMTransportError,
+    )
+
+    TRANSIENT_ERRORS += (LMRateLimitError, LMServerError, LMTimeoutError, LMTransportError, LMLockTimeoutError)
+except ImportError:  # pragma: no cover - older DSPy
+    pass
+
+
+class _AnsweredCalls(BaseCallback):
+    """Counts LM calls that returned, cached or not (DSPy's usage tracker sees only the uncached ones)."""
+
+    def __init__(self):
+        self.answered = 0
+
+    def on_lm_end(self, call_id, outputs, exception=None):
+        if exception is None:
+            self.answered += 1
+
+
+@contextlib.contextmanager
+def tracked_usage():
+    """``with tracked_usage() as usage:`` fills ``usage`` on exit with ``lm_calls`` (calls the LM answered
+    in this block and that cost tokens), ``cached_calls`` (calls DSPy's cache answered: free now, though an
+    interrupted earlier run may have paid for them) and the tokens per model
+    (``{"lm_calls": n, "cached_calls": m, "by_model": {model: {"prompt_tokens": .., "completion_tokens": ..}}}``)."""
+    usage: dict[str, Any] = {}
+    counter = _AnsweredCalls()
+    with dspy.track_usage() as tracker, dspy.context(callbacks=[*dspy.settings.callbacks, counter]):
+        try:
+            yield usage
+        finally:
+            totals = tracker.get_total_tokens()
+            usage["lm_calls"] = sum(len(entries) for entries in tracker.usage_data.values())
+            usage["cached_calls"] = max(0, counter.answered - usage["lm_calls"])
+            usage["by_model"] = {model: {k: int(totals.get(model, {}).get(k) or 0)
+                                         for k in ("prompt_tokens", "completion_tokens")}
+                                 for model in tracker.usage_data}
+
+
+def usage_tokens(usage: dict[str, Any]) -> dict[str, int]:
+    """Prompt and completion tokens of one ``tracked_usage`` record, summed over models."""
+    return {kind: sum(t[kind] for t in usage["by_model"].values()) for kind in ("prompt_tokens", "completion_tokens")}
+
+
+def usage_cost(usage: dict[str, dict[str, Any]], price_table: dict[str, dict[str, float]]) -> float | None:
+    """Dollars for ``{model: {"prompt_tokens": .., "completion_tokens": ..}}`` at ``{model: {"input": $ per
+    1M tokens, "output": ..}}``; None when a model used has no price (0.0 when nothing was used)."""
+    total = 0.0
+    for model, tokens in usage.items():
+        price = price_table.get(model)
+        if price is None:
+            return None
+        total += tokens.get("prompt_tokens", 0) / 1e6 * price.get("input", 0.0)
+        total += tokens.get("completion_tokens", 0) / 1e6 * price.get("output", 0.0)
+    return total
