@@ -291,3 +291,38 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_matches_an_uninterrupted_
     assert resumed.to_pandas().equals(reference.to_pandas())
     for record in finished_before:  # every finished sample survived as written
         assert resumed.records[record["sample"]]["score"] == record["score"]
+
+
+def test_the_processes_backend_gives_the_thread_pools_records():
+    """backend="processes": metrics without an LM in child processes, an LLM judge still in threads; every
+    record the same as the thread pool's but for its latency."""
+    lm = scripted_lm(lambda prompt: {"polite": "True" if "answer 1" in prompt else "False"})
+    metrics = [ExactMatch(), RougeScore(), PolitenessJudge(lm=lm)]
+    threads = evaluate(EvaluationDataset(rows(12)), metrics, num_threads=2, progress=False)
+    processes = evaluate(EvaluationDataset(rows(12)), metrics, num_threads=2, backend="processes", progress=False)
+
+    def comparable(result):
+        return [{k: v for k, v in r.items() if k != "latency_s"} for r in result.records]
+
+    assert comparable(processes) == comparable(threads)
+    with pytest.raises(ValueError, match=r"backend='fibres' is not one of \['threads', 'processes', 'ray'\]"):
+        evaluate(EvaluationDataset(rows(2)), [ExactMatch()], backend="fibres", progress=False)
+
+
+def test_each_record_reaches_the_run_file_when_its_item_finishes_not_when_its_chunk_does(tmp_path):
+    """Items of metrics without an LM go to the threads in chunks (12 here); a finished item's record is
+    written at once all the same, so a kill loses no finished item."""
+    import threading
+
+    run = tmp_path / "run.jsonl"
+    worker = threading.Thread(target=evaluate, args=(samples(100), [SlowLength(delay=0.05)]),
+                              kwargs={"num_threads": 1, "run_file": run, "progress": False})
+    worker.start()
+    seen = set()
+    while worker.is_alive():
+        if run.exists():
+            seen.add(len(run.read_text().splitlines()) - 1)
+        time.sleep(0.01)
+    worker.join()
+    assert len(read_run_records(run)[1]) == 100
+    assert {1, 2, 3} & seen and len(seen & set(range(1, 12))) >= 5, sorted(seen)[:20]

@@ -3,7 +3,7 @@
 Ragas's numbers below were measured by running Ragas 0.4.3 (its own metrics, no LLM) on exactly these
 inputs in a separate virtual environment (rouge_score 0.1.2, sacrebleu 2.6.0, rapidfuzz 3.14.6,
 datacompy 0.16.8: Ragas's DataCompyScore does not run with datacompy >= 1.0). Ragas is not a dependency of
-this project; the README's "Differences from Ragas" table gives the reason for every difference."""
+this project; docs/ragas-parity.md gives the reason for every difference."""
 
 import pytest
 

@@ -48,7 +48,7 @@ def embedded_gguf_path() -> Path:
 #: quantizer it evaluates prompts 1.5x faster and decodes ~13% faster here, and it is the same model within
 #: rounding: over 3,067 next-token distributions of BEGIN prompts, mean KL 0.006 from the shipped file and
 #: the same top token 96.6% of the time (re-encoded as Q4_0 it would be faster still, but KL 0.32, 74%:
-#: another model). README "Weights".
+#: another model). docs/performance.md, "Weights".
 EMBEDDED_WEIGHTS = "q8_0"
 AS_IS = "as-is"
 

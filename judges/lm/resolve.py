@@ -116,7 +116,7 @@ def resolve_adapter(lm: Any, adapter: Any = None) -> Any:
     """The adapter a judge runs with: the given one; else JSON for the in-process engine (its grammar
     makes every answer parse) and for a ``ServedLM`` with a ``response_schema`` (the server constrains the
     answer to the schema); else whatever DSPy is configured with (ChatAdapter by default, which falls back
-    to JSON mode when an answer does not parse). README "Served LMs" gives the measured parse rates."""
+    to JSON mode when an answer does not parse). docs/served-lms.md gives the measured parse rates."""
     if adapter is not None:
         return adapter
     if is_local_lm(lm) or (isinstance(lm, ServedLM) and lm.response_schema):

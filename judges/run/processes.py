@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -105,11 +106,18 @@ class ProcessWorker:
         """One item's reply (see ``score_many``)."""
         return self.score_many([(metric, sample)], timeout)[0][0]
 
-    def score_many(self, jobs: list[tuple[Metric, Any]], timeout: float | None) -> list[tuple[dict[str, Any], float]]:
-        """``(reply, seconds)`` for each ``(metric, sample)``: the reply is ``result_fields`` or ``{"error": ..}``;
-        an item without a reply after ``timeout`` seconds (a new child's start-up is not counted) gets a
-        ``TimeoutError`` reply and its child is killed."""
+    def score_many(self, jobs: list[tuple[Metric, Any]], timeout: float | None,
+                   on_reply: Callable[[dict[str, Any], float], None] | None = None) -> list[tuple[dict[str, Any], float]]:
+        """``(reply, seconds)`` for each ``(metric, sample)``, each also handed to ``on_reply`` as it arrives: the
+        reply is ``result_fields`` or ``{"error": ..}``; an item without a reply after ``timeout`` seconds (a
+        new child's start-up is not counted) gets a ``TimeoutError`` reply and its child is killed."""
         out: list[tuple[dict[str, Any], float]] = []
+
+        def add(reply: dict[str, Any], seconds: float) -> None:
+            out.append((reply, seconds))
+            if on_reply is not None:
+                on_reply(reply, seconds)
+
         while len(out) < len(jobs):
             if self._process is None or self._process.poll() is not None:
                 self.close()
@@ -124,14 +132,14 @@ class ProcessWorker:
                     reply = self._replies.recv()
                 except TimeoutError:
                     self.close()
-                    out.append(({"error": timeout_error(timeout, KILLED)}, time.monotonic() - since))
+                    add({"error": timeout_error(timeout, KILLED)}, time.monotonic() - since)
                     break
                 except (EOFError, OSError) as err:  # the child died: this item failed, the rest go to a new one
                     self.close()
-                    out.append(({"error": error_text(err)}, time.monotonic() - since))
+                    add({"error": error_text(err)}, time.monotonic() - since)
                     break
                 now = time.monotonic()
-                out.append((reply, now - since))
+                add(reply, now - since)
                 since = now
         return out
 
@@ -159,21 +167,25 @@ class ProcessBackend(ThreadBackend):
     def close_state(self, state: ProcessWorker) -> None:
         state.close()
 
-    def score_unit(self, state: ProcessWorker, unit: list[Item], pool: Any, records: list[dict[str, Any]]) -> None:
-        try:
-            replies = state.score_many([(item.metric, item.sample) for item in unit], self.settings.timeout)
-        except RuntimeError as err:  # the child did not start: the unit's items failed
-            if self.settings.strict:
-                raise
-            records.extend(failure_record(i.index, i.key, i.metric.name, error_text(err), 0.0) for i in unit)
-            return
-        for item, (reply, seconds) in zip(unit, replies):
+    def score_unit(self, state: ProcessWorker, unit: list[Item], pool: Any) -> None:
+        items = iter(unit)
+
+        def on_reply(reply: dict[str, Any], seconds: float) -> None:
+            item = next(items)
             record: dict[str, Any] = {"sample": item.index, "metric": item.metric.name, "sample_key": item.key}
             if "error" in reply:
                 if self.settings.strict and reply["error"].startswith("TimeoutError"):
                     raise TimeoutError(reply["error"].removeprefix("TimeoutError: "))
                 record.update(score=None, error=reply["error"])
             else:
-                record.update(reply, usage={}, lm_calls=0)
+                record.update(reply, usage={}, lm_calls=0, cached_calls=0)
             record["latency_s"] = seconds
-            records.append(record)
+            pool.post(record)
+
+        try:
+            state.score_many([(item.metric, item.sample) for item in unit], self.settings.timeout, on_reply)
+        except RuntimeError as err:  # the child did not start: the unit's items not yet replied to failed
+            if self.settings.strict:
+                raise
+            for item in items:
+                pool.post(failure_record(item.index, item.key, item.metric.name, error_text(err), 0.0))

@@ -3,6 +3,8 @@
 * ``num_threads`` worker threads (daemons: an item abandoned at its timeout never keeps the process alive)
   take work from one queue. An item of an LLM judge is a unit of its own; items of metrics without an LM
   go in chunks, so scoring a metric that takes microseconds costs microseconds more, not a thread start.
+  Each record goes to the driver the moment its item finishes; the driver writes whatever has arrived
+  in one go (``judges.run.run_file``), so batching costs no durability.
 * Each worker runs in a copy of the caller's context: DSPy's settings (``evaluate(lm=...)``) and the run's
   default embeddings travel with it.
 * ``timeout`` (seconds per item, counted from when the item starts, not from when it was queued): an item
@@ -68,9 +70,9 @@ class ThreadBackend(Backend):
     def close_state(self, state: Any) -> None:
         """Release what ``worker_state`` made."""
 
-    def score_unit(self, state: Any, unit: list[Item], pool: _Pool, records: list[dict[str, Any]]) -> None:
-        """Append the records of ``unit``, scored in this thread, to ``records``; stop before an item once the
-        run is stopping."""
+    def score_unit(self, state: Any, unit: list[Item], pool: _Pool) -> None:
+        """Score ``unit`` in this thread, handing each record to ``pool.post`` the moment it is made; stop
+        before an item once the run is stopping."""
         settings = self.settings
         for item in unit:
             if pool.stopping.is_set():
@@ -79,7 +81,7 @@ class ThreadBackend(Backend):
                 record = score_item(item, settings.retries, settings.backoff, settings.strict)
             if abandoned():
                 raise _Abandoned
-            records.append(record)
+            pool.post(record)
 
 
 class _Abandoned(Exception):
@@ -111,6 +113,10 @@ class _Pool:
         self.tokens = itertools.count()
 
     # --- workers ----------------------------------------------------------------------------------
+    def post(self, record: dict[str, Any]) -> None:
+        """A finished item's record, for the driver (which writes what has arrived, in one go, at once)."""
+        self.results.put(record)
+
     def start_worker(self) -> None:
         threading.Thread(target=contextvars.copy_context().run, args=(self.work_loop,), daemon=True,
                          name="evaluate-worker").start()
@@ -123,17 +129,14 @@ class _Pool:
                     unit = self.work.get_nowait()
                 except queue.Empty:
                     break
-                records: list[dict[str, Any]] = []
                 try:
-                    self.backend.score_unit(state, unit, self, records)
+                    self.backend.score_unit(state, unit, self)
                 except _Abandoned:
                     return  # no _EXITED: the worker that replaced this one counts in its place
                 except BaseException as err:  # a PermanentLMError, or a failure under strict
                     self.stopping.set()
-                    self.results.put(records)  # what the unit finished before it
                     self.results.put(err)
                     break
-                self.results.put(records)
         finally:
             self.backend.close_state(state)
         self.results.put(_EXITED)
@@ -174,7 +177,7 @@ class _Pool:
                 elif isinstance(message, BaseException):
                     raise message
                 else:
-                    batch.extend(message)
+                    batch.append(message)
                 try:
                     message = self.results.get_nowait()
                 except queue.Empty:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from judges.lm.served import ServedLM
-from judges.run.evaluate import DatasetValidationError, evaluate
+from judges.run.evaluate import BACKENDS, DatasetValidationError, evaluate
 from judges.run.result import RunStopped
 from judges_app.cli.common import (
     CommandFailed,
@@ -118,10 +118,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=positive_number, default=None,
                    help="seconds one item may take: metrics without an LM run in a worker process that is stopped "
                         "then; an LM call is abandoned (recorded as failed) but runs on until the LM answers")
-    p.add_argument("--backend", choices=("threads", "ray"), default="threads",
-                   help="threads (this process) or ray: Ray actors, a local Ray instance started and stopped for the "
-                        "run unless --ray-address names a running cluster; --threads caps the LM items in flight "
-                        "across the cluster (needs the ray extra)")
+    p.add_argument("--backend", choices=BACKENDS, default="threads",
+                   help="threads (this process); processes: metrics without an LM in --threads child processes "
+                        "(every core; LLM judges stay in threads); ray: Ray actors, a local Ray instance started and "
+                        "stopped for the run unless --ray-address names a running cluster; --threads caps the LM "
+                        "items in flight across the cluster (needs the ray extra)")
     p.add_argument("--ray-address", default=None, help="a running Ray cluster, e.g. ray://head:10001 (with --backend ray)")
     p.add_argument("--retry-failed", action="store_true",
                    help="rerun the items the run file records as failed (finished items are still skipped)")
