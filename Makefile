@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo demo-metrics test test-unit bench clean
+.PHONY: setup demo demo-metrics test test-unit bench verifier clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -31,6 +31,11 @@ test: $(STAMP)
 
 test-unit: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not integration"
+
+# Train the groundedness verifier again from scratch (~25 min on 2 cores, resumable) and install it into
+# judges/lm/weights/; never part of `make test`.
+verifier: $(STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/dspy-judges train-verifier --out runs/verifier --install
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/embedded_lm.py

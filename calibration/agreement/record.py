@@ -218,6 +218,10 @@ class CalibrationRun:
                 accuracy, name = max(judged)
                 text += f"; the best judge scorer there, {name}, is right on {accuracy:.0%} of them"
             out.append(text + ".")
+        verifier, overlap = "baseline: verifier weakest", "baseline: token overlap"
+        if verifier in reports and overlap in reports:  # what the trained verifier adds over word overlap
+            out.append("What the verifier adds over word overlap: " + self._versus(
+                verifier, overlap, stat, n_bootstrap, seed, "token overlap"))
         for name, shares in self.meta.get("range_warnings", {}).items():
             out.append(f"Warning: {name}: test inputs outside the range its calibrator saw at fit time ("
                        + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()) + "): it extrapolates there.")

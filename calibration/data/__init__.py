@@ -1,5 +1,7 @@
 """Human-labelled data: ``LabelledSet`` and its splits (``labelled``), loaders of the real sets in
-shared/data and of the bundled BEGIN slice (``loaders``). Must not fit or score anything."""
+shared/data and of the bundled BEGIN slice (``loaders``), (evidence, claim) pairs for training the
+groundedness verifier (``pairs``) and rule-made copy-with-a-changed-fact pairs (``perturb``). Must not fit or
+score anything."""
 
 from calibration.data.labelled import LabelledSet, Split, balanced_sample, k_fold, split
 from calibration.data.loaders import (

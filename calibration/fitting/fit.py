@@ -17,13 +17,16 @@ Optimizers: ``"labeled"`` (LabeledFewShot: demos of the verdict step whose outpu
 verdict or rating; for judges where one step's output is the label: AspectCritic, the rating judges, the
 dual judges), ``"bootstrap"`` (BootstrapFewShot), ``"random_search"`` (BootstrapFewShotWithRandomSearch),
 ``"mipro"`` (MIPROv2), ``"simba"`` (SIMBA, batch size set to fit small sets), ``"gepa"`` (GEPA, needs a
-``reflection_lm``), ``None`` (no compiling), or any DSPy optimizer instance. Multi-step judges such as
+``reflection_lm``), ``"memory"`` (``calibration.fitting.memory``), ``"finetune"`` (a
+``FaithfulnessWithVerifier``'s verifier trained on the labels: ``calibration.fitting.finetune``), ``None``
+(no compiling), or any DSPy optimizer instance. Multi-step judges such as
 Faithfulness have no step whose output is the label, so "labeled" refuses them with a clear error.
 
 Calibrators (scikit-learn), fitted on the judge's scores on ``calibration_set`` (default: the training
 set): ``"isotonic"``, ``"platt"`` (logistic on the raw score), ``"stacked"`` (logistic or linear on inputs
 chosen by forward selection under 5-fold cross-validation among the judge's raw score and cheap signals:
-token overlap, reference-token recall, embedding similarity, the judge's intermediate counts; Platt
+token overlap, reference-token recall, embedding similarity, the grounding signals, the shipped
+verifier's weakest-sentence probability, the judge's intermediate counts; Platt
 scaling when no signal helps; the judge's score itself is dropped when it adds nothing), or ``None``.
 
 Must not read data files (``calibration.data``) or write reports (``calibration.agreement``).
@@ -43,6 +46,7 @@ from calibration.agreement.stats import compare
 from calibration.data.labelled import LabelledSet
 from calibration.fitting.calibrators import SELECTION_RULES, Calibrator
 from calibration.fitting.compiled import CompiledJudge
+from calibration.fitting.finetune import FINETUNE_OPTIONS, finetune_verifier
 from calibration.fitting.memory import align_with_memory
 from calibration.fitting.signals import FEATURES, feature_matrix
 from judges.data.dataset import EvaluationDataset
@@ -286,7 +290,7 @@ def fit(
     calibrator: str | None = "isotonic",
     features: Sequence[str] = ("token_overlap", "reference_token_recall", "embedding_similarity",
                                "specifics_supported", "weakest_sentence", "bigram_support", "embedding_alignment",
-                               "claim_count", "unsupported_count", "claims_missing_specifics"),
+                               "verifier_weakest", "claim_count", "unsupported_count", "claims_missing_specifics"),
     monotone: bool = True,
     selection: str = "one_se",
     guard: float = 0.25,
@@ -327,6 +331,10 @@ def fit(
             judge, compile_on, scaled(compile_on.labels, schema).tolist(), kind=schema["kind"],
             **{"k": optimizer_options.get("max_demos", 3),
                **{k: v for k, v in optimizer_options.items() if k in MEMORY_OPTIONS}})
+    elif optimizer == "finetune":  # the verifier of a FaithfulnessWithVerifier, trained on these labels
+        compiled, report["finetune"] = finetune_verifier(
+            judge, compile_on, scaled(compile_on.labels, schema), seed=seed,
+            **{k: v for k, v in optimizer_options.items() if k in FINETUNE_OPTIONS})
     else:
         compiled = _compiled(judge, compile_on, schema, optimizer, devset=devset, reflection_lm=reflection_lm,
                              seed=seed, **optimizer_options)

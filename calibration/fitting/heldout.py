@@ -59,7 +59,7 @@ def applicable_baselines(data: LabelledSet) -> list[str]:
     chosen = []
     if has_response and has_evidence:
         chosen += ["token_overlap", "embedding_similarity", "specifics_supported", "weakest_sentence",
-                   "bigram_support", "embedding_alignment"]
+                   "bigram_support", "embedding_alignment", "verifier_weakest"]
     if has_response and has_reference:
         chosen.append("reference_token_recall")
     return [b for b in BASELINES if b in chosen]

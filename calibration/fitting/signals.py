@@ -7,17 +7,21 @@ signal points (+1: higher means more likely a positive label, -1: lower, 0: unkn
 can be kept monotone in it. The grounding signals are the metrics of ``judges.metrics.grounding`` (what each
 catches that token overlap misses is in that module's docstring).
 
+The verifier signals (``verifier_weakest``, ``verifier_mean``) run the shipped groundedness verifier, a small
+cross-encoder (``judges.lm.verifier``): tens of milliseconds an item, no LM.
+
 Must not call an LM: every signal here is cheap and deterministic.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from judges.data.language import tokenize
+from judges.data.language import split_sentences, tokenize
 from judges.lm.embeddings import resolve_embedder
 from judges.metrics.grounding import (
     alignment,
@@ -82,6 +86,30 @@ def embedding_alignment(sample, result=None) -> float:
     return 0.0 if value is None else value
 
 
+@functools.lru_cache(maxsize=4096)
+def _verifier_probabilities(response: str, evidence: str) -> tuple[float, ...]:
+    from judges.lm.verifier import resolve_verifier
+
+    claims = split_sentences(response) or [response]
+    return tuple(row["probability"] for row in resolve_verifier().support([evidence], claims))
+
+
+def verifier_weakest(sample, result=None) -> float:
+    """The shipped verifier's lowest P(supported) over the response's sentences (each against its best
+    evidence chunk): the trained counterpart of ``weakest_sentence``. English only (``judges.lm.verifier``)."""
+    if not (sample.response or "").strip() or not _evidence(sample).strip():
+        return 0.0
+    return float(min(_verifier_probabilities(sample.response, _evidence(sample))))
+
+
+def verifier_mean(sample, result=None) -> float:
+    """The shipped verifier's mean P(supported) over the response's sentences."""
+    if not (sample.response or "").strip() or not _evidence(sample).strip():
+        return 0.0
+    values = _verifier_probabilities(sample.response, _evidence(sample))
+    return float(sum(values) / len(values))
+
+
 def claims_missing_specifics(sample, result=None) -> float:
     """From the judge's own steps: the share of its extracted claims holding a number, date or name that
     the evidence does not contain (0.0 without claims)."""
@@ -107,6 +135,8 @@ FEATURES: dict[str, Callable[[Any, Any], float]] = {
     "weakest_sentence": weakest_sentence,
     "bigram_support": bigram_support,
     "embedding_alignment": embedding_alignment,
+    "verifier_weakest": verifier_weakest,
+    "verifier_mean": verifier_mean,
     "claim_count": claim_count,
     "unsupported_count": unsupported_count,
     "claims_missing_specifics": claims_missing_specifics,
@@ -115,11 +145,12 @@ FEATURES: dict[str, Callable[[Any, Any], float]] = {
 DIRECTIONS: dict[str, int] = {
     "judge score": 1, "token_overlap": 1, "reference_token_recall": 1, "embedding_similarity": 1,
     "specifics_supported": 1, "weakest_sentence": 1, "bigram_support": 1, "embedding_alignment": 1,
+    "verifier_weakest": 1, "verifier_mean": 1,
     "claim_count": 0, "unsupported_count": -1, "claims_missing_specifics": -1,
 }
 #: Signals that need only the sample (no judge result): the baselines a judge is compared with.
 SAMPLE_SIGNALS = ("token_overlap", "reference_token_recall", "embedding_similarity", "specifics_supported",
-                  "weakest_sentence", "bigram_support", "embedding_alignment")
+                  "weakest_sentence", "bigram_support", "embedding_alignment", "verifier_weakest")
 
 
 def feature_matrix(names: Sequence[str], samples: Sequence[Any], results: Sequence[Any]) -> np.ndarray | None:

@@ -86,3 +86,32 @@ def split_sentences(text: str) -> list[str]:
             if part:
                 sentences.append(part)
     return sentences
+
+
+_ENGLISH_WORDS = frozenset("the a an of and or to in on at for with by from is are was were be been has have had it "
+                           "this that these those not no he she they we you i his her their its as which who what "
+                           "when where will would can could do does did".split())
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def detect_language(text: str) -> str:
+    """The language of ``text`` as far as rules can tell: ``"ja"`` (any kana), ``"zh"`` (Han without kana),
+    ``"en"`` (Latin letters, with English function words among the words), ``"latin"`` (Latin letters,
+    few English function words: French, German ...), ``"other"`` (mostly another script: Cyrillic,
+    Hangul, Arabic ...), ``""`` (no letters)."""
+    letters = _LETTER.findall(text)
+    if not letters:
+        return ""
+    if re.search("[\u3040-\u30ff]", text):
+        return "ja"
+    cjk = sum(1 for ch in letters if _CJK_CHAR.match(ch))
+    latin = sum(1 for ch in letters if ch.isascii() or "\u00c0" <= ch <= "\u024f")
+    if cjk >= max(1, latin // 4) and cjk >= len(letters) / 4:
+        return "zh"
+    if latin < len(letters) / 2:
+        return "other"
+    words = tokenize(text)
+    if len(words) < 4:
+        return "en"  # too short to tell English from other Latin-script languages; names and numbers mostly
+    english = sum(1 for w in words if w in _ENGLISH_WORDS)
+    return "en" if english / len(words) >= 0.12 else "latin"

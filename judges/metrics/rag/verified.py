@@ -1,0 +1,113 @@
+"""Faithfulness checked by a trained verifier instead of an LM's verdicts (Ragas: ``FaithfulnesswithHHEM``).
+
+    FaithfulnessWithVerifier().score(sample)                    # response sentences, the shipped verifier
+    FaithfulnessWithVerifier(claims="lm", lm="openai/gpt-4o-mini")   # claims from the LM's extract_claims step
+    FaithfulnessWithVerifier(verifier="/models/hhem", supported_label="consistent")
+
+Claims are the response's sentences (``claims="sentences"``, no LM at all) or what the ``extract_claims`` step
+returns (``claims="lm"``, as in Faithfulness). Each claim takes its best evidence chunk
+(``judges.lm.verifier``); P >= ``threshold`` counts as supported.
+
+    score              supported claims / claims
+    weakest            the lowest claim probability (one invented sentence among grounded ones shows here)
+    mean_probability   the mean claim probability
+
+Language: the shipped verifier knows English only. On a response or evidence in another language
+(``judges.data.language.detect_language``) ``multilingual_verifier`` scores it when given; without one the
+item is not pretended: score 0.0 with ``undefined_reason`` and ``out_of_language`` set.
+
+Owns: the metric. Must not load models itself (``judges.lm.verifier.resolve_verifier`` does).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import dspy
+
+from judges.data.language import detect_language, split_sentences
+from judges.lm.resolve import judge_context
+from judges.lm.verifier import Verifier, resolve_verifier
+from judges.metrics.base import Judge
+from judges.metrics.rag.claims import ClaimJudge, ExtractClaims
+
+
+class FaithfulnessWithVerifier(Judge):
+    """Share of the response's claims a trained verifier finds supported by the retrieved contexts."""
+
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
+    needs_verifier: ClassVar[bool] = True
+
+    def __init__(self, *, verifier: str | None = None, supported_label: str | int | None = None,
+                 claims: str = "sentences", threshold: float = 0.5, multilingual_verifier: str | None = None,
+                 multilingual_supported_label: str | int | None = None, lm: Any = None, adapter: Any = None):
+        super().__init__(lm=lm, adapter=adapter)
+        if claims not in ("sentences", "lm"):
+            raise ValueError(f"faithfulness_with_verifier: claims={claims!r} is not one of ['lm', 'sentences']")
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"faithfulness_with_verifier: threshold must be in [0, 1], got {threshold!r}")
+        for name, value in (("verifier", verifier), ("multilingual_verifier", multilingual_verifier)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"faithfulness_with_verifier: {name} must be None, 'embedded' or a model folder "
+                                f"path (a string), got {type(value).__name__}")
+        self.verifier, self.supported_label, self.claims = verifier, supported_label, claims
+        self.threshold = float(threshold)
+        self.multilingual_verifier, self.multilingual_supported_label = multilingual_verifier, multilingual_supported_label
+        self.needs_lm = claims == "lm"
+        self.extract_claims = dspy.Predict(ExtractClaims)  # used with claims="lm" only
+
+    claims_of = ClaimJudge.claims_of
+
+    def model(self) -> Verifier:
+        return resolve_verifier(self.verifier, supported_label=self.supported_label)
+
+    def _verifier_for(self, language: str) -> Verifier | None:
+        main = self.model()
+        if not language or main.covers(language):
+            return main
+        if self.multilingual_verifier is not None:
+            return resolve_verifier(self.multilingual_verifier, supported_label=self.multilingual_supported_label,
+                                    languages=("*",))
+        return None
+
+    def _score(self, sample) -> dspy.Prediction:
+        if not (sample.response or "").strip():
+            return dspy.Prediction(score=float(self.output_floor), undefined_reason=(
+                "the response is empty: nothing to judge; scored the floor without a model call"))
+        if self.claims == "lm":
+            with judge_context(self.judge_lm, self.judge_adapter):
+                return self(**self._forward_inputs(sample))
+        return self(**self._forward_inputs(sample))  # no LM: the verifier alone
+
+    def forward(self, response: str, retrieved_contexts: list[str], user_input: str | None = None):
+        languages = {detect_language(text) for text in [response, *retrieved_contexts]} - {""}
+        foreign = sorted(languages - {"en"})
+        verifier = self._verifier_for(foreign[0] if foreign else "en")
+        if verifier is None:
+            return dspy.Prediction(score=0.0, claims=[], verdicts=[], out_of_language=foreign[0], undefined_reason=(
+                f"the text is in {foreign[0]!r}, which the verifier {self.model().name} does not cover "
+                f"({', '.join(self.model().languages)}); give multilingual_verifier= to score it"))
+        if self.claims == "lm":
+            claims, source = self.claims_of(response, user_input)
+        else:
+            claims, source = split_sentences(response) or [response.strip()], "sentences"
+        rows = verifier.support(retrieved_contexts, claims)
+        for row in rows:
+            row["supported"] = row["probability"] >= self.threshold
+        probabilities = [row["probability"] for row in rows]
+        return dspy.Prediction(score=sum(r["supported"] for r in rows) / len(rows), claims=claims,
+                               claims_source=source, verdicts=rows, weakest=min(probabilities),
+                               mean_probability=sum(probabilities) / len(probabilities), verifier=verifier.name)
+
+    def feedback(self, result: dspy.Prediction) -> str:
+        text = f"{self.name} = {result.score:.2f}"
+        if result.get("undefined_reason"):
+            return f"{text} ({result.undefined_reason})"
+        failed = [r for r in result.get("verdicts", []) if not r["supported"]]
+        if failed:
+            text += "; claims the evidence does not support: " + " | ".join(
+                f"{r['claim']!r} (P={r['probability']:.2f}; closest evidence: {r['sentence']!r})" for r in failed)
+        return text + f"; weakest claim P={result.weakest:.2f}"
+
+
+FaithfulnesswithHHEM = FaithfulnessWithVerifier

@@ -1,0 +1,341 @@
+"""Verifier training pairs (calibration.data.pairs), the copy-with-a-changed-fact rules
+(calibration.data.perturb) and the hand-written contrastive test set. Loader tests read small slices of
+the real files in shared/data/verifier and skip when that folder is missing; label mappings are checked
+against rows looked up in the raw files (no dataset text is pasted here)."""
+
+import csv
+import functools
+import json
+import random
+import re
+import zipfile
+from collections import Counter
+
+import pytest
+
+from calibration.data import pairs as P
+from calibration.data.perturb import (
+    change_number,
+    flip_direction,
+    flip_negation,
+    names_in,
+    perturbed_pairs,
+    swap_name,
+    trim_sentence,
+)
+
+
+def _have_pairs() -> bool:
+    try:
+        return P.pairs_dir().is_dir()
+    except FileNotFoundError:
+        return False
+
+
+needs_data = pytest.mark.skipif(not _have_pairs(), reason="needs shared/data/verifier (set DSPY_JUDGES_DATA to "
+                                                          "the shared data folder); not present here")
+
+
+@functools.lru_cache(maxsize=None)
+def _all(name: str) -> tuple:
+    """Every pair of a source, read once per test session."""
+    return tuple(P.LOADERS[name](None))
+
+
+def _labels_by_text(name: str) -> dict:
+    return {(p.evidence, p.claim): p.label for p in _all(name)}
+
+
+# --- every loader ---------------------------------------------------------------------------------------
+
+@needs_data
+@pytest.mark.parametrize("name", list(P.LOADERS))
+def test_each_loader_gives_clean_pairs_with_both_labels(name):
+    pairs = P.LOADERS[name](50)
+    assert len(pairs) == 50
+    assert all(isinstance(p, P.EvidencePair) for p in pairs)
+    assert {p.label for p in pairs} == {0, 1}
+    assert all(p.evidence.strip() and p.claim.strip() and p.group.startswith(p.source + ":") for p in pairs)
+    assert {p.source for p in pairs} == {name}
+    assert list(_all(name)[:50]) == pairs  # deterministic; limit = the first pairs of the full order
+    whole = _all(name)
+    assert len({(p.evidence, p.claim) for p in whole}) == len(whole)  # no duplicate pairs
+
+
+def test_evidence_pair_rejects_other_labels():
+    with pytest.raises(ValueError, match="0 or 1"):
+        P.EvidencePair("e", "c", 2, "x", "x:1")
+
+
+def test_missing_files_name_the_file_and_the_env_var(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSPY_JUDGES_DATA", str(tmp_path))
+    assert P.pairs_dir() == tmp_path / "verifier"
+    for load, file_name in ((P.load_fever_symmetric, "fever_symmetric_dev.jsonl"),
+                            (lambda: P.load_vitaminc("real"), "vitaminc_real.zip"),
+                            (P.load_expertqa, "expertqa"), (P.load_q2_wow, "cross_annotation.csv")):
+        with pytest.raises(FileNotFoundError, match="DSPY_JUDGES_DATA") as error:
+            load()
+        assert file_name in str(error.value)
+
+
+def test_bad_parameters_are_refused():
+    with pytest.raises(ValueError, match="kind"):
+        P.load_vitaminc("other")
+    with pytest.raises(ValueError, match="which"):
+        P.load_mnli_snli_dev("anli")
+
+
+def test_detokenize_undoes_wikipedia_tokenisation():
+    text = "Ann -LRB- born 1950 -RRB- , a painter , said `` yes '' and did n't go ; it 's 5 % ."
+    assert P.detokenize(text) == "Ann (born 1950), a painter, said \"yes\" and didn't go; it's 5%."
+
+
+# --- label mappings, on rows looked up in the raw files -------------------------------------------------
+
+def _first_rows_by(rows, key, values):
+    """The first raw row for each of ``values`` of ``key``."""
+    found = {}
+    for row in rows:
+        if row.get(key) in values and row[key] not in found:
+            found[row[key]] = row
+        if len(found) == len(values):
+            break
+    assert set(found) == set(values), f"no raw row with {key} in {set(values) - set(found)}"
+    return found
+
+
+@needs_data
+def test_vitaminc_maps_supports_to_1_and_refutes_and_nei_to_0():
+    for kind in ("real", "synthetic"):
+        with zipfile.ZipFile(P.pairs_dir() / "vitaminc" / "static" / f"vitaminc_{kind}.zip") as archive:
+            with archive.open(f"vitaminc_{kind}/test.jsonl") as handle:
+                raw = [json.loads(line) for _, line in zip(range(3000), handle)]
+        raw = [row for row in raw if not P._MANGLED.search(row["evidence"] + row["claim"])]
+        wanted = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO") if kind == "real" else ("SUPPORTS", "REFUTES")
+        index = _labels_by_text(f"vitaminc_{kind}")
+        for label, row in _first_rows_by(raw, "label", wanted).items():
+            key = (P.detokenize(row["evidence"]), P.detokenize(row["claim"]))
+            assert index[key] == (1 if label == "SUPPORTS" else 0)
+        counts = Counter(p.label for p in _all(f"vitaminc_{kind}"))
+        assert counts[0] and counts[1]
+    assert not any("\ufffd" in p.evidence + p.claim for p in _all("vitaminc_real"))  # lost characters dropped
+
+
+@needs_data
+def test_mnli_snli_map_entailment_to_1_and_neutral_contradiction_to_0():
+    for which in ("mnli", "snli"):
+        with open(P.pairs_dir() / "mnli_snli_dev" / "data" / which / "dev.jsonl", encoding="utf-8") as handle:
+            raw = [json.loads(line) for _, line in zip(range(200), handle)]
+        index = _labels_by_text(which)
+        for label, row in _first_rows_by(raw, "label", ("entailment", "neutral", "contradiction")).items():
+            assert index[(row["premise"].strip(), row["hypothesis"].strip())] == (label == "entailment")
+
+
+@needs_data
+def test_fever_symmetric_maps_labels_and_keeps_each_symmetric_claim_in_one_group():
+    with open(P.pairs_dir() / "fever_symmetric" / "symmetric_v0.2" / "fever_symmetric_test.jsonl",
+              encoding="utf-8") as handle:
+        raw = [json.loads(line) for _, line in zip(range(50), handle)]
+    index = _labels_by_text("fever_symmetric")
+    for label, row in _first_rows_by(raw, "label", ("SUPPORTS", "REFUTES")).items():
+        assert index[(P.detokenize(row["evidence"]), P.detokenize(row["claim"]))] == (label == "SUPPORTS")
+    groups_of_claim, labels_of_group = {}, {}
+    for pair in _all("fever_symmetric"):
+        groups_of_claim.setdefault(pair.claim, set()).add(pair.group)
+        labels_of_group.setdefault(pair.group, set()).add(pair.label)
+    assert all(len(groups) == 1 for groups in groups_of_claim.values())
+    assert all(labels == {0, 1} for labels in labels_of_group.values())  # each claim has both evidences
+
+
+@needs_data
+def test_factcheck_gpt_maps_stances_and_drops_partial_support():
+    with open(P.pairs_dir() / "factcheck_gpt" / "subtasks" / "subtask3_claim_evidence_stance.jsonl",
+              encoding="utf-8") as handle:
+        raw = [json.loads(line) for line in handle]
+    index = _labels_by_text("factcheck_gpt")
+    stances = ("completely-support", "refute", "irrelevant", "partially-support")
+    first = _first_rows_by(raw, "stance", stances)
+    for stance, row in first.items():
+        key = (row["evidence"].strip(), row["claim"].strip())
+        if stance == "partially-support":
+            partial_only = all(r["stance"] == "partially-support" for r in raw
+                               if (r["evidence"].strip(), r["claim"].strip()) == key)
+            assert key not in index or not partial_only
+        else:
+            assert index[key] == (stance == "completely-support")
+
+
+@needs_data
+def test_expertqa_maps_complete_to_1_incomplete_to_0_and_skips_partial_and_bare_urls():
+    index = {}
+    for pair in _all("expertqa"):
+        index[pair.claim] = pair.label
+    assert not any(re.search(r"\[\d+\]", claim) or re.match(r"\s*\[\d+\]\s*https?://", evidence)
+                   for evidence, claim in _labels_by_text("expertqa"))  # no citation marks, no URL headers
+    seen = Counter()
+    with open(P.pairs_dir() / "expertqa" / "data" / "lfqa" / "rand_val.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            for system, answer in json.loads(line)["answers"].items():
+                for claim in answer["claims"]:
+                    text = P._CITATION.sub("", claim["claim_string"]).strip()
+                    has_passage = any(P._expertqa_passage(e) for e in claim.get("evidence") or [])
+                    support = claim.get("support")
+                    if support in ("Complete", "Incomplete") and has_passage and seen[support] < 3:
+                        if text in index and sum(1 for p in _all("expertqa") if p.claim == text) == 1:
+                            assert index[text] == (support == "Complete")
+                            seen[support] += 1
+                    if system in ("bing_chat", "gpt4"):  # citations there are bare URLs: never a pair
+                        assert not has_passage
+    assert seen["Complete"] and seen["Incomplete"]
+    counts = Counter(p.label for p in _all("expertqa"))
+    assert counts[0] and counts[1]
+
+
+@needs_data
+def test_halueval_gives_the_right_answer_1_and_the_hallucinated_one_0():
+    with open(P.pairs_dir() / "halueval_qa" / "generation" / "qa" / "qa_one-turn_data.json",
+              encoding="utf-8") as handle:
+        row = json.loads(handle.readline())
+    pairs = [p for p in _all("halueval_qa") if row["question"] in p.claim]
+    by_answer = {p.claim.split(" Answer: ", 1)[1]: p.label for p in pairs}
+    assert by_answer[row["right_answer"].strip()] == 1
+    assert by_answer[row["hallucinated_answer"].strip()] == 0
+    assert len({p.group for p in pairs}) == 1 and all(p.claim.startswith("Question: ") for p in pairs)
+
+
+@needs_data
+def test_q2_wow_reads_label_1_as_inconsistent():
+    with open(P.pairs_dir() / "q2_wow" / "third_party" / "data" / "cross_annotation.csv",
+              encoding="utf-8", newline="") as handle:
+        raw = list(csv.DictReader(handle))
+    index = _labels_by_text("q2_wow")
+    checked = Counter()
+    for row in raw:
+        for system in P.Q2_SYSTEMS:
+            key = (row["knowledge"].strip(), row[f"{system}_response"].strip())
+            if checked[row[f"{system}_label"]] < 3 and key in index:
+                assert index[key] == 1 - int(row[f"{system}_label"])
+                checked[row[f"{system}_label"]] += 1
+    assert checked["0"] and checked["1"]
+    with open(P.pairs_dir() / "q2_wow" / "third_party" / "data" / "dodeca_inconsistent.csv",
+              encoding="utf-8", newline="") as handle:
+        row = next(csv.DictReader(handle))
+    assert index[(row["knowledge"].strip(), row["response"].strip())] == 0
+
+
+# --- the training mix -----------------------------------------------------------------------------------
+
+def test_q2_wow_is_held_out_of_training():
+    assert "q2_wow" not in P.TRAINING_SOURCES and "q2_wow" in P.EVALUATION_SOURCES
+    assert "evaluation only" in P.load_q2_wow.__doc__.lower()
+    with pytest.raises(ValueError, match="held out"):
+        P.training_pairs(sources=("fever_symmetric", "q2_wow"))
+    with pytest.raises(ValueError, match="held out"):
+        P.training_pairs(sources=("fever_symmetric",), per_source={"q2_wow": 10})
+    with pytest.raises(ValueError, match="unknown"):
+        P.training_pairs(sources=("nope",))
+
+
+SMALL = ("fever_symmetric", "halueval_qa", "factcheck_gpt")
+
+
+@needs_data
+def test_training_pairs_are_seeded_and_respect_per_source():
+    caps = {"fever_symmetric": 40, "halueval_qa": 30, "factcheck_gpt": 20}
+    first = P.training_pairs(sources=SMALL, per_source=caps, seed=3)
+    assert first == P.training_pairs(sources=SMALL, per_source=caps, seed=3)
+    assert first != P.training_pairs(sources=SMALL, per_source=caps, seed=4)
+    counts = Counter(p.source for p in first)
+    assert counts == Counter(caps)
+    for source, cap in caps.items():
+        labels = Counter(p.label for p in first if p.source == source)
+        assert labels[0] == labels[1] == cap // 2  # balanced: each source has enough of both labels
+    assert len({p.source for p in first[:20]}) > 1  # shuffled together, not one source after another
+    # a source's draw does not depend on which other sources are mixed in
+    alone = P.training_pairs(sources=("fever_symmetric",), per_source={"fever_symmetric": 40}, seed=3)
+    assert set(alone) == {p for p in first if p.source == "fever_symmetric"}
+    # uncapped sources come whole
+    whole = P.training_pairs(sources=("halueval_qa",), seed=0)
+    assert sorted(whole, key=repr) == sorted(_all("halueval_qa"), key=repr)
+    assert not any(p.source == "q2_wow" for p in whole)
+
+
+# --- perturbation rules ---------------------------------------------------------------------------------
+
+def test_change_number_changes_one_number():
+    rng = random.Random(0)
+    year = change_number("The mill was built in 1889 by local farmers.", rng)
+    assert year and year != "The mill was built in 1889 by local farmers." and "1889" not in year
+    assert change_number("Roughly 45% of voters agreed.", rng) == "Roughly 54% of voters agreed."
+    changed = change_number("The pond has 3 ducks.", rng)
+    assert changed in ("The pond has 2 ducks.", "The pond has 4 ducks.")
+    changed = change_number("The orchard has 1,200 trees.", random.Random(1))
+    assert changed and changed != "The orchard has 1,200 trees." and "," in changed
+    assert change_number("The pond was quiet at dusk.", rng) is None
+
+
+def test_swap_name_uses_the_pool_and_never_a_name_already_there():
+    rng = random.Random(0)
+    sentence = "The cup was won by Rosa Lind in Bergen."
+    swapped = swap_name(sentence, rng, ["Rosa Lind", "Tom Hale", "Oslo"])
+    assert swapped in ("The cup was won by Tom Hale in Bergen.", "The cup was won by Rosa Lind in Oslo.")
+    assert swap_name("the cup was won by a local team.", rng, ["Tom Hale"]) is None  # no name
+    assert swap_name(sentence, rng, ["Rosa Lind", "Bergen"]) is None  # no other name in the pool
+    assert names_in("Yesterday the painter Rosa Lind met Tom Hale in Bergen.") == ["Rosa Lind", "Tom Hale", "Bergen"]
+
+
+def test_flip_negation_adds_or_removes_one_negation():
+    rng = random.Random(0)
+    assert flip_negation("The gallery is open on Sundays.", rng) == "The gallery is not open on Sundays."
+    assert flip_negation("The gallery is not open on Sundays.", rng) == "The gallery is open on Sundays."
+    assert flip_negation("The firm has never paid a dividend.", rng) == "The firm has paid a dividend."
+    assert flip_negation("She didn't sign the letter.", rng) == "She did sign the letter."
+    assert flip_negation("The crew repaired the roof.", rng) == "The crew never repaired the roof."
+    assert flip_negation("A cat on a mat.", rng) is None
+
+
+def test_flip_direction_swaps_one_antonym():
+    rng = random.Random(0)
+    assert flip_direction("Exports rose in June.", rng) == "Exports fell in June."
+    assert flip_direction("The farm lies north of the lake.", rng) == "The farm lies south of the lake."
+    assert flip_direction("Before the storm, the boats left.", rng) == "After the storm, the boats left."
+    assert flip_direction("The hosts won the final.", rng) == "The hosts lost the final."
+    assert flip_direction("The pond was quiet at dusk.", rng) is None
+
+
+def test_trim_keeps_only_what_the_sentence_entails():
+    assert trim_sentence("Ada Moss (1901-1980) founded the school.") == "Ada Moss founded the school."
+    assert trim_sentence("Bergen, the wettest city in the region, gets rain most days.") == \
+        "Bergen gets rain most days."
+    assert trim_sentence("Output rose 5% (excluding fuel) last year.") is None  # a qualifier stays
+    assert trim_sentence("The pond was quiet at dusk.") is None
+
+
+def test_perturbed_pairs_make_every_kind_deterministically():
+    evidence = ("The Westbrook ferry first sailed in 1921 and carried 40 passengers. It was built by Anna Holm "
+                "(1880-1950) in Bergen. The service is not run in winter.")
+    pool = ["Tom Hale", "Oslo", "Karl Berg"]
+    made = perturbed_pairs(evidence, random.Random(0), pool)
+    assert made == perturbed_pairs(evidence, random.Random(0), pool)
+    kinds = {kind: label for _, label, kind in made}
+    assert {k for k, v in kinds.items() if v == 0} == {"number", "name", "negation", "direction"}
+    assert "trim" in kinds and kinds["trim"] == 1
+    labels = Counter(label for _, label, _ in made)
+    assert labels[0] == 4 and 1 <= labels[1] <= 4
+    for claim, _, kind in made:
+        assert (claim in evidence) == (kind == "copy")  # negatives and trims are new text, copies are not
+    assert perturbed_pairs("Too short.", random.Random(0), pool) == []
+
+
+# --- the contrastive test set ---------------------------------------------------------------------------
+
+def test_contrastive_set_is_balanced_and_typed():
+    items = P.load_contrastive()
+    labels = Counter(item["label"] for item in items)
+    assert labels[0] >= 50 and labels[1] >= 50
+    assert all(set(item) == {"evidence", "response", "label", "kind"} for item in items)
+    assert {item["kind"] for item in items if item["label"] == 0} == {"number", "name", "negation", "direction"}
+    assert {item["kind"] for item in items if item["label"] == 1} == {"paraphrase", "copy"}
+    negatives = Counter(item["kind"] for item in items if item["label"] == 0)
+    assert max(negatives.values()) - min(negatives.values()) <= 2  # about equal per kind
+    assert all(item["evidence"].strip() and item["response"].strip() for item in items)

@@ -1,0 +1,204 @@
+"""The groundedness verifier: loading (shipped, a folder, broken files), chunking, the metric, the language
+switch, and training (seeded, resumable) on a tiny slice."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from judges import (
+    FaithfulnesswithHHEM,
+    FaithfulnessWithVerifier,
+    SingleTurnSample,
+    Verifier,
+    VerifierError,
+)
+from judges.data.language import detect_language
+from judges.lm.verifier import (
+    SHIPPED_MANIFEST,
+    SHIPPED_WEIGHTS,
+    best_sentence,
+    load_shipped,
+    resolve_verifier,
+)
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+EVIDENCE = ("The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It was designed by the company of "
+            "Gustave Eiffel. The tower is 330 metres tall.")
+
+
+def tiny_folder(path: Path, labels=("not_supported", "supported"), seed: int = 0) -> Path:
+    """A tiny BERT sequence classifier (random weights) with the base model's tokenizer: a stand-in for a
+    user's own folder (an NLI model, HHEM, a multilingual model)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from judges.lm.files import embedded_embedder_path
+
+    base = embedded_embedder_path()
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, num_labels=len(labels),
+                        id2label=dict(enumerate(labels)), label2id={n: i for i, n in enumerate(labels)})
+    BertForSequenceClassification(config).save_pretrained(path)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(base / name, path / name)
+    return path
+
+
+def test_the_shipped_verifier_loads_and_tells_a_changed_fact_from_a_paraphrase():
+    verifier = resolve_verifier(None)
+    assert verifier is resolve_verifier("embedded") and verifier.languages == ("en",)
+    p = verifier.probabilities([(EVIDENCE, "The Eiffel Tower was completed in 1889."),
+                                (EVIDENCE, "The Eiffel Tower was completed in 1999."),
+                                (EVIDENCE, "Work on the Paris landmark finished in 1889.")])
+    assert p.shape == (3,) and ((0 <= p) & (p <= 1)).all()
+    assert p[0] > p[1] and p[2] > p[1]
+
+
+def test_a_missing_changed_or_unreadable_shipped_file_is_a_named_error(tmp_path):
+    with pytest.raises(VerifierError, match="is missing"):
+        load_shipped(tmp_path / "none.safetensors", SHIPPED_MANIFEST)
+    cut = tmp_path / "cut.safetensors"
+    cut.write_bytes(SHIPPED_WEIGHTS.read_bytes()[:1000])
+    with pytest.raises(VerifierError, match="does not match its manifest"):
+        load_shipped(cut, SHIPPED_MANIFEST)
+    manifest = tmp_path / "m.json"
+    manifest.write_text(json.dumps({"sha256": json.loads(SHIPPED_MANIFEST.read_text())["sha256"].replace("a", "b")}))
+    with pytest.raises(VerifierError, match="does not match"):
+        load_shipped(SHIPPED_WEIGHTS, manifest)
+    manifest.write_text("{not json")
+    with pytest.raises(VerifierError, match="unreadable"):
+        load_shipped(SHIPPED_WEIGHTS, manifest)
+
+
+def test_any_sequence_classification_folder_plugs_in_with_its_supported_label(tmp_path):
+    folder = tiny_folder(tmp_path / "nli", labels=("entailment", "neutral", "contradiction"))
+    verifier = Verifier(folder)  # "entailment" is recognised as the supported label
+    p = verifier.probabilities([(EVIDENCE, "It is tall."), ("a", "b")])
+    assert p.shape == (2,) and ((0 < p) & (p < 1)).all()
+    by_index = Verifier(folder, supported_label=0).probabilities([(EVIDENCE, "It is tall.")])
+    assert by_index[0] == pytest.approx(p[0])
+    other = tiny_folder(tmp_path / "odd", labels=("LABEL_0", "LABEL_1"))
+    with pytest.raises(VerifierError, match="say which label means supported"):
+        Verifier(other)
+    with pytest.raises(VerifierError, match="no label named 'yes'"):
+        Verifier(other, supported_label="yes")
+    with pytest.raises(VerifierError, match="not a Hugging Face model folder"):
+        Verifier(tmp_path)
+
+
+def test_long_evidence_is_chunked_with_overlap_and_each_claim_takes_its_best_chunk():
+    verifier = resolve_verifier(None)
+    sentences = [f"Fact number {i} says the river is {i} kilometres long." for i in range(40)]
+    chunks = verifier.chunks([" ".join(sentences)])
+    assert len(chunks) > 2
+    for first, second in zip(chunks, chunks[1:]):  # consecutive chunks share a sentence
+        assert first.split(". ")[-1].rstrip(".") in second
+    rows = verifier.support([" ".join(sentences)], ["The river is 37 kilometres long."])
+    assert rows[0]["chunk"] in chunks and "37" in rows[0]["sentence"]
+    assert best_sentence("Cats purr. Dogs bark loudly.", "the dogs bark") == "Dogs bark loudly."
+
+
+def test_the_metric_scores_sentences_without_an_lm_and_names_the_failed_claim():
+    metric = FaithfulnessWithVerifier()
+    assert FaithfulnesswithHHEM is FaithfulnessWithVerifier and not metric.needs_lm
+    sample = SingleTurnSample(response="The Eiffel Tower was completed in 1889. It is 950 metres tall.",
+                              retrieved_contexts=[EVIDENCE])
+    result = metric.score(sample)
+    assert result.claims_source == "sentences" and len(result.verdicts) == 2
+    assert result.weakest == min(r["probability"] for r in result.verdicts)
+    assert result.score == sum(r["probability"] >= 0.5 for r in result.verdicts) / 2
+    text = metric.feedback(result)
+    assert "weakest claim P=" in text
+    if not result.verdicts[1]["supported"]:
+        assert "950 metres" in text and "closest evidence" in text
+    assert metric.score({"response": "", "retrieved_contexts": [EVIDENCE]}).undefined_reason
+    with pytest.raises(ValueError, match="claims="):
+        FaithfulnessWithVerifier(claims="words")
+    assert FaithfulnessWithVerifier(claims="lm").needs_lm
+
+
+def test_text_out_of_the_verifiers_language_is_flagged_or_goes_to_the_multilingual_model(tmp_path):
+    sample = SingleTurnSample(response="埃菲尔铁塔于1889年建成。", retrieved_contexts=["埃菲尔铁塔于1889年为巴黎世界博览会建成。"])
+    assert detect_language(sample.response) == "zh"
+    flagged = FaithfulnessWithVerifier().score(sample)
+    assert flagged.score == 0.0 and flagged.out_of_language == "zh" and "multilingual_verifier" in flagged.undefined_reason
+    folder = tiny_folder(tmp_path / "multilingual")
+    switched = FaithfulnessWithVerifier(multilingual_verifier=str(folder)).score(sample)
+    assert switched.verifier == "multilingual" and not switched.get("undefined_reason")
+    english = FaithfulnessWithVerifier(multilingual_verifier=str(folder)).score(
+        {"response": "It was completed in 1889.", "retrieved_contexts": [EVIDENCE]})
+    assert english.verifier == "groundedness-minilm"
+
+
+def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path):
+    from safetensors.torch import load_file
+
+    from calibration.fitting.verifier_training import (
+        MANIFEST_NAME,
+        WEIGHTS_NAME,
+        TrainConfig,
+        train_verifier,
+    )
+
+    pytest.importorskip("calibration.data.pairs")
+    from calibration.data.loaders import data_dir
+
+    try:
+        data_dir()
+    except FileNotFoundError:
+        pytest.skip("needs ../shared/data")
+    config = TrainConfig(per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8, batch_size=8,
+                         eval_every=3, checkpoint_every=2)
+    whole = train_verifier(tmp_path / "whole", config, progress=False)
+    stopped = train_verifier(tmp_path / "resumed", config, progress=False, max_steps=3)
+    assert not stopped.exists() and (tmp_path / "resumed" / "checkpoint" / "state.safetensors").is_file()
+    resumed = train_verifier(tmp_path / "resumed", config, progress=False)
+    a, b = load_file(str(whole)), load_file(str(resumed))
+    assert set(a) == set(b) and all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
+    manifest = json.loads((tmp_path / "whole" / MANIFEST_NAME).read_text())
+    assert manifest["history"] and manifest["stored_as"] == "float16" and whole.name == WEIGHTS_NAME
+    assert not any(p.suffix in (".pt", ".pkl", ".bin") for p in tmp_path.rglob("*"))
+    _, _, meta = load_shipped(whole, tmp_path / "whole" / MANIFEST_NAME)
+    assert meta["sha256"] == manifest["sha256"]
+
+
+def labelled(n: int, positives: int):
+    from calibration.data.labelled import LabelledSet
+    from judges import EvaluationDataset
+
+    samples, labels = [], []
+    for i in range(n):
+        supported = i < positives
+        year = 1889 if supported else 1889 + 1 + i
+        samples.append(SingleTurnSample(response=f"The Eiffel Tower was completed in {year}.",
+                                        retrieved_contexts=[EVIDENCE]))
+        labels.append(int(supported))
+    return LabelledSet("eiffel", EvaluationDataset(samples), labels, "binary", "written for this test")
+
+
+def test_finetune_refuses_too_few_labels_and_fits_otherwise(tmp_path):
+    from calibration.fitting.finetune import finetune_verifier
+    from calibration.fitting.fit import fit
+
+    with pytest.raises(ValueError, match=r"30 labels \(6 supported, 24 not\) are too few"):
+        fit(FaithfulnessWithVerifier(), labelled(30, 6), optimizer="finetune", calibrator=None, guard=0)
+    with pytest.raises(ValueError, match="has none"):
+        finetune_verifier(SimpleMetricStandIn(), labelled(40, 20), np.zeros(40))
+    data = labelled(40, 20)
+    judge, report = finetune_verifier(FaithfulnessWithVerifier(), data, np.asarray(data.labels, float),
+                                      out=tmp_path / "tuned", epochs=1, seed=0)
+    assert report["labels"] == 40 and report["held_out"] == 10 and len(report["epochs"]) == 1
+    assert "decision" in report
+    if judge.verifier is not None:  # an epoch beat the shipped verifier: the judge names the written folder
+        assert Path(judge.verifier) == tmp_path / "tuned" and (tmp_path / "tuned" / "model.safetensors").is_file()
+        assert 0.0 <= judge.score(data.dataset[0]).score <= 1.0
+
+
+class SimpleMetricStandIn:
+    verifier = None
