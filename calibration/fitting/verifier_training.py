@@ -64,14 +64,17 @@ class TrainConfig:
 
 
 def begin_pairs(parts: Sequence[str]) -> list[EvidencePair]:
-    """BEGIN dev turns as pairs: knowledge -> evidence, response -> claim, fully attributable -> 1."""
-    from calibration.data.loaders import load_begin
+    """BEGIN dev turns as pairs: knowledge -> evidence, response -> claim, fully attributable -> 1. The turns
+    of the BEGIN slice bundled for ``make demo`` are left out: the demo measures the verifier on them."""
+    from calibration.data.loaders import load_begin, load_begin_slice
 
     if not parts:
         return []
     data = load_begin(parts=tuple(parts))
+    demo = {(s.retrieved_contexts[0], s.response) for s in load_begin_slice().dataset}
     return [EvidencePair(s.retrieved_contexts[0], s.response, int(y), f"begin_{m['part']}", f"begin:{i}")
-            for i, (s, y, m) in enumerate(zip(data.dataset, data.labels, data.meta))]
+            for i, (s, y, m) in enumerate(zip(data.dataset, data.labels, data.meta))
+            if (s.retrieved_contexts[0], s.response) not in demo]
 
 
 def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int) -> list[EvidencePair]:
