@@ -202,3 +202,13 @@ def test_finetune_refuses_too_few_labels_and_fits_otherwise(tmp_path):
 
 class SimpleMetricStandIn:
     verifier = None
+
+
+def test_the_verifier_metric_runs_on_evaluates_threads():
+    """A fast tokenizer entered from two threads at once fails ("Already borrowed"): the verifier serialises it."""
+    from judges import evaluate
+
+    rows = [{"response": f"The tower is {300 + i} metres tall. It was completed in 1889.", "retrieved_contexts": [EVIDENCE]}
+            for i in range(16)]
+    result = evaluate(rows, [FaithfulnessWithVerifier()], num_threads=4, progress=False)
+    assert result.failures == [] and len(result.records) == 16

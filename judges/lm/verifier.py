@@ -29,6 +29,7 @@ import functools
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,9 @@ class Verifier:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"Verifier: {name} must be a positive int, got {value!r}")
         self.max_length, self.chunk_tokens, self.batch_size = max_length, chunk_tokens, batch_size
+        # A fast tokenizer sets its truncation and padding per call and refuses to be entered from two threads
+        # at once ("Already borrowed"); evaluate() scores items on several threads.
+        self._tokenizer_lock = threading.Lock()
         if model is None or model == EMBEDDED:
             self._model, self._tokenizer, self.manifest = load_shipped()
             self.name, self.languages, self._column = "groundedness-minilm", tuple(languages or ("en",)), None
@@ -144,8 +148,10 @@ class Verifier:
         with torch.inference_mode():
             for at in range(0, len(order), self.batch_size):
                 batch = order[at:at + self.batch_size]
-                encoded = self._tokenizer([pairs[i][0] for i in batch], [pairs[i][1] for i in batch], padding=True,
-                                          truncation="longest_first", max_length=self.max_length, return_tensors="pt")
+                with self._tokenizer_lock:
+                    encoded = self._tokenizer([pairs[i][0] for i in batch], [pairs[i][1] for i in batch], padding=True,
+                                              truncation="longest_first", max_length=self.max_length,
+                                              return_tensors="pt")
                 logits = self._model(**encoded).logits.float()
                 if self._column is None:
                     values = torch.sigmoid(logits[:, 0])
@@ -160,7 +166,8 @@ class Verifier:
         out = []
         for text in evidence:
             sentences = split_sentences(text) or [text]
-            lengths = [len(self._tokenizer.tokenize(s)) for s in sentences]
+            with self._tokenizer_lock:
+                lengths = [len(self._tokenizer.tokenize(s)) for s in sentences]
             if sum(lengths) <= self.chunk_tokens:
                 out.append(text.strip())
                 continue
