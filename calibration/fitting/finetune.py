@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from calibration.data.labelled import LabelledSet
+from calibration.fitting.verifier_training import roc_auc
 from judges.lm.verifier import load_shipped
 from judges.metrics.rag.verified import FaithfulnessWithVerifier
 
@@ -39,12 +40,6 @@ FINETUNE_OPTIONS = ("out", "epochs", "held_out", "learning_rate", "batch_size", 
 def _pairs(data: LabelledSet, targets: np.ndarray) -> tuple[list[tuple[str, str]], np.ndarray]:
     pairs = [("\n\n".join(s.retrieved_contexts or []), s.response or "") for s in data.dataset]
     return pairs, (np.asarray(targets, float) >= 0.5).astype(int)
-
-
-def _roc_auc(labels: np.ndarray, scores: np.ndarray) -> float | None:
-    from sklearn.metrics import roc_auc_score
-
-    return float(roc_auc_score(labels, scores)) if len(set(labels.tolist())) == 2 else None
 
 
 def finetune_verifier(judge: Any, data: LabelledSet, targets: np.ndarray, *, out: str | Path | None = None,
@@ -84,7 +79,7 @@ def finetune_verifier(judge: Any, data: LabelledSet, targets: np.ndarray, *, out
                                 truncation="longest_first", max_length=256, return_tensors="pt")
             return torch.sigmoid(model(**encoded).logits[:, 0]).numpy()
 
-    start = _roc_auc(labels[held], scores(held))
+    start = roc_auc(labels[held], scores(held))
     best, best_state, history = start, None, []
     optimizer = torch.optim.AdamW([p for n, p in model.named_parameters() if "word_embeddings" not in n],
                                   lr=learning_rate, weight_decay=0.01)
@@ -101,7 +96,7 @@ def finetune_verifier(judge: Any, data: LabelledSet, targets: np.ndarray, *, out
             loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-        value = _roc_auc(labels[held], scores(held))
+        value = roc_auc(labels[held], scores(held))
         history.append({"epoch": epoch, "held_out_roc_auc": value})
         if value is not None and (best is None or value > best):
             best, best_state = value, {k: v.detach().clone() for k, v in model.state_dict().items()}

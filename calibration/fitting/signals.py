@@ -23,6 +23,7 @@ import numpy as np
 
 from judges.data.language import split_sentences, tokenize
 from judges.lm.embeddings import resolve_embedder
+from judges.lm.verifier import resolve_verifier
 from judges.metrics.grounding import (
     alignment,
     novel_bigrams,
@@ -88,8 +89,6 @@ def embedding_alignment(sample, result=None) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def _verifier_probabilities(response: str, evidence: str) -> tuple[float, ...]:
-    from judges.lm.verifier import resolve_verifier
-
     claims = split_sentences(response) or [response]
     return tuple(row["probability"] for row in resolve_verifier().support([evidence], claims))
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from calibration.data.loaders import load_begin, load_begin_slice
 from calibration.data.pairs import EvidencePair, load_contrastive, training_pairs
 from calibration.data.perturb import names_in, perturbed_pairs
 from judges.lm.verifier import FROZEN, base_classifier, file_sha256, trainable_state
@@ -66,8 +67,6 @@ class TrainConfig:
 def begin_pairs(parts: Sequence[str]) -> list[EvidencePair]:
     """BEGIN dev turns as pairs: knowledge -> evidence, response -> claim, fully attributable -> 1. The turns
     of the BEGIN slice bundled for ``make demo`` are left out: the demo measures the verifier on them."""
-    from calibration.data.loaders import load_begin, load_begin_slice
-
     if not parts:
         return []
     data = load_begin(parts=tuple(parts))
@@ -134,9 +133,10 @@ def batches(lengths: Sequence[int], batch_size: int, seed: int) -> list[list[int
 
 
 def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float | None:
+    """ROC-AUC, or None where only one label is present."""
     from sklearn.metrics import roc_auc_score
 
-    return float(roc_auc_score(labels, scores)) if len(set(labels)) == 2 else None
+    return float(roc_auc_score(labels, scores)) if len(set(np.asarray(labels).tolist())) == 2 else None
 
 
 def _score(model, tokenizer, pairs: Sequence[EvidencePair], max_length: int) -> np.ndarray:
