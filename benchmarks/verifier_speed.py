@@ -56,7 +56,7 @@ def main() -> int:
     print("|---|---:|---:|---:|---:|---:|")
     for name, samples in (("BEGIN WoW turns", begin), ("SummEval summaries vs articles", summeval)):
         seconds = timed(metric, samples)
-        pairs = statistics.mean(len(verifier.chunks(s.retrieved_contexts)) * len(metric.score(s).claims)
+        pairs = statistics.mean(len(verifier.units(s.retrieved_contexts)) * len(metric.score(s).claims)
                                 for s in samples[5:25])
         ordered = sorted(seconds)
         print(f"| {name} | {len(seconds)} | {pairs:.1f} | {statistics.median(seconds) * 1000:.1f} | "

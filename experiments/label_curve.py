@@ -8,6 +8,11 @@ only when cross-validation on the n labels prefers it), and a logistic fit of th
 What changes with n is the calibration, not the judge's prompts: compiling is studied in
 compare_optimizers.py. Logged to MLflow (one run, metrics stepped by n) and printed as a table.
 
+``--finetune`` (a ``faithfulness_with_verifier`` judge, balanced draws only) adds a fourth method: the
+verifier fine-tuned on the n labels (``fit(optimizer="finetune")``: 25% of them held out inside for early
+stopping, refused below 40 labels or 10 of a label, so those budgets have no row) and Platt scaling of the
+fine-tuned judge's score on the same n. It shows where fine-tuning on a user's own labels starts to pay.
+
 Which labels? ``--selection random,active`` compares a person labelling in random order with one labelling
 what ``dspy-judges label`` would ask next (``calibration.active``: each method's own calibrator, refitted
 every 2 labels, ranks the rest of the pool by uncertainty and disagreement with the cheap signal the CLI
@@ -17,6 +22,8 @@ uses); both start from the same random items. Labels here are revealed from the 
     .venv/bin/python experiments/label_curve.py --data begin --judge faithfulness --sizes 10,20,50 --n-test 60
     .venv/bin/python experiments/label_curve.py --data evouna --judge answer_accuracy --sizes 10,20,50 --pool-size 200 \
         --selection random,active
+    .venv/bin/python experiments/label_curve.py --data begin-wow --judge faithfulness_with_verifier --sizes 20,50,100,200 \
+        --repeats 3 --finetune
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from calibration.agreement.stats import agreement
 from calibration.data.labelled import balanced_indices, balanced_sample, split
 from calibration.fitting.active import selection_order
 from calibration.fitting.calibrators import Calibrator
+from calibration.fitting.finetune import finetune_verifier
 from calibration.fitting.fit import judge_scores
 from calibration.fitting.heldout import applicable_baselines
 from calibration.fitting.signals import FEATURES, SAMPLE_SIGNALS, feature_matrix
@@ -43,7 +51,8 @@ from judges_app.cli.label import disagreement_signal
 from judges_app.tracking import data_hash, metric_key, tracked_run
 
 STATS = ("roc_auc", "balanced_accuracy", "brier")
-SIGNALS = tuple(FEATURES)  # every cheap signal and judge-step signal the stacked calibrator may use
+SIGNALS = tuple(FEATURES)
+FINETUNED = "fine-tuned verifier, Platt"  # every cheap signal and judge-step signal the stacked calibrator may use
 
 
 def main() -> int:
@@ -61,6 +70,8 @@ def main() -> int:
                         help="how the n labels are picked, comma-separated: balanced (a seeded draw, half of each "
                              "label), random (a person labelling in random order), active (calibration.active: the "
                              "method's calibrator refitted every 2 labels ranks the rest)")
+    parser.add_argument("--finetune", action="store_true",
+                        help="also fine-tune the verifier on each draw (faithfulness_with_verifier, balanced draws)")
     parser.add_argument("--lm", default=None)
     parser.add_argument("--out", default="runs/label_curve")
     args = parser.parse_args()
@@ -68,6 +79,8 @@ def main() -> int:
     unknown = sorted(set(args.selection.split(",")) - {"balanced", "random", "active"})
     if unknown:
         parser.error(f"--selection: {unknown} are not balanced, random or active")
+    if args.finetune and (args.judge != "faithfulness_with_verifier" or args.selection != "balanced"):
+        parser.error("--finetune fine-tunes the verifier of --judge faithfulness_with_verifier on balanced draws only")
 
     data = load_labelled(args.data, label_column="label", label_kind="binary")
     pool_size = args.pool_size or max(sizes)
@@ -104,10 +117,16 @@ def main() -> int:
             if method == "Platt on judge score":
                 cal = Calibrator("platt", binary=True).fit(raw, y)
                 return lambda r, xs: cal.predict(r)
+            if method == FINETUNED:  # test scores come from the fine-tuned judge, not from ``r``
+                tuned, _ = finetune_verifier(judge, pool.subset(list(index)), y, seed=int(len(index)),
+                                             out=Path(args.out) / "finetuned" / f"{len(index)}-{int(np.sum(index))}")
+                cal = Calibrator("platt", binary=True).fit(judge_scores(tuned, pool.subset(list(index)))[0], y)
+                tuned_test = judge_scores(tuned, test)[0]
+                return lambda r, xs: cal.predict(tuned_test)
             cal = Calibrator("platt", binary=True).fit(x[:, best], y)
             return lambda r, xs: cal.predict(xs[:, best])
 
-        methods = ("Platt on judge score", "stacked", f"logistic on {best_signal}")
+        methods = ("Platt on judge score", "stacked", f"logistic on {best_signal}") + ((FINETUNED,) if args.finetune else ())
         rows = []
         for selection in args.selection.split(","):
             per: dict[tuple[int, str], list[dict[str, float]]] = {}

@@ -83,6 +83,23 @@ def test_label_curve(labelled, tmp_path, monkeypatch, capsys):
     assert all(r["draws"] <= 2 for r in rows)
 
 
+def test_label_curve_with_a_fine_tuned_verifier(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torch")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    out = tmp_path / "curve"
+    run_script("label_curve.py", ["--data", "begin-slice", "--judge", "faithfulness_with_verifier", "--sizes", "20,40",
+                                  "--n-test", "20", "--repeats", "1", "--finetune", "--out", str(out)],
+               monkeypatch, capsys)
+    rows = json.loads((out / "begin-slice-faithfulness_with_verifier.json").read_text())["rows"]
+    tuned = [r for r in rows if r["method"] == "fine-tuned verifier, Platt"]
+    assert [r["n"] for r in tuned] == [40]  # 20 labels are refused (fewer than 40): no row
+    assert 0.0 <= tuned[0]["roc_auc"] <= 1.0 and {r["n"] for r in rows} == {20, 40}
+    monkeypatch.setattr(sys, "argv", ["label_curve.py", "--data", "begin-slice", "--judge", "faithfulness", "--finetune"])
+    with pytest.raises(SystemExit) as refused:
+        runpy.run_path(str(EXPERIMENTS / "label_curve.py"), run_name="__main__")
+    assert refused.value.code == 2 and "--finetune" in capsys.readouterr().err
+
+
 def test_stability_study(labelled, tmp_path, monkeypatch, capsys):
     out = tmp_path / "stability"
     printed = run_script("stability_study.py", ["--study", f"{labelled}:answer_accuracy", "--n", "6", "--k", "6",

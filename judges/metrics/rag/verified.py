@@ -32,31 +32,29 @@ from judges.metrics.base import Judge
 from judges.metrics.rag.claims import ClaimJudge, ExtractClaims
 
 
-class FaithfulnessWithVerifier(Judge):
-    """Share of the response's claims a trained verifier finds supported by the retrieved contexts."""
+class VerifierStep:
+    """The verifier as a step of a metric (FaithfulnessWithVerifier, ResponseGroundedness and
+    SummarizationScore with ``verifier=``): settings checked up front, the model resolved once per process,
+    text in another language sent to ``multilingual_verifier`` or flagged. The metric keeps the settings as
+    its own constructor parameters."""
 
-    required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
-    needs_verifier: ClassVar[bool] = True
+    verifier: str | None = None
+    supported_label: str | int | None = None
+    threshold: float = 0.5
+    multilingual_verifier: str | None = None
+    multilingual_supported_label: str | int | None = None
 
-    def __init__(self, *, verifier: str | None = None, supported_label: str | int | None = None,
-                 claims: str = "sentences", threshold: float = 0.5, multilingual_verifier: str | None = None,
-                 multilingual_supported_label: str | int | None = None, lm: Any = None, adapter: Any = None):
-        super().__init__(lm=lm, adapter=adapter)
-        if claims not in ("sentences", "lm"):
-            raise ValueError(f"faithfulness_with_verifier: claims={claims!r} is not one of ['lm', 'sentences']")
+    def _set_verifier(self, verifier: str | None, supported_label: str | int | None, threshold: float,
+                      multilingual_verifier: str | None = None,
+                      multilingual_supported_label: str | int | None = None) -> None:
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"faithfulness_with_verifier: threshold must be in [0, 1], got {threshold!r}")
+            raise ValueError(f"{self.name}: threshold must be in [0, 1], got {threshold!r}")
         for name, value in (("verifier", verifier), ("multilingual_verifier", multilingual_verifier)):
             if value is not None and not isinstance(value, str):
-                raise TypeError(f"faithfulness_with_verifier: {name} must be None, 'embedded' or a model folder "
-                                f"path (a string), got {type(value).__name__}")
-        self.verifier, self.supported_label, self.claims = verifier, supported_label, claims
-        self.threshold = float(threshold)
+                raise TypeError(f"{self.name}: {name} must be None, 'embedded' or a model folder path (a string), "
+                                f"got {type(value).__name__}")
+        self.verifier, self.supported_label, self.threshold = verifier, supported_label, float(threshold)
         self.multilingual_verifier, self.multilingual_supported_label = multilingual_verifier, multilingual_supported_label
-        self.needs_lm = claims == "lm"
-        self.extract_claims = dspy.Predict(ExtractClaims)  # used with claims="lm" only
-
-    claims_of = ClaimJudge.claims_of
 
     def model(self) -> Verifier:
         return resolve_verifier(self.verifier, supported_label=self.supported_label)
@@ -70,6 +68,57 @@ class FaithfulnessWithVerifier(Judge):
                                     languages=("*",))
         return None
 
+    def verifier_for_text(self, texts: list[str]) -> Verifier | dict[str, Any]:
+        """The verifier covering the language of ``texts`` (the shipped one for English, else
+        ``multilingual_verifier``), or ``{"out_of_language": code, "undefined_reason": why}`` when none
+        given covers it: the caller scores 0.0 and records why instead of pretending."""
+        foreign = sorted({detect_language(text) for text in texts} - {"", "en"})
+        verifier = self._verifier_for(foreign[0] if foreign else "en")
+        if verifier is None:
+            return {"out_of_language": foreign[0], "undefined_reason": (
+                f"the text is in {foreign[0]!r}, which the verifier {self.model().name} does not cover "
+                f"({', '.join(self.model().languages)}); give multilingual_verifier= to score it")}
+        return verifier
+
+    def verify_claims(self, verifier: Verifier, claims: list[str], evidence: list[str]) -> dict[str, Any]:
+        """``{"verdicts", "weakest", "mean_probability", "verifier"}``: per claim the verifier's row (claim,
+        probability, chunk, sentence) plus ``supported`` (P >= threshold)."""
+        rows = verifier.support(evidence, claims)
+        for row in rows:
+            row["supported"] = row["probability"] >= self.threshold
+        probabilities = [row["probability"] for row in rows]
+        return {"verdicts": rows, "weakest": min(probabilities),
+                "mean_probability": sum(probabilities) / len(probabilities), "verifier": verifier.name}
+
+
+def unsupported_feedback(verdicts: list[dict[str, Any]]) -> str:
+    """The claims a verifier did not find supported, each with its probability and closest evidence."""
+    failed = [r for r in verdicts if not r["supported"]]
+    if not failed:
+        return ""
+    return "; claims the evidence does not support: " + " | ".join(
+        f"{r['claim']!r} (P={r['probability']:.2f}; closest evidence: {r['sentence']!r})" for r in failed)
+
+
+class FaithfulnessWithVerifier(VerifierStep, Judge):
+    """Share of the response's claims a trained verifier finds supported by the retrieved contexts."""
+
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
+    needs_verifier: ClassVar[bool] = True
+
+    def __init__(self, *, verifier: str | None = None, supported_label: str | int | None = None,
+                 claims: str = "sentences", threshold: float = 0.5, multilingual_verifier: str | None = None,
+                 multilingual_supported_label: str | int | None = None, lm: Any = None, adapter: Any = None):
+        super().__init__(lm=lm, adapter=adapter)
+        if claims not in ("sentences", "lm"):
+            raise ValueError(f"faithfulness_with_verifier: claims={claims!r} is not one of ['lm', 'sentences']")
+        self._set_verifier(verifier, supported_label, threshold, multilingual_verifier, multilingual_supported_label)
+        self.claims = claims
+        self.needs_lm = claims == "lm"
+        self.extract_claims = dspy.Predict(ExtractClaims)  # used with claims="lm" only
+
+    claims_of = ClaimJudge.claims_of
+
     def _score(self, sample) -> dspy.Prediction:
         if not (sample.response or "").strip():
             return dspy.Prediction(score=float(self.output_floor), undefined_reason=(
@@ -80,34 +129,23 @@ class FaithfulnessWithVerifier(Judge):
         return self(**self._forward_inputs(sample))  # no LM: the verifier alone
 
     def forward(self, response: str, retrieved_contexts: list[str], user_input: str | None = None):
-        languages = {detect_language(text) for text in [response, *retrieved_contexts]} - {""}
-        foreign = sorted(languages - {"en"})
-        verifier = self._verifier_for(foreign[0] if foreign else "en")
-        if verifier is None:
-            return dspy.Prediction(score=0.0, claims=[], verdicts=[], out_of_language=foreign[0], undefined_reason=(
-                f"the text is in {foreign[0]!r}, which the verifier {self.model().name} does not cover "
-                f"({', '.join(self.model().languages)}); give multilingual_verifier= to score it"))
+        verifier = self.verifier_for_text([response, *retrieved_contexts])
+        if isinstance(verifier, dict):
+            return dspy.Prediction(score=0.0, claims=[], verdicts=[], **verifier)
         if self.claims == "lm":
             claims, source = self.claims_of(response, user_input)
         else:
             claims, source = split_sentences(response) or [response.strip()], "sentences"
-        rows = verifier.support(retrieved_contexts, claims)
-        for row in rows:
-            row["supported"] = row["probability"] >= self.threshold
-        probabilities = [row["probability"] for row in rows]
+        checked = self.verify_claims(verifier, claims, retrieved_contexts)
+        rows = checked["verdicts"]
         return dspy.Prediction(score=sum(r["supported"] for r in rows) / len(rows), claims=claims,
-                               claims_source=source, verdicts=rows, weakest=min(probabilities),
-                               mean_probability=sum(probabilities) / len(probabilities), verifier=verifier.name)
+                               claims_source=source, **checked)
 
     def feedback(self, result: dspy.Prediction) -> str:
         text = f"{self.name} = {result.score:.2f}"
         if result.get("undefined_reason"):
             return f"{text} ({result.undefined_reason})"
-        failed = [r for r in result.get("verdicts", []) if not r["supported"]]
-        if failed:
-            text += "; claims the evidence does not support: " + " | ".join(
-                f"{r['claim']!r} (P={r['probability']:.2f}; closest evidence: {r['sentence']!r})" for r in failed)
-        return text + f"; weakest claim P={result.weakest:.2f}"
+        return text + unsupported_feedback(result.verdicts) + f"; weakest claim P={result.weakest:.2f}"
 
 
 FaithfulnesswithHHEM = FaithfulnessWithVerifier
