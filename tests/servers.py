@@ -209,6 +209,9 @@ class MockOpenAI(_Server):
 
 #: The faults a FaultProxy injects, each at ``rate / len(FAULTS)`` per request.
 FAULTS = ("rate_limited", "server_error", "reset", "slow", "cut_body", "not_json", "empty_completion")
+#: A well-formed completion whose content is not what was asked (no field parses): the LM answered and was
+#: paid, the item fails. Injected only when asked (``kinds=`` or ``schedule=``): no retry fixes it.
+GARBAGE = "garbage"
 #: Faults that a client cannot recover from by retrying; injected only when asked (``permanent=``).
 PERMANENT = {"bad_request": 400, "unauthorized": 401}
 
@@ -216,8 +219,8 @@ PERMANENT = {"bad_request": 400, "unauthorized": 401}
 class FaultProxy(_Server):
     """Forwards ``/v1/*`` to ``upstream`` and, at a seeded ``rate``, answers instead with a fault drawn from
     ``kinds`` (default ``FAULTS``): 429 with ``Retry-After``, 500/503, a connection reset, a reply slower
-    than ``slow_seconds``, a body cut mid-JSON, a 200 that is not JSON, an empty completion.
-    ``schedule={n: kind}`` injects ``kind`` on the n-th request (1-based), including the permanent ones
+    than ``slow_seconds``, a body cut mid-JSON, a 200 that is not JSON, an empty completion; and, when
+    asked, ``GARBAGE`` (a delivered completion whose content parses as nothing). ``schedule={n: kind}`` injects ``kind`` on the n-th request (1-based), including the permanent ones
     (``"bad_request"`` 400, ``"unauthorized"`` 401). ``counts`` holds requests, faults by kind,
     ``delivered`` (intact completions passed on) and their prompt/completion tokens."""
 
@@ -282,6 +285,10 @@ class FaultProxy(_Server):
                 return self._send(status, answer[: len(answer) // 2])
             if fault == "not_json":
                 return self._send(200, b"<html><body>502 Bad Gateway (from a cache in between)</body></html>")
+            if fault == GARBAGE and status == 200:
+                data = json.loads(answer)
+                data["choices"][0]["message"]["content"] = "}}]] no fields here, only noise {{["
+                answer = json.dumps(data).encode()  # delivered intact, usage and all
             if fault == "empty_completion" and status == 200:
                 data = json.loads(answer)
                 data["choices"][0]["message"]["content"] = ""

@@ -4,6 +4,7 @@ and parameters through `evaluate` and `calibrate` on a scripted LM: every case e
 (exit 2) or a result with its failures recorded (exit 0), never a traceback (exit 1) or a silent result."""
 
 import json
+import os
 import random
 import re
 import sys
@@ -155,6 +156,36 @@ def test_file_problems_name_the_file_and_line(tmp_path, capsys):
     surrogate.write_text('{"response": "a\\ud800b", "reference": "a"}\n')
     code, _, err = run_cli(["evaluate", str(surrogate), "-m", "exact_match", "--no-mlflow"], capsys)
     assert code == 2 and "field 'response'" in err and "lone surrogate U+D800" in err
+
+
+def test_more_bad_files_and_outputs_end_in_one_named_error(tmp_path, capsys):
+    """From a rerun of the audit (issue 28): each used to end in a raw exception and exit 1."""
+    ok = write_lines(tmp_path / "ok.jsonl", [json.dumps({"response": "a", "reference": "a"})] * 2)
+    deep = write_lines(tmp_path / "deep.jsonl", ['{"response": ' + "[" * 100_000 + "]" * 100_000 + ', "reference": "a"}'])
+    ragged = write_lines(tmp_path / "ragged.csv", ["response,reference", "a,a", "x,y,z,w"])
+    big = write_lines(tmp_path / "big.jsonl", [json.dumps({"response": "a", "reference": "a", "label": int("9" * 401)}),
+                                               *[json.dumps({"response": "b", "reference": "a", "label": i % 2}) for i in range(5)]])
+    a_file = write_lines(tmp_path / "a_file", ["x"])
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    cases = [
+        (["evaluate", str(deep), "-m", "exact_match"], "deep.jsonl:1 is nested too deeply to read"),
+        (["evaluate", str(ragged), "-m", "exact_match"], "ragged.csv: line 3 has 4 cells where the header has 2 columns"),
+        (["calibrate", str(big), "--judge", "exact_match"], "line 1: label 99999999999999999999"),
+        (["evaluate", str(ok), "-m", "exact_match", "--out", str(a_file)], f"--out {a_file} is a file"),
+        (["evaluate", str(ok), "-m", "exact_match", "--out", str(tmp_path / "link")], "is a symbolic link"),
+        (["evaluate", str(ok), "-m", "exact_match", "--run-file", str(tmp_path)], "is a directory"),
+    ]
+    for argv, message in cases:
+        code, _, err = run_cli([*argv, "--no-mlflow", *(["--out", str(tmp_path / "o")] if "--out" not in argv else [])],
+                               capsys)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (argv, code, err)
+    assert not list((tmp_path / "real").iterdir())  # nothing written through the link
+    read_only = tmp_path / "read-only"
+    read_only.mkdir(mode=0o555)
+    if not os.access(read_only, os.W_OK):  # root writes anywhere: nothing to check then
+        code, _, err = run_cli(["evaluate", str(ok), "-m", "exact_match", "--no-mlflow", "--out", str(read_only)], capsys)
+        assert code == 2 and "is not writable" in err
 
 
 def test_an_unwritable_mlflow_location_fails_at_once_and_says_no_mlflow(tmp_path, capsys, monkeypatch):

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from dspy.utils import DummyLM
 
 from judges import (
     EvaluationDataset,
+    InputTooLargeError,
+    BleuScore,
     ExactMatch,
     Faithfulness,
     Judge,
@@ -135,6 +138,16 @@ def test_per_task_timeout():
     assert len(result.failures) == 2 and "TimeoutError" in result.failures[0][2]
 
 
+def test_a_workers_first_use_imports_are_not_counted_against_the_item():
+    """A 3-character ROUGE-L item timed out at 1 s in a fresh worker: importing rouge_score (about 1 s here)
+    was counted as the item's time. The worker now builds the metric and imports what it needs first."""
+    data = EvaluationDataset([{"response": "abc", "reference": "abc"}])
+    for backend in ("threads", "processes"):  # threads + timeout also sends it to a worker process
+        result = evaluate(data, [RougeScore(), BleuScore()], timeout=0.5, backend=backend, num_threads=1,
+                          progress=False)
+        assert result.failures == [] and result.scores("rouge_score") == [1.0], (backend, result.failures)
+
+
 def test_a_timeout_stops_a_cpu_bound_item_and_the_next_item_still_runs():
     """Audit: a Levenshtein item on a 2 MB pair ran 160 s under --timeout 5 and was recorded as a success, and
     the trivial item after a timed-out one was recorded as TimeoutError without running. CPU-bound metrics
@@ -167,6 +180,21 @@ def test_quadratic_metrics_refuse_inputs_beyond_their_documented_size():
     assert RougeScore(rouge_type="rouge1").score(data[0]).score == 1.0  # linear: no guard
     with pytest.raises(ValueError, match="max_lcs_cells must be a positive int"):
         RougeScore(max_lcs_cells=0)
+
+
+def test_context_metrics_comparing_every_pair_refuse_beyond_max_pairs():
+    from judges import NonLLMContextPrecisionWithReference, NonLLMContextRecall
+
+    many = [f"context number {i}" for i in range(1_001)]
+    sample = {"retrieved_contexts": many, "reference_contexts": many[:1_000]}
+    for metric in (NonLLMContextPrecisionWithReference(), NonLLMContextRecall()):
+        start = time.monotonic()
+        with pytest.raises(InputTooLargeError, match=rf"{metric.name}: 1,00[01] x 1,00[01] contexts is over max_pairs=1,000,000"):
+            metric.score(sample)
+        assert time.monotonic() - start < 1
+        assert type(metric)(max_pairs=2_000_000).score({"retrieved_contexts": many[:3], "reference_contexts": many[:3]}).score == 1.0
+    with pytest.raises(ValueError, match="max_pairs must be a positive int"):
+        NonLLMContextRecall(max_pairs=0)
 
 
 def test_an_abandoned_llm_call_does_not_keep_the_process_alive(tmp_path):
@@ -222,9 +250,25 @@ def test_lm_argument_reaches_judges_without_their_own_lm():
     assert lm.engine.calls == 3
 
 
-def test_duplicate_metric_names_are_refused():
-    with pytest.raises(ValueError, match="share the name"):
+def test_duplicate_metric_names_are_refused_and_an_alias_tells_them_apart(tmp_path, capsys):
+    with pytest.raises(ValueError, match=r"share the name.*metric.named\('...'\) \(CLI: -m ALIAS=NAME"):
         evaluate(EvaluationDataset(rows(1)), [ExactMatch(), ExactMatch(ignore_case=True)], progress=False)
+    data = EvaluationDataset([{"response": "Paris", "reference": "paris"}])
+    for backend in ("threads", "processes"):
+        result = evaluate(data, [ExactMatch(), ExactMatch(ignore_case=True).named("exact_match_any_case")],
+                          progress=False, backend=backend)
+        assert result.scores("exact_match") == [0.0] and result.scores("exact_match_any_case") == [1.0], backend
+    assert ExactMatch().named("em").get_params() == ExactMatch().get_params()
+    with pytest.raises(ValueError, match="alias 'a b' must be"):
+        ExactMatch().named("a b")
+    from judges_app.cli import main
+
+    path = tmp_path / "d.jsonl"
+    data.to_jsonl(path)
+    code = main(["evaluate", str(path), "-m", "exact_match", "-m", 'any_case=exact_match:{"ignore_case": true}',
+                 "--no-mlflow", "--out", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert code == 0 and re.search(r"any_case\s+1\.000", printed) and re.search(r"exact_match\s+0\.000", printed)
 
 
 def test_run_file_resume_skips_finished_work_and_refuses_other_runs(tmp_path):
@@ -326,3 +370,88 @@ def test_each_record_reaches_the_run_file_when_its_item_finishes_not_when_its_ch
     worker.join()
     assert len(read_run_records(run)[1]) == 100
     assert {1, 2, 3} & seen and len(seen & set(range(1, 12))) >= 5, sorted(seen)[:20]
+
+
+def test_a_score_from_one_of_two_judges_is_flagged_counted_and_can_fail_the_item(tmp_path):
+    """One judge's reply does not parse: the score comes from the other judge alone, the record says which
+    and why, the summary counts it, and on_degraded="fail" makes it a failure that retry_failed reruns."""
+    from judges import AnswerAccuracy
+
+    def respond(prompt):
+        if "You rate a user answer" in prompt and "broken" in prompt:
+            return {}  # judge_a answers nothing usable on the "broken" item
+        return {"rating": 4}
+
+    rows = [{"user_input": "q?", "response": "fine", "reference": "fine"},
+            {"user_input": "q?", "response": "broken", "reference": "broken"}]
+    metric = AnswerAccuracy(lm=scripted_lm(respond))
+    run_file = tmp_path / "run.jsonl"
+    result = evaluate(rows, [metric], num_threads=1, progress=False, run_file=run_file)
+    first, second = result.records
+    assert "degraded" not in first and first["score"] == 1.0
+    assert second["score"] == 1.0 and second["degraded"].startswith("judge_a gave no rating")
+    assert "scored from judge_b alone" in second["degraded"] and second["details"]["ratings"] == [None, 4]
+    assert result.summary()["answer_accuracy"]["degraded"] == 1 and result.failures == []
+    failed = evaluate(rows, [metric], num_threads=1, progress=False, run_file=run_file, on_degraded="fail")
+    assert [f[:2] for f in failed.failures] == [(1, "answer_accuracy")]
+    assert failed.failures[0][2].startswith("DegradedScore: judge_a gave no rating")
+    assert failed.records[1]["degraded_score"] == 1.0 and failed.summary()["answer_accuracy"]["scored"] == 1
+    calls = metric.judge_lm.engine.calls
+    again = evaluate(rows, [metric], num_threads=1, progress=False, run_file=run_file, on_degraded="fail",
+                     retry_failed=True)
+    assert [f[:2] for f in again.failures] == [(1, "answer_accuracy")]  # still degraded: the script is stubborn
+    assert metric.judge_lm.engine.calls == calls + 3  # item 1 was judged again (judge_a twice: its fallback)
+    with pytest.raises(ValueError, match="on_degraded='skip' is not one of"):
+        evaluate(rows, [metric], on_degraded="skip", progress=False)
+
+
+def test_claims_left_without_a_verdict_are_a_degraded_score():
+    from judges import Faithfulness
+
+    def respond(prompt):
+        if "claims" in prompt and "verdicts" not in prompt.split("Your output fields are:")[-1][:400]:
+            return {"claims": ["The sky is blue.", "Grass is red."]}
+        return {"verdicts": [{"claim": "The sky is blue.", "reason": "stated", "supported": True}]}
+
+    result = Faithfulness(lm=scripted_lm(respond)).score(
+        {"response": "The sky is blue. Grass is red.", "retrieved_contexts": ["The sky is blue."]})
+    assert result.unverified == [1] and result.score == 0.5
+    assert result.degraded.startswith("verify: no verdict for 1 of 2 claims") and "Grass is red." in result.degraded
+
+
+def test_a_second_run_on_a_run_file_in_use_is_refused_naming_the_holder(tmp_path):
+    """Two runs on one run file both did all the work and left duplicate keys; now the second is refused
+    before it reads or scores anything, and the file is free again once the first ends (even killed)."""
+    run = tmp_path / "run.jsonl"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from judges.run.run_file import RunFile
+        f = RunFile({str(run)!r}, {{"version": 1, "samples": "x", "metrics": {{}}}})
+        print("locked", flush=True)
+        time.sleep(60)
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        from judges.run.run_file import RunFileInUse
+
+        with pytest.raises(RunFileInUse, match=rf"in use by another run \(pid {holder.pid} on "):
+            evaluate(EvaluationDataset(samples(2)), [SlowLength(delay=0)], run_file=run, progress=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    run.unlink()  # the killed holder's lock is gone with it: the file can be used again
+    assert evaluate(EvaluationDataset(samples(2)), [SlowLength(delay=0)], run_file=run, progress=False).failures == []
+    with pytest.raises(ValueError, match="is a directory"):
+        evaluate(EvaluationDataset(samples(2)), [SlowLength(delay=0)], run_file=tmp_path, progress=False)
+
+
+def test_a_run_file_score_outside_zero_one_is_refused_on_resume(tmp_path):
+    run = tmp_path / "run.jsonl"
+    data = EvaluationDataset(rows(3))
+    evaluate(data, [ExactMatch()], run_file=run, progress=False)
+    lines = run.read_text().splitlines()
+    edited = json.loads(lines[2])
+    edited["score"] = 7.5
+    run.write_text("\n".join([*lines[:2], json.dumps(edited), *lines[3:]]) + "\n")
+    with pytest.raises(ValueError, match=r"line 3: score 7.5 of metric 'exact_match' is not a number in \[0, 1\]"):
+        evaluate(data, [ExactMatch()], run_file=run, progress=False)

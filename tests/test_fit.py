@@ -189,6 +189,30 @@ def test_compiled_judge_params_are_checked_against_the_constructor():
             CompiledJudge.from_dict(_resealed(changed))
 
 
+def test_a_compiled_file_that_cannot_score_is_refused_at_load_with_a_named_error(tmp_path):
+    """From an audit: a NaN calibrator coefficient loaded and failed only after 24 LM calls; a program naming
+    an unknown step raised KeyError; a file nested 200k deep raised RecursionError."""
+    import math
+
+    from calibration.fitting.calibrators import Calibrator
+
+    calibrator = Calibrator("platt", binary=True).fit([0.1, 0.2, 0.8, 0.9], [0, 0, 1, 1])
+    data = CompiledJudge(Faithfulness(), calibrator).to_dict()
+    assert CompiledJudge.from_dict(json.loads(json.dumps(data))).calibrator.kind == "platt"
+    nan = json.loads(json.dumps(data))
+    nan["calibrator"]["params"]["coef"][0] = math.nan
+    with pytest.raises(ValueError, match=r"calibrator: params\['coef'\]\[0\] = nan is not a finite number"):
+        CompiledJudge.from_dict(_resealed(nan))
+    unknown = json.loads(json.dumps(data))
+    unknown["judge"]["program"] = {"no_such_step": {"demos": [], "signature": {}}}
+    with pytest.raises(ValueError, match="its program does not fit Faithfulness"):
+        CompiledJudge.from_dict(_resealed(unknown))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        CompiledJudge.load(deep)
+
+
 def test_cheap_signals():
     from calibration.fitting.signals import reference_token_recall, token_overlap
 

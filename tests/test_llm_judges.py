@@ -1,5 +1,8 @@
 """Dual-judge, custom, agent and domain judges on a scripted LM (answers in call order)."""
 
+import os
+from pathlib import Path
+
 import pytest
 from dspy.utils import DummyLM
 
@@ -199,6 +202,43 @@ def test_execution_check_is_read_only_time_limited_and_needs_a_schema():
     assert execution_equivalence(SUM_SQL, "SELECT nope FROM missing", tables)[0] is None
     ddl = schema_tables(["CREATE TABLE t (id INT PRIMARY KEY, name TEXT)"])
     assert ddl == {"t": [("id", "INT", True), ("name", "TEXT", False)]}
+
+
+def test_one_slow_step_inside_a_query_is_stopped_at_the_time_limit():
+    """SQLite's progress handler runs between steps; one huge printf is one step (42 s under a 2 s limit
+    in an audit): the child process running the queries is killed at the limit instead."""
+    import time
+
+    def children():  # this process's live children, from /proc
+        found = set()
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid() and fields[0] != "Z":
+                found.add(stat.parent.name)
+        return found
+
+    tables = schema_tables(SCHEMA)
+    slow = ("SELECT length(printf('%.*c%.*c%.*c%.*c%.*c', 2000000000, 'x', 2000000000, 'x', 2000000000, 'x', "
+            "2000000000, 'x', 2000000000, 'x')) FROM products")
+    before = children()
+    start = time.monotonic()
+    ok, note = execution_equivalence(slow, SUM_SQL, tables, time_limit=1.0)
+    took = time.monotonic() - start
+    assert ok is False and "time limit" in note and took < 6, (note, took)
+    assert children() <= before  # nothing left burning CPU
+    ok, note = execution_equivalence(SUM_SQL, slow, tables, time_limit=1.0)
+    assert ok is None and note.startswith("the reference query ran over the time limit")
+
+
+def test_sql_nested_too_deeply_is_a_parse_problem_not_a_failed_item():
+    nested = "SELECT " + "(" * 3000 + "1" + ")" * 3000
+    tables = schema_tables(SCHEMA)
+    assert execution_equivalence(nested, SUM_SQL, tables) == (None, "could not parse the candidate SQL: it is nested too deeply")
+    assert execution_equivalence(SUM_SQL, nested, tables)[1] == "could not parse the reference SQL: it is nested too deeply"
+    assert schema_tables(["CREATE TABLE t (id INT CHECK " + "(" * 3000 + "1" + ")" * 3000 + ")"]) == {}
 
 
 def test_execution_check_stays_inside_hard_limits(tmp_path):

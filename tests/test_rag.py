@@ -277,7 +277,7 @@ def test_missing_fields_fail_before_any_lm_call():
 def test_verdict_probabilities_from_token_logprobs():
     from math import log
 
-    from judges.metrics.base import verdict_probabilities
+    from judges.metrics.logprobs import verdict_probabilities
 
     def tok(token, logprob, top=()):
         return {"token": token, "logprob": logprob, "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top]}

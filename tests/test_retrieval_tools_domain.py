@@ -116,6 +116,18 @@ def test_tool_call_accuracy_reorder_missing_extra_mismatch():
     assert ToolCallAccuracy().score(as_text).score == 1.0
 
 
+def test_a_number_is_the_same_argument_in_any_of_its_forms_and_a_list_is_not_its_text():
+    def pair(predicted, reference):
+        return agent([ToolCall(name="f", args={"x": predicted})], [ToolCall(name="f", args={"x": reference})])
+
+    for predicted, reference in ((1, 1.0), (1.0, "1"), ("1.50", 1.5), ("1e2", 100)):
+        assert ToolCallF1().score(pair(predicted, reference)).score == 1.0, (predicted, reference)
+        assert ToolCallAccuracy().score(pair(predicted, reference)).score == 1.0, (predicted, reference)
+    for predicted, reference in ((True, 1), (1.5, 1), (["a"], "['a']"), ("1e999999", "1e999998")):
+        assert ToolCallF1().score(pair(predicted, reference)).score == 0.0, (predicted, reference)
+        assert ToolCallAccuracy().score(pair(predicted, reference)).score == 0.0, (predicted, reference)
+
+
 def test_tool_call_accuracy_pluggable_argument_comparison():
     close = agent([ToolCall(name="weather_check", args={"location": "New York City"})],
                   [ToolCall(name="weather_check", args={"location": "New York"})])

@@ -24,7 +24,7 @@ from judges.lm.served import (
 from judges.run.result import RunStopped
 
 sys.path.insert(0, str(Path(__file__).parent))
-from servers import FAULTS, FaultProxy, MockOpenAI  # noqa: E402
+from servers import FAULTS, GARBAGE, FaultProxy, MockOpenAI  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -71,6 +71,27 @@ def test_twenty_percent_faults_over_a_hundred_items_every_item_accounted_for(tmp
     assert stats["failed.EmptyCompletionError"] == counts["fault.empty_completion"]
     with capsys.disabled():
         print(f"\nproxy: {dict(counts)}\nServedLM: {dict(stats)}; recorded failures {len(result.failures)}")
+
+
+def test_every_answered_call_is_counted_whether_its_item_scored_or_failed(tmp_path):
+    """Replies that arrive but do not parse fail their item; the calls and tokens they cost are still in the
+    record and the summary, which then equal what the server delivered."""
+    from judges import AnswerAccuracy
+
+    with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=0.4, seed=3, kinds=(GARBAGE,)) as proxy:
+        lm = served(proxy.url)
+        rows = [{"user_input": f"q{i}?", "response": f"answer {i}", "reference": f"answer {i}"} for i in range(12)]
+        result = evaluate(rows, [critic(lm), AnswerAccuracy(lm=lm)], num_threads=3, progress=False,
+                          run_file=tmp_path / "run.jsonl")
+    counts, summary = proxy.counts, result.summary()
+    assert counts[f"fault.{GARBAGE}"] > 0 and result.failures  # some items did fail after the LM answered
+    failed = [r for r in result.records if r.get("error")]
+    assert all(r["lm_calls"] > 0 and r["usage"] for r in failed)
+    assert sum(summary[name]["lm_calls"] for name in ("good", "answer_accuracy")) == counts["delivered"]
+    assert sum(summary[n]["input_tokens"] for n in ("good", "answer_accuracy")) == counts["prompt_tokens"]
+    assert sum(summary[n]["output_tokens"] for n in ("good", "answer_accuracy")) == counts["completion_tokens"]
+    written = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()[1:]]
+    assert sum(r.get("lm_calls", 0) for r in written) == counts["delivered"]  # the run file carries it too
 
 
 TRANSIENT_NAMES = ("LMRateLimitError", "LMServerError", "LMTransportError", "LMProviderError", "EmptyCompletionError")

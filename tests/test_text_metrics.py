@@ -1,5 +1,6 @@
 import math
 
+import dspy
 import pytest
 
 from judges import (
@@ -117,3 +118,15 @@ def test_scores_are_finite_in_unit_interval():
         for sample in (EN, ZH, pair("a", "completely different")):
             value = metric.score(sample).score
             assert math.isfinite(value) and 0.0 <= value <= 1.0
+
+
+@pytest.mark.parametrize("metric", [ChrfScore(), BleuScore(), RougeScore(), ExactMatch(), StringPresence(),
+                                    NonLLMStringSimilarity()], ids=lambda m: m.name)
+def test_a_missing_response_is_the_same_for_every_text_metric(metric):
+    """None as a response: a named error from score() (the sample lacks a field), the floor 0.0 inside an
+    optimizer (as_metric), never a raw exception from the scorer."""
+    with pytest.raises(SampleValidationError, match=f"{metric.name}: sample, field 'response'"):
+        metric.score({"response": None, "reference": "abc"})
+    example = dspy.Example(user_input="q", reference="abc").with_inputs("user_input")
+    assert metric.as_metric()(example, dspy.Prediction(response=None)) == 0.0
+    assert metric.score({"response": "", "reference": "abc"}).score == 0.0

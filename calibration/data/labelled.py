@@ -7,7 +7,6 @@ JSONL/CSV round trips), seeded splits, balanced samples and k-fold. Must not rea
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Sequence
@@ -17,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from judges.data.dataset import EvaluationDataset
+from judges.data.dataset import EvaluationDataset, read_csv_rows
 from judges.data.samples import SampleValidationError
 
 LABEL_KINDS = ("binary", "ordinal", "continuous")
@@ -54,7 +53,7 @@ class LabelledSet:
             problem = _label_problem(value, self.kind)
             if problem:
                 where = self.row_names[i] if self.row_names else f"{self.name}: row {i}"
-                raise ValueError(f"{where}: label {value!r} {problem}")
+                raise ValueError(f"{where}: label {value!r:.60} {problem}")
         self.labels = [int(v) if self.kind != "continuous" else float(v) for v in self.labels]
         if self.label_range is None:
             self.label_range = (0.0, 1.0) if self.kind == "binary" else (
@@ -114,16 +113,15 @@ class LabelledSet:
                     rows.append(json.loads(line, parse_constant=_no_constant))
                 except (json.JSONDecodeError, ValueError) as err:
                     raise ValueError(f"{path}: line {number} is not valid JSON ({err})") from None
+                except RecursionError:
+                    raise ValueError(f"{path}: line {number} is nested too deeply to read") from None
                 names.append(f"{path}: line {number}")
         return cls.from_records(rows, row_names=names, **kwargs)
 
     @classmethod
     def from_csv(cls, path: str | Path, **kwargs) -> LabelledSet:
-        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is not part of the first column's name
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(handle)]
-        # line numbers of the file (header is line 1), for rows without quoted line breaks
-        return cls.from_records(rows, row_names=[f"{path}: line {i + 2}" for i in range(len(rows))], **kwargs)
+        rows, lines = read_csv_rows(path)
+        return cls.from_records(rows, row_names=[f"{path}: line {n}" for n in lines], **kwargs)
 
     @classmethod
     def from_pandas(cls, frame, **kwargs) -> LabelledSet:
@@ -155,8 +153,13 @@ def _label_problem(value: Any, kind: str) -> str | None:
     """Why ``value`` is not a label of ``kind`` (None when it is one)."""
     if isinstance(value, bool):
         value = int(value)
-    if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(float(value)):
+    if not isinstance(value, (int, float, np.integer, np.floating)):
         return "is not a finite number"
+    try:
+        if not math.isfinite(float(value)):
+            return "is not a finite number"
+    except OverflowError:  # an integer of hundreds of digits
+        return "is too large to be a label"
     if kind == "binary" and float(value) not in (0.0, 1.0):
         return "is not 0 or 1 (binary labels; use --label-kind ordinal or continuous for a scale)"
     if kind == "ordinal" and not float(value).is_integer():

@@ -21,6 +21,7 @@ Must not score samples: it maps scores (and signals) computed elsewhere.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -94,6 +95,26 @@ class SignedLinear(BaseEstimator, RegressorMixin):
 
     def predict(self, x):
         return np.asarray(x, float) @ self.coef_ + self.intercept_
+
+
+def _non_finite(value: Any, where: str) -> str | None:
+    """Where in ``value`` (nested lists and dicts) a number is NaN or infinite, or a value is not a number
+    where only numbers belong; None when all are finite."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return None
+    if isinstance(value, (int, float)):
+        return None if math.isfinite(value) else f"{where} = {value!r}"
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _non_finite(item, f"{where}[{key!r}]")
+        if found:
+            return found
+    return None
 
 
 class Calibrator:
@@ -248,6 +269,10 @@ class Calibrator:
             raise ValueError(f"calibrator uses unknown features {unknown}")
         calibrator = cls(data["kind"], data["binary"], data.get("features", []), bool(data.get("monotone", False)),
                          data.get("selection", "any_gain"))
+        bad = _non_finite(data.get("params", {}), "params")
+        if bad:
+            raise ValueError(f"calibrator: {bad} is not a finite number; the calibrator would score every item NaN "
+                             "(refit it)")
         calibrator.params, calibrator.note = data.get("params", {}), data.get("note", "")
         calibrator.ranges = data.get("ranges", {})
         calibrator.use_raw = bool(data.get("use_raw", True))

@@ -138,7 +138,11 @@ class CompiledJudge(Metric):
                 params[resource] = value
         judge = judge_class(**params)
         if judge_data.get("program"):
-            judge.load_state(judge_data["program"])
+            try:
+                judge.load_state(judge_data["program"])
+            except (KeyError, TypeError, ValueError, AttributeError) as err:
+                raise ValueError(f"compiled judge file: its program does not fit {judge_class.__name__} "
+                                 f"({type(err).__name__}: {err}); steps are {[n for n, _ in judge.named_predictors()]}") from None
         memory = EpisodicMemory.from_dict(data["memory"], embeddings=embeddings) if data.get("memory") else None
         return cls(judge, calibrator, schema, data.get("report"), memory)
 
@@ -148,6 +152,8 @@ class CompiledJudge(Metric):
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
             raise ValueError(f"{path} is not valid JSON: {err.msg}") from None
+        except RecursionError:
+            raise ValueError(f"{path} is nested too deeply to be a compiled judge file") from None
         return cls.from_dict(data, lm=lm, embeddings=embeddings)
 
 

@@ -108,6 +108,27 @@ def _decode_json_cells(row: dict[str, Any], sample_type, *, index: int | None) -
     return out
 
 
+def read_csv_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[int]]:
+    """The rows of a CSV file with a header line, as dicts (an empty cell is None), and each row's line
+    number. A row whose cell count differs from the header's is refused, naming its line and both counts
+    (``csv.DictReader`` would file the extra cells under the key None). utf-8-sig: a byte-order mark
+    (Excel's "CSV UTF-8") is not part of the first column's name."""
+    rows, lines = [], []
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None) or []
+        for cells in reader:
+            if not cells:
+                continue
+            if len(cells) != len(header):
+                raise SampleValidationError([(len(rows), "<line>", (
+                    f"{path}: line {reader.line_num} has {len(cells)} cells where the header has {len(header)} "
+                    f"columns ({', '.join(header)})"))])
+            rows.append({k: (v if v != "" else None) for k, v in zip(header, cells)})
+            lines.append(reader.line_num)
+    return rows, lines
+
+
 class EvaluationDataset(Sequence):
     """A homogeneous collection of :class:`SingleTurnSample` or :class:`MultiTurnSample`."""
 
@@ -219,6 +240,9 @@ class EvaluationDataset(Sequence):
                     raise SampleValidationError(
                         [(len(rows), "<line>", f"{path}:{line_number} is not valid JSON: {err.msg}")]
                     ) from None
+                except RecursionError:
+                    raise SampleValidationError(
+                        [(len(rows), "<line>", f"{path}:{line_number} is nested too deeply to read")]) from None
         return cls(rows, reference_separator=reference_separator)
 
     def to_jsonl(self, path: str | Path) -> Path:
@@ -230,9 +254,7 @@ class EvaluationDataset(Sequence):
 
     @classmethod
     def from_csv(cls, path: str | Path, *, reference_separator: str | None = None) -> EvaluationDataset:
-        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is not part of the first column's name
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(handle)]
+        rows, _ = read_csv_rows(path)
         return cls(rows, reference_separator=reference_separator)
 
     def to_csv(self, path: str | Path) -> Path:

@@ -2,11 +2,12 @@
 each, with the family's public names in it.
 
     base.py        ``Metric`` (score, ascore, as_metric, validation) and ``Judge`` (an LLM judge, a dspy.Module)
+    logprobs.py    P(verdict) from token log-probabilities (``use_logprobs=True``)
     rag/           faithfulness, relevancy, correctness, context precision / recall ... (LLM judges)
-    dual_judge.py  AnswerAccuracy, ContextRelevance, ResponseGroundedness (two judges averaged)
+    dual_judge.py  AnswerAccuracy, ContextRelevance, ResponseGroundedness (two judges averaged, or the verifier)
     custom.py      AspectCritic, SimpleCriteriaScore, RubricsScore, InstanceRubrics
     agent.py       topic adherence, agent goal accuracy
-    domain/        summaries, SQL equivalence, table comparison
+    domain/        summaries, SQL equivalence (its execution in a killable child: sql_sandbox.py), tables
     text.py        BLEU, ROUGE, chrF, exact match, string presence and similarity
     retrieval.py   context precision / recall without an LM, quoted spans
     tools.py       tool-call accuracy and F1

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import math
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -53,10 +52,25 @@ class Metric:
     sample_type: ClassVar[type] = SingleTurnSample
     needs_lm: ClassVar[bool] = False
     needs_embeddings: ClassVar[bool] = False
+    #: Modules the metric imports when first built or used (kept out of ``import judges``): a worker process
+    #: imports them before it times the metric's first item (``judges.run.processes``).
+    first_use_imports: ClassVar[tuple[str, ...]] = ()
+
+    #: Set by ``named``: the name this metric goes by in a run (its records, summary and scores columns).
+    alias: str | None = None
 
     @property
     def name(self) -> str:
-        return snake_case(type(self).__name__)
+        return self.alias or snake_case(type(self).__name__)
+
+    def named(self, alias: str) -> Metric:
+        """This metric under ``alias`` (letters, digits, ``_ . -``), so two of one kind with different settings
+        can share a run: ``evaluate(data, [RougeScore().named("rouge_l"), RougeScore(rouge_type="rouge1")])``.
+        Returns the metric itself; the alias is not a setting (``get_params`` leaves it out)."""
+        if not isinstance(alias, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}", alias):
+            raise ValueError(f"{self.name}: alias {alias!r} must be 1-100 letters, digits, '_', '.' or '-'")
+        self.alias = alias
+        return self
 
     #: Constructor arguments that are runtime resources, not settings (never saved with a judge).
     _runtime_params: ClassVar[tuple[str, ...]] = ("lm", "adapter", "embeddings", "arg_comparison")
@@ -361,53 +375,3 @@ class Judge(Metric, dspy.Module):
                 "the response is empty: nothing to judge; scored the floor without an LM call"))
         with judge_context(self.judge_lm, self.judge_adapter):
             return self(**self._forward_inputs(sample))
-
-
-_TRUE_WORDS = ("true", "yes")
-_FALSE_WORDS = ("false", "no")
-
-
-def _true_false_mass(token: dict[str, Any]) -> tuple[float, float]:
-    p_true = p_false = 0.0
-    seen = set()
-    for candidate in list(token.get("top_logprobs") or []) + [token]:
-        word = candidate["token"].strip().lower()
-        if not word or candidate["token"] in seen:
-            continue
-        seen.add(candidate["token"])
-        probability = math.exp(candidate["logprob"])
-        if any(w.startswith(word) for w in _TRUE_WORDS):
-            p_true += probability
-        elif any(w.startswith(word) for w in _FALSE_WORDS):
-            p_false += probability
-    return p_true, p_false
-
-
-def verdict_probabilities(logprobs: Any, field: str) -> list[float]:
-    """P(true) for each boolean ``field`` in a JSON completion, from the LM's token log-probabilities.
-
-    Walks the generated tokens; after the text ``"field":`` the first position whose alternatives include
-    a true/false word (" true", "False", "yes" ...; the grammar may first force a space, whose
-    alternatives already carry the model's choice) gives ``P(true) = p_true / (p_true + p_false)``. An
-    alternative missing from the top list adds nothing; with neither present, the chosen token decides
-    (1.0 or 0.0).
-    """
-    content = logprobs.get("content") if isinstance(logprobs, dict) else None
-    if not content:
-        return []
-    pattern = re.compile(rf'"{re.escape(field)}"\s*:\s*$')
-    text, out, pending, last_key = "", [], False, -1
-    for token in content:
-        match = pattern.search(text)
-        if match and match.start() != last_key:  # a new occurrence of the key
-            pending, last_key = True, match.start()
-        if pending:
-            p_true, p_false = _true_false_mass(token)
-            if p_true + p_false > 0:
-                out.append(p_true / (p_true + p_false))
-                pending = False
-            elif token["token"].strip():
-                out.append(1.0 if token["token"].strip().lower().startswith(("t", "y")) else 0.0)
-                pending = False
-        text += token["token"]
-    return out

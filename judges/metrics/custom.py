@@ -80,7 +80,7 @@ class _NamedJudge(Judge):
 
     @property
     def name(self) -> str:
-        return self.metric_name
+        return self.alias or self.metric_name
 
 
 class AspectCritic(_NamedJudge):

@@ -1,12 +1,15 @@
 """Dual-judge metrics (NVIDIA's, as in Ragas): two differently worded judge prompts rate the same thing on
 a small scale; each rating is normalised to [0, 1] and the two are averaged. If only one rating is valid
-(parsed and on the scale) it is used alone; if neither is, the sample fails with ``JudgeOutputError``
+(parsed and on the scale) it is used alone and the result says so in ``degraded`` (``evaluate`` counts
+such items and can fail them: ``on_degraded``); if neither is, the sample fails with ``JudgeOutputError``
 rather than getting a made-up score. Each prompt is its own predictor (``judge_a``, ``judge_b``), so each
 can be compiled.
 
   AnswerAccuracy        response vs reference, ratings 0/2/4 (the second judge sees the two answers swapped)
   ContextRelevance      retrieved contexts vs user input, ratings 0/1/2
-  ResponseGroundedness  response vs retrieved contexts, ratings 0/1/2
+  ResponseGroundedness  response vs retrieved contexts, ratings 0/1/2; or, with ``verifier=``, no LM:
+                        the trained verifier checks each response sentence and rates 2 (all supported),
+                        1 (some) or 0 (none)
 
 Must not call an LM beyond its two judges' steps.
 """
@@ -18,8 +21,10 @@ from typing import Any, ClassVar
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from judges.data.language import split_sentences
 from judges.lm.schemas import output_constraints
 from judges.metrics.base import Judge
+from judges.metrics.rag.verified import VerifierStep, unsupported_feedback
 
 
 class JudgeOutputError(ValueError):
@@ -99,16 +104,25 @@ class _DualJudge(Judge):
 
     def _ratings(self, **inputs) -> dspy.Prediction:
         ratings: list[int | None] = []
-        for predictor in (self.judge_a, self.judge_b):
+        problems: list[str] = []
+        for name, predictor in (("judge_a", self.judge_a), ("judge_b", self.judge_b)):
             try:
                 with output_constraints(rating={"enum": list(self.scale)}):
                     rating = int(predictor(**inputs).rating)
-            except (AdapterParseError, ValueError, TypeError):
-                rating = None
+            except (AdapterParseError, ValueError, TypeError) as err:
+                rating, why = None, f"{type(err).__name__}: {str(err)[:200]}"
+            else:
+                why = f"rating {rating} is not on {list(self.scale)}"
             ratings.append(rating if rating in self.scale else None)
+            if ratings[-1] is None:
+                problems.append(f"{name} gave no rating ({why})")
         valid = [r / max(self.scale) for r in ratings if r is not None]
         if not valid:
             raise JudgeOutputError(f"{self.name}: neither judge gave a rating in {list(self.scale)} (got {ratings})")
+        if problems:  # scored from one judge where two were designed: say so (evaluate counts it)
+            other = "judge_b" if ratings[0] is None else "judge_a"
+            return dspy.Prediction(score=valid[0], ratings=ratings,
+                                   degraded=f"{problems[0]}; scored from {other} alone")
         return dspy.Prediction(score=sum(valid) / len(valid), ratings=ratings)
 
     def feedback(self, result: dspy.Prediction) -> str:
@@ -151,19 +165,51 @@ class ContextRelevance(_DualJudge):
         return dict(question=user_input, context="\n\n".join(retrieved_contexts))
 
 
-class ResponseGroundedness(_DualJudge):
-    """How well the response is grounded in the retrieved contexts, by two judges rating 0/1/2."""
+class ResponseGroundedness(VerifierStep, _DualJudge):
+    """How well the response is grounded in the retrieved contexts, by two judges rating 0/1/2.
+
+    ``verifier="embedded"`` (or a model folder, see ``judges.lm.verifier``) replaces the two LM judges with
+    the verifier, run offline: each response sentence takes its best evidence chunk, P >= ``threshold``
+    counts as supported, and the rating is 2 if every sentence is supported, 0 if none is, else 1 (the
+    judges' scale, so scores stay comparable). Text outside the verifier's language scores 0.0 with
+    ``out_of_language`` and ``undefined_reason``, as in FaithfulnessWithVerifier."""
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
     scale = (0, 1, 2)
 
-    def __init__(self, *, lm: Any = None, adapter: Any = None):
+    def __init__(self, *, lm: Any = None, adapter: Any = None, verifier: str | None = None,
+                 supported_label: str | int | None = None, threshold: float = 0.5):
         super().__init__(lm=lm, adapter=adapter)
+        self._set_verifier(verifier, supported_label, threshold)
+        self.needs_lm = verifier is None
+        self.needs_verifier = verifier is not None
         self.judge_a = dspy.Predict(ResponseGroundednessJudgeA)
         self.judge_b = dspy.Predict(ResponseGroundednessJudgeB)
 
+    def _score(self, sample) -> dspy.Prediction:
+        if self.verifier is None or not (sample.response or "").strip():
+            return super()._score(sample)
+        return self(**self._forward_inputs(sample))  # no LM: the verifier alone
+
     def forward(self, response: str, retrieved_contexts: list[str]):
-        return super().forward(response=response, retrieved_contexts=retrieved_contexts)
+        if self.verifier is None:
+            return super().forward(response=response, retrieved_contexts=retrieved_contexts)
+        verifier = self.verifier_for_text([response, *retrieved_contexts])
+        if isinstance(verifier, dict):
+            return dspy.Prediction(score=0.0, ratings=[], verdicts=[], **verifier)
+        checked = self.verify_claims(verifier, split_sentences(response) or [response.strip()], retrieved_contexts)
+        supported = sum(row["supported"] for row in checked["verdicts"])
+        rating = 2 if supported == len(checked["verdicts"]) else 1 if supported else 0
+        return dspy.Prediction(score=rating / 2, ratings=[rating], **checked)
+
+    def feedback(self, result: dspy.Prediction) -> str:
+        if self.verifier is None:
+            return super().feedback(result)
+        text = f"{self.name} = {result.score:.2f}"
+        if result.get("undefined_reason"):
+            return f"{text} ({result.undefined_reason})"
+        return (f"{text} (verifier rating {result.ratings[0]} on [0, 1, 2])" + unsupported_feedback(result.verdicts)
+                + f"; weakest sentence P={result.weakest:.2f}")
 
     def _step_inputs(self, response: str, retrieved_contexts: list[str]) -> dict[str, Any]:
         return dict(response=response, context="\n\n".join(retrieved_contexts))

@@ -69,6 +69,8 @@ class BleuScore(_ResponseVsReference):
     Empty: an empty response or reference scores 0.0 (undefined when the reference is empty).
     """
 
+    first_use_imports: ClassVar[tuple[str, ...]] = ("sacrebleu.metrics",)
+
     def __init__(self, *, tokenize: str | None = None, effective_order: bool = True, lowercase: bool = False):
         from sacrebleu.metrics import BLEU
 
@@ -121,6 +123,8 @@ class RougeScore(_ResponseVsReference):
     and 100 MB) the item fails with ``InputTooLargeError`` instead; ROUGE-1/2 are linear and unguarded.
     """
 
+    first_use_imports: ClassVar[tuple[str, ...]] = ("rouge_score.rouge_scorer",)
+
     def __init__(self, *, rouge_type: str = "rougeL", mode: str = "fmeasure", use_stemmer: bool = True,
                  max_lcs_cells: int = 10_000_000):
         _check_choice("rouge_score", "rouge_type", rouge_type, ROUGE_TYPES)
@@ -158,6 +162,8 @@ class ChrfScore(_ResponseVsReference):
     """Sentence chrF (sacrebleu; character n-grams, so any script works), divided by 100.
     ``word_order=2`` gives chrF++. Empty: an empty response or reference scores 0.0 (undefined when the
     reference is empty)."""
+
+    first_use_imports: ClassVar[tuple[str, ...]] = ("sacrebleu.metrics",)
 
     def __init__(self, *, char_order: int = 6, word_order: int = 0, beta: int = 2):
         from sacrebleu.metrics import CHRF
@@ -236,6 +242,8 @@ class NonLLMStringSimilarity(_ResponseVsReference):
     Size guard: Levenshtein's time grows with the product of the lengths (two 2 MB strings: 160 s, holding
     the interpreter). A string longer than ``max_length`` characters (default 200,000: about 2 s at most)
     fails the item with ``InputTooLargeError``."""
+
+    first_use_imports: ClassVar[tuple[str, ...]] = ("rapidfuzz.distance",)
 
     def __init__(self, *, distance_measure: DistanceMeasure | str = DistanceMeasure.LEVENSHTEIN,
                  max_length: int = 200_000):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
 import dspy
@@ -34,14 +35,28 @@ from judges.metrics import text
 from judges.metrics.base import Metric
 
 
+def _number_text(value: Any) -> str | None:
+    """The canonical text of a finite number given as a number or as text (``1``, ``1.0``, ``"1.00"`` and
+    ``"1e0"`` all give ``"1"``); None for anything else."""
+    try:
+        number = Decimal(value.strip() if isinstance(value, str) else repr(value) if isinstance(value, float) else value)
+    except (InvalidOperation, ValueError, TypeError):
+        return None
+    if not number.is_finite() or abs(number.adjusted()) > 60:  # "1e999999999" is not expanded to a billion digits
+        return None
+    return format(number.normalize(), "f")
+
+
 def canonical_argument(value: Any) -> Any:
     """A hashable form of an argument value under one rule shared by both tool metrics: a bool is not a
-    number (``True`` differs from ``1``), a number and its text are the same argument (``75`` and
-    ``"75"``; most tools parse them alike), and lists and objects compare element by element."""
+    number (``True`` differs from ``1``), a number and its text are the same argument and compare by value
+    (``75``, ``75.0`` and ``"75"``; most tools parse them alike), and lists and objects compare element by
+    element. A list is not its printed text (``["a"]`` differs from ``"['a']"``)."""
     if isinstance(value, bool) or value is None:
         return ("literal", value)
     if isinstance(value, (int, float, str)):
-        return ("text", str(value))
+        number = _number_text(value)
+        return ("number", number) if number is not None else ("text", str(value))
     if isinstance(value, (list, tuple)):
         return ("list", tuple(canonical_argument(v) for v in value))
     if isinstance(value, dict):
@@ -109,6 +124,8 @@ def _unordered_alignment(weights: np.ndarray, allowed: np.ndarray) -> list[tuple
 
 class ToolCallAccuracy(Metric):
     """How well the agent's tool calls match the reference calls: names in order, then arguments."""
+
+    first_use_imports: ClassVar[tuple[str, ...]] = ("scipy.optimize",)
 
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "reference_tool_calls")
     allow_empty: ClassVar[tuple[str, ...]] = ("reference_tool_calls",)

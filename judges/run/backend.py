@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from judges.lm.served import PermanentLMError
 from judges.metrics.base import Metric
-from judges.run.records import error_text, scored_fields
+from judges.run.records import error_text, scored_fields, usage_fields
 
 Records = Callable[[list[dict[str, Any]]], None]
 
@@ -67,13 +67,14 @@ def score_item(item: Item, retries: int, backoff: float, strict: bool = False) -
     fault); any other failure is recorded as the item's error, or raised when ``strict``."""
     record: dict[str, Any] = {"sample": item.index, "metric": item.metric.name, "sample_key": item.key}
     started = time.monotonic()
+    spent: dict[str, Any] = {}  # every answered LM call of the item, whether it scored or failed
     try:
-        record.update(scored_fields(item.metric, item.sample, retries, backoff))
+        record.update(scored_fields(item.metric, item.sample, retries, backoff, spent))
     except PermanentLMError:
         raise
     except Exception as err:
         if strict:
             raise
-        record.update(score=None, error=error_text(err))
+        record.update(score=None, error=error_text(err), **(usage_fields(spent) if item.metric.needs_lm else {}))
     record["latency_s"] = time.monotonic() - started
     return record

@@ -26,12 +26,17 @@ back to the run file the moment it arrives.
   recorded as failed, so a rerun after the fix resumes with it.
 * ``retry_failed=True`` with a ``run_file``: items recorded as failed are run again (the new record
   replaces the old one); finished items are still skipped.
+* Degraded scores: a metric whose score came from fewer steps or judges than designed (one of two judges
+  unparsed, claims without a verdict) records ``degraded`` (which part and why) and the summary counts
+  them. ``on_degraded="record"`` (default) keeps the score; ``"fail"`` turns the item into a failure
+  (``DegradedScore: ...``, the score kept as ``degraded_score``), and ``retry_failed`` then runs it again.
+  The run file keeps the record as scored, so the policy can change on a rerun.
 * ``run_file``: finished items are appended as JSON lines as soon as the backend hands them over (one
   write per batch); a rerun with the same file skips what is there, so a run killed at any point (even
   SIGKILL) resumes without losing finished work, and ends with the same table as an uninterrupted run. A
   run file made for other samples or metric settings is refused rather than mixed in.
-* Accounting per metric: LM calls and input/output tokens (DSPy's usage tracker; answers served from
-  DSPy's cache cost none), cost from a ``price_table`` ``{model: {"input": $ per 1M tokens, "output":
+* Accounting per metric: LM calls and input/output tokens of every answered call, whether its item scored
+  or failed (DSPy's usage tracker; answers served from DSPy's cache cost none), cost from a ``price_table`` ``{model: {"input": $ per 1M tokens, "output":
   ...}}``, latency p50/p95, and overall throughput.
 
 Owns: validation, the run file's life, the choice of backend, the result. Must not score an item itself.
@@ -54,12 +59,13 @@ from judges.metrics.base import Metric
 from judges.run.backend import Backend, Item, Settings
 from judges.run.processes import ProcessBackend, rebuildable
 from judges.run.ray_backend import RayBackend
-from judges.run.records import sample_key
+from judges.run.records import degraded_as_failure, sample_key
 from judges.run.result import EvaluationResult, RunStopped
 from judges.run.run_file import RunFile, run_header
 from judges.run.threads import ThreadBackend
 
 BACKENDS = ("threads", "processes", "ray")
+ON_DEGRADED = ("record", "fail")
 
 
 class DatasetValidationError(ValueError):
@@ -74,11 +80,13 @@ def _metric_names(metrics: Sequence[Metric]) -> list[str]:
     names = [m.name for m in metrics]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise ValueError(f"evaluate: two metrics share the name(s) {duplicates}; give them distinct names")
+        raise ValueError(f"evaluate: two metrics share the name(s) {duplicates}; give them distinct names with "
+                         f"metric.named('...') (CLI: -m ALIAS=NAME:{{json}})")
     return names
 
 
-def _checked(dataset: EvaluationDataset, metrics: list[Metric], num_threads: Any, timeout: Any, backend: Any) -> None:
+def _checked(dataset: EvaluationDataset, metrics: list[Metric], num_threads: Any, timeout: Any, backend: Any,
+             on_degraded: Any = "record") -> None:
     if not metrics:
         raise ValueError("evaluate: give at least one metric")
     if len(dataset) == 0:
@@ -90,6 +98,8 @@ def _checked(dataset: EvaluationDataset, metrics: list[Metric], num_threads: Any
         raise ValueError(f"evaluate: timeout must be a positive number of seconds or None, got {timeout!r}")
     if backend not in BACKENDS:
         raise ValueError(f"evaluate: backend={backend!r} is not one of {list(BACKENDS)}")
+    if on_degraded not in ON_DEGRADED:
+        raise ValueError(f"evaluate: on_degraded={on_degraded!r} is not one of {list(ON_DEGRADED)}")
     errors = []
     for metric in metrics:
         try:
@@ -129,6 +139,7 @@ def evaluate(
     backend: str = "threads",
     ray_address: str | None = None,
     ray_workers: int | None = None,
+    on_degraded: str = "record",
 ) -> EvaluationResult:
     """Score every sample with every metric. See the module docstring for the guarantees; ``backend`` is
     ``"threads"``, ``"processes"`` or ``"ray"`` (``ray_address``, ``ray_workers``: ``judges.run.ray_backend``;
@@ -136,7 +147,7 @@ def evaluate(
     if not isinstance(dataset, EvaluationDataset):
         dataset = EvaluationDataset(list(dataset))
     metrics = list(metrics)
-    _checked(dataset, metrics, num_threads, timeout, backend)
+    _checked(dataset, metrics, num_threads, timeout, backend, on_degraded)
     names = _metric_names(metrics)
 
     keys = [sample_key(s) for s in dataset]
@@ -145,7 +156,8 @@ def evaluate(
     with RunFile(run_file, run_header(keys, names, metrics)) if run_file is not None else contextlib.nullcontext() as store:
         done = dict(store.done) if store else {}
         if retry_failed:
-            done = {key: record for key, record in done.items() if not record.get("error")}
+            done = {key: record for key, record in done.items()
+                    if not record.get("error") and not (on_degraded == "fail" and record.get("degraded"))}
         records = dict(done)
         todo = [Item(i, keys[i], dataset[i], m) for i in range(len(dataset)) for m in metrics if (i, m.name) not in done]
         bar = tqdm(total=len(todo), desc="evaluate", unit="item") if progress and todo else None
@@ -167,6 +179,8 @@ def evaluate(
         finally:
             if bar:
                 bar.close()
+    if on_degraded == "fail":
+        records = {key: degraded_as_failure(record) for key, record in records.items()}
     return _result(records, names, len(dataset), time.perf_counter() - start, price_table, refused, store is not None)
 
 

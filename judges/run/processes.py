@@ -15,6 +15,7 @@ thread driving one child). Must not score anything in this process.
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -35,6 +36,9 @@ CHILD = ("import sys; from multiprocessing.connection import Connection; from ju
 #: Seconds a new worker process may take to import the library before it counts as failed to start.
 STARTUP_SECONDS = 120.0
 KILLED = "the worker process was killed"
+#: What a child sends when it has built a metric it had not scored with before (and imported what that
+#: metric imports on first use, ``first_use_imports``): the item's own time starts after it.
+BUILT = "built"
 
 
 def rebuildable(metric: Metric) -> bool:
@@ -61,7 +65,7 @@ def serve(jobs: Connection, replies: Connection) -> None:  # pragma: no cover - 
     """The child's loop: receive a list of ``(class path, params, sample dict)``, reply once per job."""
     classes = {class_path(c): c for c in metric_classes().values()}
     built: dict[str, Metric] = {}
-    replies.send("ready")  # imports done: from here on an item's time is its own
+    replies.send("ready")  # the library imported
     while True:
         try:
             batch = jobs.recv()
@@ -70,8 +74,12 @@ def serve(jobs: Connection, replies: Connection) -> None:  # pragma: no cover - 
         for path, params, sample in batch:
             key = repr((path, sorted(params.items())))
             try:
-                metric = built.get(key) or built.setdefault(key, classes[path](**params))
-                reply = result_fields(metric.score(sample))
+                if key not in built:  # start-up of this metric: built, its first-use imports done, not timed
+                    for module in classes[path].first_use_imports:
+                        importlib.import_module(module)
+                    built[key] = classes[path](**params)
+                    replies.send(BUILT)
+                reply = result_fields(built[key].score(sample))
             except Exception as err:  # the parent records it as the item's failure
                 reply = {"error": error_text(err)}
             replies.send(reply)
@@ -86,6 +94,7 @@ class ProcessWorker:
     script calling ``evaluate`` would call it again) and fails outright for code read from stdin."""
 
     def __init__(self):
+        self._built: set[str] = set()  # the metrics the current child has built
         self._process: subprocess.Popen | None = None
         self._jobs: Connection | None = None
         self._replies: Connection | None = None
@@ -111,8 +120,10 @@ class ProcessWorker:
     def score_many(self, jobs: list[tuple[Metric, Any]], timeout: float | None,
                    on_reply: Callable[[dict[str, Any], float], None] | None = None) -> list[tuple[dict[str, Any], float]]:
         """``(reply, seconds)`` for each ``(metric, sample)``, each also handed to ``on_reply`` as it arrives: the
-        reply is ``result_fields`` or ``{"error": ..}``; an item without a reply after ``timeout`` seconds (a
-        new child's start-up is not counted) gets a ``TimeoutError`` reply and its child is killed."""
+        reply is ``result_fields`` or ``{"error": ..}``; an item without a reply after ``timeout`` seconds gets a
+        ``TimeoutError`` reply and its child is killed. Start-up is not counted: neither a new child's import of
+        the library nor, for the first item of each metric in a child, building the metric and importing what
+        it imports on first use (``Metric.first_use_imports``; up to ``STARTUP_SECONDS``)."""
         out: list[tuple[dict[str, Any], float]] = []
 
         def add(reply: dict[str, Any], seconds: float) -> None:
@@ -127,11 +138,17 @@ class ProcessWorker:
             rest = jobs[len(out):]
             self._jobs.send([(class_path(type(m)), m.get_params(), s.to_dict()) for m, s in rest])
             since = time.monotonic()
-            for _ in rest:
+            for metric, _ in rest:
+                key = repr((class_path(type(metric)), sorted(metric.get_params().items())))
                 try:
-                    if timeout is not None and not self._replies.poll(timeout):
-                        raise TimeoutError
-                    reply = self._replies.recv()
+                    if key not in self._built:  # the child builds it first: that start-up is not the item's time
+                        reply = self._next(STARTUP_SECONDS)
+                        if reply == BUILT:
+                            self._built.add(key)
+                            since = time.monotonic()
+                            reply = self._next(timeout)
+                    else:
+                        reply = self._next(timeout)
                 except TimeoutError:
                     self.close()
                     add({"error": timeout_error(timeout, KILLED)}, time.monotonic() - since)
@@ -145,6 +162,12 @@ class ProcessWorker:
                 since = now
         return out
 
+    def _next(self, seconds: float | None) -> Any:
+        """The child's next message; TimeoutError when none comes within ``seconds`` (None: no limit)."""
+        if seconds is not None and not self._replies.poll(seconds):
+            raise TimeoutError
+        return self._replies.recv()
+
     def close(self) -> None:
         if self._process is not None:
             self._process.kill()
@@ -152,6 +175,7 @@ class ProcessWorker:
             self._jobs.close()
             self._replies.close()
         self._process = self._jobs = self._replies = None
+        self._built = set()
 
 
 class ProcessBackend(ThreadBackend):

@@ -169,6 +169,9 @@ class ScoringWorker:
     def __init__(self, metric_specs: dict[str, dict[str, Any]], lm: dict[str, Any] | None, embeddings: str | None,
                  retries: int, backoff: float, timeout: float | None = None):
         self.metrics = {name: _rebuilt_metric(spec) for name, spec in metric_specs.items()}
+        for name, metric in self.metrics.items():
+            if metric.name != name:  # an alias given with Metric.named: not a setting, so carried by the name
+                metric.named(name)
         self.lm, self.embeddings = _rebuilt_lm(lm), embeddings
         self.retries, self.backoff, self.timeout = retries, backoff, timeout
 

@@ -2,7 +2,9 @@
 
     {"sample": 3, "metric": "faithfulness", "sample_key": "...", "score": 0.5, "details": {...},
      "usage": {model: {"prompt_tokens": .., "completion_tokens": ..}}, "lm_calls": 2, "cached_calls": 0,
-     "latency_s": 1.2}                       # or "score": null, "error": "TypeError: ..."
+     "latency_s": 1.2}                       # or "score": null, "error": "TypeError: ..." (usage kept)
+    # "undefined_reason": why no score could be defined; "degraded": the score came from fewer steps or
+    # judges than designed (e.g. one of two judges unparsed), which and why
 
 Owns: the record's fields (``scored_fields``, ``failure_record``), the identity of samples and metric settings
 (what makes a run file reusable), and turning results into JSON (``jsonable``). Must not schedule work
@@ -20,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from judges.metrics.base import Metric
-from judges.run.usage import TRANSIENT_ERRORS, tracked_usage
+from judges.run.usage import TRANSIENT_ERRORS, add_usage, tracked_usage
 
 
 def jsonable(value: Any) -> Any:
@@ -52,39 +54,60 @@ def metric_config(metric: Metric) -> dict[str, Any]:
 
 
 def result_fields(result) -> dict[str, Any]:
-    """A metric result's ``score``, ``details`` (every other field, as JSON) and ``undefined_reason``."""
+    """A metric result's ``score``, ``details`` (every other field, as JSON), ``undefined_reason`` and
+    ``degraded`` (the score came from fewer steps or judges than designed: which and why)."""
+    flags = ("undefined_reason", "degraded")
     fields = {"score": float(result.score),
-              "details": {k: jsonable(v) for k, v in result.items() if k not in ("score", "undefined_reason")}}
-    if result.get("undefined_reason"):
-        fields["undefined_reason"] = result["undefined_reason"]
+              "details": {k: jsonable(v) for k, v in result.items() if k not in ("score", *flags)}}
+    for flag in flags:
+        if result.get(flag):
+            fields[flag] = str(result[flag])
     return fields
 
 
-def _score_once(metric: Metric, sample, retries: int, backoff: float):
-    """The metric's result and its ``tracked_usage`` record (empty for a metric without an LM)."""
+def degraded_as_failure(record: dict[str, Any]) -> dict[str, Any]:
+    """``on_degraded="fail"``: a degraded record as a failed one (score None, ``DegradedScore`` error); the
+    score it had stays in ``degraded_score``, its usage and ``degraded`` stay as they were."""
+    if not record.get("degraded") or record.get("error"):
+        return record
+    return {**record, "score": None, "degraded_score": record.get("score"),
+            "error": f"DegradedScore: {record['degraded']}"}
+
+
+def _score_once(metric: Metric, sample, retries: int, backoff: float, spent: dict[str, Any]):
+    """The metric's result; what every attempt's LM calls used is added into ``spent`` (``add_usage``), also
+    when an attempt fails: the LM answered and was paid whether or not the reply parsed."""
     if not metric.needs_lm:  # no LM, nothing to track or retry
-        return metric.score(sample), {}
+        return metric.score(sample)
     attempt = 0
     while True:
+        usage: dict[str, Any] = {}
         try:
             with tracked_usage() as usage:
-                result = metric.score(sample)
-            return result, usage
+                return metric.score(sample)
         except TRANSIENT_ERRORS as err:
             if attempt >= retries or hasattr(err, "retried_by_served_lm"):  # a ServedLM retried it already
                 raise
             time.sleep(backoff * 2**attempt)
             attempt += 1
+        finally:
+            add_usage(spent, usage)
 
 
-def scored_fields(metric: Metric, sample, retries: int, backoff: float) -> dict[str, Any]:
+def usage_fields(spent: dict[str, Any]) -> dict[str, Any]:
+    """A record's ``usage`` (tokens per model), ``lm_calls`` and ``cached_calls`` from an ``add_usage`` total."""
+    return {"usage": spent.get("by_model", {}), "lm_calls": spent.get("lm_calls", 0),
+            "cached_calls": spent.get("cached_calls", 0)}
+
+
+def scored_fields(metric: Metric, sample, retries: int, backoff: float,
+                  spent: dict[str, Any] | None = None) -> dict[str, Any]:
     """A record's result fields for one item scored in this process (every backend that scores in-process
-    uses this, so their records are the same): score, details, LM usage, undefined reason."""
-    result, usage = _score_once(metric, sample, retries, backoff)
-    fields = result_fields(result)
-    fields.update(usage=usage.get("by_model", {}), lm_calls=usage.get("lm_calls", 0),
-                  cached_calls=usage.get("cached_calls", 0))
-    return fields
+    uses this, so their records are the same): score, details, LM usage, undefined reason. ``spent`` (a dict
+    the caller keeps) collects the usage of every attempt, so a caller whose item fails can still record it."""
+    spent = {} if spent is None else spent
+    result = _score_once(metric, sample, retries, backoff, spent)
+    return {**result_fields(result), **usage_fields(spent)}
 
 
 def error_text(err: BaseException) -> str:
@@ -92,7 +115,8 @@ def error_text(err: BaseException) -> str:
 
 
 def failure_record(index: int, key: str, metric_name: str, error: str, latency_s: float) -> dict[str, Any]:
-    """The record of an item that could not be scored (its error as ``"Type: message"``)."""
+    """The record of an item that could not be scored (its error as ``"Type: message"``); the caller adds
+    the usage of its LM calls where it knows it (``usage_fields``)."""
     return {"sample": index, "metric": metric_name, "sample_key": key, "score": None, "error": error,
             "latency_s": latency_s}
 

@@ -57,7 +57,8 @@ class EvaluationResult:
         return usage_cost(record.get("usage") or {}, self.price_table)
 
     def summary(self) -> dict[str, dict[str, Any]]:
-        """Per metric: n, mean/std/min/quartiles/max over defined scores, failures, undefined, LM calls
+        """Per metric: n, mean/std/min/quartiles/max over defined scores, failures, undefined, degraded (scored
+        from fewer steps or judges than designed; failures too under ``on_degraded="fail"``), LM calls
         (paid in this run) and cached calls (answered by DSPy's cache: free now, but an interrupted earlier
         run may have paid for them), tokens, cost (None without prices), latency p50/p95 (s); plus an
         ``_overall`` entry."""
@@ -73,6 +74,7 @@ class EvaluationResult:
                 "scored": len(ok),
                 "failures": sum(1 for r in records if r.get("error")),
                 "undefined": sum(1 for r in records if r.get("undefined_reason")),
+                "degraded": sum(1 for r in records if r.get("degraded")),
                 "mean": float(values.mean()) if len(values) else None,
                 "std": float(values.std()) if len(values) else None,
             }

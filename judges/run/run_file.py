@@ -5,14 +5,20 @@
 
 Owns: writing records the moment the driver receives them (one ``write`` per batch, to the operating
 system before the next item is handed out: a SIGKILL loses none of them), reading them back, refusing a
-file made for other samples or settings. Must not decide what a record holds (``judges.run.records``).
+file made for other samples or settings or holding a score outside [0, 1], and the lock that keeps a
+second run off a file in use (``<run file>.lock``, an ``flock`` the operating system drops when its
+holder exits, killed or not). Must not decide what a record holds (``judges.run.records``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import math
 import os
+import socket
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +36,24 @@ def run_header(keys: Sequence[str], names: Sequence[str], metrics: Sequence[Metr
         "samples": hashlib.sha1("".join(keys).encode()).hexdigest()[:16],
         "metrics": {name: metric_config(m) for name, m in zip(names, metrics)},
     }
+
+
+class RunFileInUse(ValueError):
+    """Another run holds the run file's lock (``holder``: what it wrote into the lock file)."""
+
+    def __init__(self, path: Path, holder: str):
+        self.path, self.holder = path, holder
+        super().__init__(f"run file {path} is in use by another run ({holder or 'holder unknown'}); wait for it "
+                         f"to finish or give this run another run file")
+
+
+def _score_problem(record: dict[str, Any]) -> str | None:
+    score = record.get("score")
+    if score is None:
+        return None
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) or not 0.0 <= score <= 1.0:
+        return f"score {score!r} of metric {record['metric']!r} is not a number in [0, 1] (every metric scores there)"
+    return None
 
 
 def read_run_records(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -58,6 +82,9 @@ def read_run_records(path: str | Path) -> tuple[dict[str, Any] | None, list[dict
             raise ValueError(f"{path}: line {number} is not JSON") from None
         if not isinstance(record, dict) or not isinstance(record.get("sample"), int) or "metric" not in record:
             raise ValueError(f"{path}: line {number} is not an evaluate record (needs an int 'sample' and 'metric')")
+        problem = _score_problem(record)
+        if problem:
+            raise ValueError(f"{path}: line {number}: {problem}")
         records[(record["sample"], record["metric"])] = record
     return header, list(records.values())
 
@@ -67,20 +94,44 @@ class RunFile:
 
     A line cut short by a kill is ignored on reading (its item is simply done again). Records are written
     with one ``os.write`` per batch on a descriptor opened for appending, so each batch reaches the
-    operating system whole before ``append`` returns (as durable as a write and flush per record)."""
+    operating system whole before ``append`` returns (as durable as a write and flush per record). The
+    file's lock is taken before anything is read: a second run on it is refused (``RunFileInUse``, naming
+    the holder) before it reads, truncates or scores anything."""
 
     def __init__(self, path: str | Path, header: dict[str, Any]):
         self._fd: int | None = None
+        self._lock_fd: int | None = None
         self.path = Path(path)
         self.header = header
         self.done: dict[tuple[int, str], dict[str, Any]] = {}
-        if self.path.exists() and self.path.stat().st_size > 0:
-            self._read()
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "w", encoding="utf-8") as handle:
-                handle.write(json.dumps({"header": header}, ensure_ascii=False) + "\n")
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        if self.path.is_dir():
+            raise ValueError(f"run file {self.path} is a directory; give a file path")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            if self.path.exists() and self.path.stat().st_size > 0:
+                self._read()
+            else:
+                with open(self.path, "w", encoding="utf-8") as handle:
+                    handle.write(json.dumps({"header": header}, ensure_ascii=False) + "\n")
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        except BaseException:
+            self.close()  # refused: the lock goes with it
+            raise
+
+    def _lock(self) -> None:
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+            os.close(fd)
+            raise RunFileInUse(self.path, holder) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since "
+                      f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+        self._lock_fd = fd
 
     def _read(self) -> None:
         with open(self.path, "rb") as handle:
@@ -120,6 +171,9 @@ class RunFile:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self._lock_fd is not None:  # closing the descriptor drops the flock; the lock file stays (harmless)
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def __enter__(self) -> RunFile:
         return self

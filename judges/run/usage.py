@@ -63,6 +63,19 @@ def tracked_usage():
                                  for model in tracker.usage_data}
 
 
+def add_usage(total: dict[str, Any], usage: dict[str, Any]) -> dict[str, Any]:
+    """Add one ``tracked_usage`` record into ``total`` (same shape; empty to start) and return ``total``: every
+    attempt of an item counts, the ones that failed after the LM answered included."""
+    total["lm_calls"] = total.get("lm_calls", 0) + usage.get("lm_calls", 0)
+    total["cached_calls"] = total.get("cached_calls", 0) + usage.get("cached_calls", 0)
+    models = total.setdefault("by_model", {})
+    for model, tokens in usage.get("by_model", {}).items():
+        into = models.setdefault(model, {"prompt_tokens": 0, "completion_tokens": 0})
+        for kind in ("prompt_tokens", "completion_tokens"):
+            into[kind] += int(tokens.get(kind) or 0)
+    return total
+
+
 def usage_tokens(usage: dict[str, Any]) -> dict[str, int]:
     """Prompt and completion tokens of one ``tracked_usage`` record, summed over models."""
     return {kind: sum(t[kind] for t in usage["by_model"].values()) for kind in ("prompt_tokens", "completion_tokens")}

@@ -43,6 +43,7 @@ from judges_app.cli.common import (
     load_labelled,
     log_after_printing,
     mlflow_note,
+    output_folder,
     positive_int,
     share,
     tracking,
@@ -71,7 +72,7 @@ def run(args) -> int:
                          "(--label-kind)")
     labels = np.clip(scaled(data.labels, schema), 0.0, 1.0)
     out = Path(args.out or Path(args.runs_dir) / "agreement" / f"{dataset_name(args.data)}-{judge.name}")
-    out.mkdir(parents=True, exist_ok=True)
+    output_folder(out)
     params = {"judge": args.judge, "judge_name": judge.name, "data": args.data, "items": len(data),
               "data_hash": data_hash(list(data.dataset.samples) + list(data.labels)), **lm_params(args),
               **({"compiled_checksum": judge.get_params()["checksum"]} if compiled else {})}

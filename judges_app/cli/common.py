@@ -10,6 +10,8 @@ import contextlib
 import inspect
 import json
 import math
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from judges_app.tracking import default_tracking_uri, tracked_run, tracking_prob
 BUILTIN_SETS = {
     "begin-slice": "60 BEGIN dialogue turns bundled with the package (faithfulness; binary)",
     "begin": "BEGIN from shared/data (faithfulness / groundedness; binary)",
+    "begin-wow": "BEGIN's Wizard-of-Wikipedia part (held out from the shipped verifier's training; binary)",
     "evouna": "EVOUNA NQ answers of FiD, ChatGPT, GPT-3.5 (answer correctness; binary)",
     "summeval": "SummEval consistency (summary rubric; ordinal 1-5)",
     "cranfield": "Cranfield query-document relevance (context relevance)",
@@ -35,6 +38,7 @@ BUILTIN_SETS = {
 BUILTIN_LOADERS = {
     "begin-slice": loaders.load_begin_slice,
     "begin": loaders.load_begin,
+    "begin-wow": lambda: loaders.load_begin(parts=("wow",)),
     "evouna": lambda: loaders.load_evouna(systems=("fid", "chatgpt", "gpt35")),
     "summeval": loaders.load_summeval,
     "cranfield": loaders.load_cranfield,
@@ -44,6 +48,23 @@ BUILTIN_LOADERS = {
 
 class UsageError(Exception):
     """Bad arguments or input: reported in one line and exit code 2."""
+
+
+def output_folder(path: str | Path) -> Path:
+    """``--out``: a folder made if missing, refused when it is a file, a symbolic link (outputs would land
+    wherever it points) or not writable: one line naming the path, before any work."""
+    path = Path(path)
+    if path.is_symlink():
+        raise UsageError(f"--out {path} is a symbolic link (to {os.readlink(path)}); give the folder itself")
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--out {path} is a file; give a folder (it is made if missing)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"--out {path}: cannot make the folder ({err.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {path} is not writable")
+    return path
 
 
 class CommandFailed(Exception):
@@ -105,7 +126,16 @@ def required_params(cls: type) -> list[str]:
 
 def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None) -> Metric:
     """``name`` or ``name:{json constructor params}``, e.g. ``aspect_critic:{"name": "polite", ...}``, or the
-    path of a compiled judge saved by ``calibrate`` (``compiled_<judge>_<optimizer>.json``)."""
+    path of a compiled judge saved by ``calibrate`` (``compiled_<judge>_<optimizer>.json``); any of them
+    after ``ALIAS=`` runs under that name (two of one kind in one run: ``-m rouge_l=rouge_score``
+    ``-m 'rouge_1=rouge_score:{"rouge_type": "rouge1"}'``)."""
+    alias = re.match(r"([A-Za-z0-9_][A-Za-z0-9_.\-]*)=", spec)  # before any ':' or '{': never inside the JSON
+    if alias:
+        metric = build_metric(spec[alias.end():], lm=lm, embeddings=embeddings)
+        try:
+            return metric.named(alias.group(1))
+        except ValueError as err:
+            raise UsageError(str(err)) from None
     if spec.endswith(".json") and Path(spec).is_file():
         try:
             return CompiledJudge.load(spec, lm=lm, embeddings=embeddings)

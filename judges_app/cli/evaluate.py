@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from judges.lm.served import ServedLM
-from judges.run.evaluate import BACKENDS, DatasetValidationError, evaluate
+from judges.run.evaluate import BACKENDS, ON_DEGRADED, DatasetValidationError, evaluate
 from judges.run.result import RunStopped
 from judges_app.cli.common import (
     CommandFailed,
@@ -26,6 +26,7 @@ from judges_app.cli.common import (
     load_dataset,
     log_after_printing,
     mlflow_note,
+    output_folder,
     positive_int,
     positive_number,
     read_prices,
@@ -46,7 +47,7 @@ def run(args) -> int:
     prices = read_prices(args.prices)
     check_tracking(args)
     out = Path(args.out or Path(args.runs_dir) / "evaluate" / Path(args.data).stem)
-    out.mkdir(parents=True, exist_ok=True)
+    output_folder(out)
     run_file = Path(args.run_file) if args.run_file else out / "run.jsonl"
     params = {"data": args.data, "data_hash": data_hash(dataset.samples), "samples": len(dataset),
               **lm_params(args), "embeddings": args.embeddings or "embedded", "threads": args.threads, "backend": args.backend,
@@ -55,7 +56,8 @@ def run(args) -> int:
         try:
             result = evaluate(dataset, metrics, lm=lm, embeddings=args.embeddings, num_threads=args.threads,
                               run_file=run_file, retry_failed=args.retry_failed, timeout=args.timeout,
-                              price_table=prices, progress=True, backend=args.backend, ray_address=args.ray_address)
+                              price_table=prices, progress=True, backend=args.backend, ray_address=args.ray_address,
+                              on_degraded=args.on_degraded)
         except DatasetValidationError as err:
             raise UsageError(str(err)) from None
         except RunStopped as err:
@@ -86,13 +88,13 @@ def print_summary(summary: dict[str, dict[str, Any]], failures) -> None:
     def num(v, spec=".3f"):
         return "n/a" if v is None else format(v, spec)
 
-    print(f"\n{'metric':<34} {'mean':>6} {'std':>6} {'scored':>7} {'failed':>6} {'LM calls':>8} {'cached':>6} "
-          f"{'tokens in/out':>15} {'p50 s':>6}")
+    print(f"\n{'metric':<34} {'mean':>6} {'std':>6} {'scored':>7} {'failed':>6} {'degraded':>8} {'LM calls':>8} "
+          f"{'cached':>6} {'tokens in/out':>15} {'p50 s':>6}")
     for name, s in summary.items():
         if name == "_overall":
             continue
         print(f"{name:<34} {num(s['mean']):>6} {num(s['std']):>6} {s['scored']:>7} {s['failures']:>6} "
-              f"{s['lm_calls']:>8} {s['cached_calls']:>6} {s['input_tokens']:>7}/{s['output_tokens']:<7} "
+              f"{s['degraded']:>8} {s['lm_calls']:>8} {s['cached_calls']:>6} {s['input_tokens']:>7}/{s['output_tokens']:<7} "
               f"{num(s['latency_p50'], '.2f'):>6}")
     overall = summary["_overall"]
     print(f"{overall['samples']} samples in {overall['wall_seconds']:.1f} s; {overall['failures']} failures")
@@ -126,6 +128,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-address", default=None, help="a running Ray cluster, e.g. ray://head:10001 (with --backend ray)")
     p.add_argument("--retry-failed", action="store_true",
                    help="rerun the items the run file records as failed (finished items are still skipped)")
+    p.add_argument("--on-degraded", choices=ON_DEGRADED, default="record",
+                   help="a score from fewer steps or judges than designed (one of two judges unparsed, claims "
+                        "without a verdict): record it (default; counted in the summary) or fail the item")
     add_reference_separator_option(p)
     add_prices_option(p)
     add_common_options(p)

@@ -7,7 +7,14 @@ database other than the in-memory ones it makes.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import selectors
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any, ClassVar
 
 import dspy
@@ -41,7 +48,7 @@ def schema_tables(schema_texts: list[str]) -> dict[str, list[tuple[str, str, boo
         statements = []
         try:
             statements = [s for s in sqlglot.parse(text) if isinstance(s, exp.Create)]
-        except sqlglot.errors.ParseError:
+        except (sqlglot.errors.ParseError, RecursionError):  # RecursionError: nested too deeply to parse
             pass
         if not statements:
             for line in text.splitlines():
@@ -50,7 +57,7 @@ def schema_tables(schema_texts: list[str]) -> dict[str, list[tuple[str, str, boo
                     continue
                 try:
                     statements.append(sqlglot.parse_one(f"CREATE TABLE {match.group(1)} ({match.group(2)})"))
-                except sqlglot.errors.ParseError:
+                except (sqlglot.errors.ParseError, RecursionError):
                     continue
         for create in statements:
             table = create.find(exp.Table)
@@ -67,46 +74,56 @@ def schema_tables(schema_texts: list[str]) -> dict[str, list[tuple[str, str, boo
     return tables
 
 
-def _random_rows(columns: list[tuple[str, str, bool]], rng, n_rows: int) -> list[tuple]:
-    has_primary = any(primary for _, _, primary in columns)
-    rows = []
-    for i in range(n_rows):
-        row = []
-        for position, (name, kind, primary) in enumerate(columns):
-            kind = kind.upper()
-            is_key = primary or (not has_primary and position == 0 and name.lower().endswith("id"))
-            if is_key:
-                row.append(i + 1)
-            elif rng.random() < 0.1:
-                row.append(None)  # NULLs tell COUNT(col) from COUNT(*), = from IS
-            elif name.lower().endswith("id"):
-                row.append(rng.randint(1, 4))  # few distinct ids: joins match, groups repeat
-            elif any(t in kind for t in ("INT", "BOOL")):
-                row.append(rng.randint(0, 9))
-            elif any(t in kind for t in ("DEC", "NUM", "FLOAT", "REAL", "DOUBLE", "MONEY")):
-                row.append(round(rng.uniform(0, 100), 2))
-            elif "DATE" in kind or "TIME" in kind:
-                row.append(f"2024-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}")
-            else:
-                row.append(f"{name}_{rng.randint(1, 3)}")
-        rows.append(tuple(row))
-    return rows
+#: The child that executes the queries (``sql_sandbox``), run by path in a bare interpreter.
+SANDBOX = Path(__file__).with_name("sql_sandbox.py")
+#: Seconds a bare interpreter may take to start and load the random rows before the first query.
+STARTUP_SECONDS = 10.0
+#: Seconds past ``time_limit`` before a running query's child is killed (its own interrupt comes first).
+KILL_GRACE = 0.5
 
 
-#: SQLite's own limits on the throw-away databases (``sqlite3.Connection.setlimit``): no string or blob
-#: over 1 MB (``zeroblob(999999999)`` fails at once instead of allocating GBs), no SQL text over 100 KB,
-#: no attached database.
-SQLITE_LIMITS = {"SQLITE_LIMIT_LENGTH": 1_000_000, "SQLITE_LIMIT_SQL_LENGTH": 100_000, "SQLITE_LIMIT_ATTACHED": 0}
-#: What a compared query may do (``set_authorizer``): read tables, call functions, recurse; nothing else
-#: (no ATTACH, PRAGMA, write, schema change or transaction).
-_READ_ACTIONS = ("SQLITE_SELECT", "SQLITE_READ", "SQLITE_FUNCTION", "SQLITE_RECURSIVE")
-
-
-def _read_only(connection) -> None:
-    import sqlite3
-
-    allowed = {getattr(sqlite3, name) for name in _READ_ACTIONS}
-    connection.set_authorizer(lambda action, *_: sqlite3.SQLITE_OK if action in allowed else sqlite3.SQLITE_DENY)
+def _run_sandboxed(job: dict[str, Any]) -> tuple[bool | None, str]:
+    """``sql_sandbox.compare(job)`` in a child process, killed when a query runs ``time_limit`` +
+    ``KILL_GRACE`` seconds: a query still running then is over the time limit (the reference's: no check;
+    the candidate's: not equivalent)."""
+    process = subprocess.Popen([sys.executable, "-I", "-S", str(SANDBOX)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    running, buffer = None, b""
+    try:
+        process.stdin.write(json.dumps(job).encode("utf-8"))
+        process.stdin.close()
+        deadline = time.monotonic() + STARTUP_SECONDS
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if running == "reference":
+                        return None, "the reference query ran over the time limit (stopped)"
+                    if running == "candidate":
+                        return False, "the candidate query ran over the time limit (stopped)"
+                    return None, f"the execution check did not start within {STARTUP_SECONDS:g} s"
+                if not selector.select(left):
+                    continue
+                chunk = os.read(process.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    message = json.loads(line)
+                    if "result" in message:
+                        verdict, note = message["result"]
+                        return verdict, note
+                    running = message["running"]
+                    deadline = time.monotonic() + job["time_limit"] + KILL_GRACE
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for stream in (process.stdout, process.stderr):
+            stream.close()
+    return None, f"the execution check stopped without a result (exit {process.returncode})"
 
 
 def _one_statement(sql: str, dialect: str | None, which: str) -> tuple[str | None, str]:
@@ -118,6 +135,8 @@ def _one_statement(sql: str, dialect: str | None, which: str) -> tuple[str | Non
         statements = [s for s in sqlglot.transpile(sql, read=dialect, write="sqlite") if s.strip()]
     except sqlglot.errors.ParseError as err:
         return None, f"could not parse the {which} SQL: {str(err).splitlines()[0]}"
+    except RecursionError:
+        return None, f"could not parse the {which} SQL: it is nested too deeply"
     if len(statements) != 1:
         return None, f"the {which} SQL holds {len(statements)} statements; one query is compared"
     return statements[0], ""
@@ -140,14 +159,12 @@ def execution_equivalence(
     Returns (True/False, note), or (None, why) when the check cannot run (no usable schema, a schema SQLite
     cannot load, or the reference itself fails or breaks a limit).
 
-    Bounded: the queries may only read (an authorizer denies ATTACH, PRAGMA, writes and schema changes),
-    each is interrupted after ``time_limit`` seconds, SQLite refuses strings and blobs over 1 MB and SQL over
-    100 KB (``SQLITE_LIMITS``), results are read up to ``max_rows`` rows, and a query of more than one
+    Bounded: the queries run in a child process (``sql_sandbox``), killed when one runs ``time_limit``
+    seconds (SQLite's own interrupt comes between steps; a single slow step, such as one huge ``printf``,
+    is stopped by the kill); they may only read (an authorizer denies ATTACH, PRAGMA, writes and schema
+    changes), SQLite refuses strings and blobs over 1 MB and SQL over
+    100 KB (``sql_sandbox.SQLITE_LIMITS``), results are read up to ``max_rows`` rows, and a query of more than one
     statement is not run. A candidate that breaks a limit is not equivalent (False)."""
-    import random
-    import sqlite3
-    import time as _time
-
     import sqlglot
 
     if not tables:
@@ -159,52 +176,10 @@ def execution_equivalence(
     if candidate is None:
         return (None, why) if why.startswith("could not parse") else (False, why)
     ordered = sqlglot.parse_one(reference, read="sqlite").args.get("order") is not None
-    rng = random.Random(seed)
-    all_empty = True
-    for trial in range(trials):
-        connection = sqlite3.connect(":memory:")
-        try:
-            for limit, value in SQLITE_LIMITS.items():
-                connection.setlimit(getattr(sqlite3, limit), value)
-            try:
-                for table, columns in tables.items():
-                    definition = ", ".join(f'"{name}" {kind}' for name, kind, _ in columns)
-                    connection.execute(f'CREATE TABLE "{table}" ({definition})')
-                    marks = ", ".join("?" * len(columns))
-                    connection.executemany(f'INSERT INTO "{table}" VALUES ({marks})',
-                                           _random_rows(columns, rng, rows_per_table))
-            except sqlite3.Error as err:
-                return None, f"SQLite cannot load the schema ({err}); no execution check"
-            _read_only(connection)
-            results = []
-            for which, sql in (("reference", reference), ("candidate", candidate)):
-                deadline = _time.monotonic() + time_limit
-                connection.set_progress_handler(lambda: int(_time.monotonic() > deadline), 1000)
-                try:
-                    cursor = connection.execute(sql)
-                    rows = cursor.fetchmany(max_rows + 1)
-                except sqlite3.Error as err:
-                    reason = "ran over the time limit" if "interrupted" in str(err) else f"failed on SQLite: {err}"
-                    if which == "reference":
-                        return None, f"the reference query {reason}"
-                    return False, f"the candidate query {reason}"
-                if len(rows) > max_rows:
-                    return (None, f"the reference query returns more than {max_rows} rows") if which == "reference" \
-                        else (False, f"the candidate query returns more than {max_rows} rows")
-                results.append(rows)
-        finally:
-            connection.close()
-        expected, got = ([tuple(_rounded(v) for v in row) for row in rows] for rows in results)
-        all_empty = all_empty and not expected and not got
-        same = expected == got if ordered else sorted(expected, key=repr) == sorted(got, key=repr)
-        if not same:
-            return False, f"results differ on random database {trial + 1} of {trials}"
-    note = f"same results on {trials} random databases"
-    return True, note + (" (all empty: weak evidence)" if all_empty else "")
-
-
-def _rounded(value: Any) -> Any:
-    return round(value, 6) if isinstance(value, float) else value
+    return _run_sandboxed({"reference": reference, "candidate": candidate, "ordered": ordered,
+                           "tables": {name: [list(c) for c in columns] for name, columns in tables.items()},
+                           "trials": trials, "rows_per_table": rows_per_table, "time_limit": time_limit,
+                           "max_rows": max_rows, "seed": seed})
 
 
 class LLMSQLEquivalence(Judge):

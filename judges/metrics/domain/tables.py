@@ -29,6 +29,8 @@ class DataCompyScore(Metric):
     complaint in ``not_a_table``.
     """
 
+    first_use_imports: ClassVar[tuple[str, ...]] = ("pandas", "datacompy")
+
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
 
     def __init__(

@@ -46,7 +46,7 @@ class Faithfulness(ClaimJudge):
         claims, source = self.claims_of(response, user_input)
         rows, unverified = self.verify_claims(claims, join_contexts(retrieved_contexts))
         return dspy.Prediction(score=self.supported_share(rows), claims=claims, claims_source=source,
-                               verdicts=rows, unverified=unverified)
+                               verdicts=rows, unverified=unverified, **self.unverified_degraded(unverified, claims))
 
     def label_consistent_demos(self, inputs: dict[str, Any], steps: dict[str, dict[str, Any]],
                                label: float) -> dict[str, dict[str, Any]]:

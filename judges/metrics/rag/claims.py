@@ -20,7 +20,8 @@ import pydantic
 from judges.data.language import split_sentences
 from judges.lm.embeddings import resolve_embedder
 from judges.lm.schemas import output_constraints
-from judges.metrics.base import Judge, verdict_probabilities
+from judges.metrics.base import Judge
+from judges.metrics.logprobs import verdict_probabilities
 
 
 class ExtractClaims(dspy.Signature):
@@ -123,6 +124,15 @@ class ClaimJudge(Judge):
         verdicts = list(out.verdicts)
         probabilities = verdict_probabilities(out.get("logprobs"), "supported") if self.use_logprobs else None
         return align_verdicts(claims, verdicts, probabilities if probabilities and len(probabilities) == len(verdicts) else None)
+
+    @staticmethod
+    def unverified_degraded(unverified: list[int], claims: list[str]) -> dict[str, str]:
+        """``{"degraded": why}`` when the verify step returned no verdict for some claims (they count as not
+        supported, so the score comes from fewer verdicts than designed); else {}."""
+        if not unverified:
+            return {}
+        return {"degraded": f"verify: no verdict for {len(unverified)} of {len(claims)} claims (counted as not "
+                            f"supported): " + " | ".join(claims[i] for i in unverified)[:500]}
 
     @staticmethod
     def supported_share(rows: list[dict[str, Any]]) -> float:

@@ -19,7 +19,8 @@ import dspy
 import numpy as np
 
 from judges.data.language import split_sentences
-from judges.metrics.base import Judge, verdict_probabilities
+from judges.metrics.base import Judge
+from judges.metrics.logprobs import verdict_probabilities
 from judges.metrics.rag.claims import ClaimJudge, join_contexts, normalised
 from judges.metrics.retrieval import average_precision
 
@@ -103,7 +104,7 @@ class LLMContextRecall(ClaimJudge):
         claims, source = self.claims_of(reference, user_input)
         rows, unverified = self.verify_claims(claims, join_contexts(retrieved_contexts))
         return dspy.Prediction(score=self.supported_share(rows), claims=claims, claims_source=source,
-                               verdicts=rows, unverified=unverified)
+                               verdicts=rows, unverified=unverified, **self.unverified_degraded(unverified, claims))
 
 
 ContextRecall = LLMContextRecall
