@@ -118,3 +118,17 @@ def test_demo_reports_invalid_samples(tmp_path, capsys):
     path.write_text('{"user_input": "q", "response": "r"}\n', encoding="utf-8")
     assert demo.main(["--samples", str(path), "--metrics", "rouge_score"]) == 2
     assert "field 'reference'" in capsys.readouterr().err
+
+
+def test_every_metric_explains_a_result_it_could_not_define():
+    """An empty response scores the floor with no step run, so the steps' fields are absent; 16 judges'
+    feedback raised AttributeError on such a result (calibrate's disagreement list, label, MLflow)."""
+    from judges.metrics.catalogue import metric_classes
+    from judges_app.cli.common import required_params
+
+    floor = dspy.Prediction(score=0.0, undefined_reason="the response is empty")
+    for cls in set(metric_classes().values()):
+        kwargs = {name: {"score1_description": "bad", "score2_description": "good"} if name == "rubrics" else "x"
+                  for name in required_params(cls)}
+        metric = cls(**kwargs)
+        assert metric.explain(floor) == f"{metric.name} = 0.00 (the response is empty)", cls

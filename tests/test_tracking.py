@@ -3,12 +3,7 @@ SQLite store under a temporary folder (one per module: creating the tables takes
 ``mlflow server``. Nothing here writes to the repository's ./runs."""
 
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # no usage reports from a test run
@@ -36,6 +31,7 @@ from judges_app.tracking import (  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted import scripted_lm  # noqa: E402
+from servers import MlflowServer  # noqa: E402
 
 ROWS = [{"response": "a", "reference": "a"}, {"response": "b", "reference": "c"},
         {"response": "same", "reference": "same"}, {"response": "x", "reference": "y"}]
@@ -211,61 +207,11 @@ class Echo(mlflow.pyfunc.PythonModel):
         return model_input
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def mlflow_server(tmp_path):
-    """A real ``mlflow server`` (SQLite backend, proxied artifacts) in its own process group."""
-    port = free_port()
-    log = open(tmp_path / "server.log", "wb")
-    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-               "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
-               "--artifacts-destination", str(tmp_path / "artifacts")]
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                              env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true",
-                                   # offline, litellm's background fetch of its price map can deadlock
-                                   # the server's import of litellm; use the bundled map
-                                   "LITELLM_LOCAL_MODEL_COST_MAP": "true"})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"mlflow server exited with {server.returncode}:\n{(tmp_path / 'server.log').read_text()}")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"mlflow server not healthy after 90 s:\n{(tmp_path / 'server.log').read_text()}")
-            time.sleep(0.5)
-        yield url, tmp_path
-    finally:
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):  # the server, uvicorn, the job runner
-            try:
-                os.killpg(server.pid, sig)
-            except ProcessLookupError:
-                break
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline and _group_alive(server.pid):
-                server.poll()
-                time.sleep(0.2)
-        server.wait(timeout=5)
-        log.close()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
+    """A real ``mlflow server`` (tests/servers.py: SQLite backend, proxied artifacts) in its own process group."""
+    with MlflowServer(tmp_path) as server:
+        yield server.url, tmp_path
 
 
 def test_tracked_run_against_a_real_tracking_server(mlflow_server, monkeypatch):

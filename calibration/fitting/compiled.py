@@ -88,7 +88,7 @@ class CompiledJudge(Metric):
         return self.schema["low"] + score * (self.schema["high"] - self.schema["low"])
 
     def feedback(self, result: dspy.Prediction) -> str:
-        return self.judge.feedback(result)
+        return self.judge.explain(result)
 
     # --- JSON, no pickle ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -89,7 +89,7 @@ def agreement_metric(judge: Judge, schema: dict[str, Any], *, feedback: bool = F
         agreement_value = 1.0 - abs(score - target)
         if feedback:
             text = (f"The human label is {example.label} ({target:.2f} on a 0-1 scale); the judge scored "
-                    f"{score:.2f}. " + (judge.feedback(pred) if hasattr(judge, "feedback") else ""))
+                    f"{score:.2f}. " + (judge.explain(pred) if hasattr(judge, "explain") else ""))
             return dspy.Prediction(score=agreement_value, feedback=text)
         if trace is None:
             return agreement_value

@@ -132,7 +132,7 @@ def disagreements(test: LabelledSet, target: np.ndarray, scorer: str, judge: Any
         if value is None or abs(value - float(target[i])) < 0.5:
             continue
         result = results[i]
-        reasons = judge.feedback(result) if hasattr(result, "score") and hasattr(judge, "feedback") else ""
+        reasons = judge.explain(result) if hasattr(result, "score") and hasattr(judge, "explain") else ""
         rows.append({"item": i, "label": test.labels[i], "score": round(float(value), 3), "judge_reasons": reasons,
                      "rationale": test.rationale(i), "response": (test.dataset[i].to_dict().get("response") or "")[:300]})
     return {"scorer": scorer, "count": len(rows), "items": rows[:limit]}

@@ -137,6 +137,13 @@ class Metric:
         """Text explaining a result (GEPA learns from it); judges override with their reasons."""
         return f"{self.name} = {result.score:.3f}"
 
+    def explain(self, result: dspy.Prediction) -> str:
+        """``feedback``, or for a result the metric could not define (an empty response scored its floor
+        without judging: no step ran, so none of the steps' fields exist) the score and the reason."""
+        if result.get("undefined_reason"):
+            return f"{self.name} = {float(result.score):.2f} ({result.undefined_reason})"
+        return self.feedback(result)
+
     # --- export ------------------------------------------------------------------------------
     def as_metric(
         self,
@@ -177,7 +184,7 @@ class Metric:
                 return score if trace is None else bool(score >= threshold)
             result = judge.score(sample)
             if feedback:
-                return dspy.Prediction(score=float(result.score), feedback=judge.feedback(result))
+                return dspy.Prediction(score=float(result.score), feedback=judge.explain(result))
             if trace is None:
                 return float(result.score)
             return bool(result.score >= threshold)

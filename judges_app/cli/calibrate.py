@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from pathlib import Path
 
@@ -34,20 +35,53 @@ from judges_app.cli.common import (
     load_labelled,
     log_after_printing,
     mlflow_note,
+    output_folder,
     positive_int,
     read_prices,
     share,
     tracking,
 )
-from judges_app.tracking import data_hash, log_calibration
+from judges_app.mlflow_labels import MlflowSourceError, labels_from_mlflow
+from judges_app.tracking import data_hash, default_tracking_uri, log_calibration
 
 OPTIMIZERS = ("none", "labeled", "bootstrap", "random_search", "mipro", "simba", "gepa", "memory", "finetune")
 
 
+def mlflow_labelled(args):
+    """The labelled set ``--from-mlflow EXPERIMENT --assessment NAME [--filter]`` describe (traces lacking a
+    field the judge needs are skipped and counted); ``args.data`` becomes the set's name."""
+    if args.data is not None:
+        raise UsageError(f"give either a labelled DATA ({args.data}) or --from-mlflow, not both")
+    if not args.assessment:
+        raise UsageError("--from-mlflow needs --assessment NAME: the human feedback that holds the labels")
+    required = build_metric(args.judge + (f":{args.judge_params}" if args.judge_params else "")).required_fields
+    try:
+        data, report = labels_from_mlflow(args.from_mlflow, assessment=args.assessment, filter_string=args.filter,
+                                          tracking_uri=default_tracking_uri(args.runs_dir),
+                                          label_kind=args.label_kind, label_range=args.label_range,
+                                          required_fields=required)
+    except MlflowSourceError as err:
+        raise UsageError(f"--from-mlflow {args.from_mlflow}: {err}") from None
+    print(f"--from-mlflow {args.from_mlflow}, feedback {args.assessment!r}: {report.summary()}", flush=True)
+    args.data = "mlflow-" + re.sub(r"[^\w-]+", "_", f"{args.from_mlflow}-{args.assessment}")
+    return data
+
+
+def labelled_data(args):
+    """The labelled set to calibrate on: DATA (a file or a built-in set) or an MLflow experiment's feedback."""
+    if args.from_mlflow is not None:
+        return mlflow_labelled(args)
+    if args.assessment or args.filter:
+        raise UsageError("--assessment and --filter go with --from-mlflow EXPERIMENT")
+    if args.data is None:
+        raise UsageError("give a labelled DATA file or built-in set, or --from-mlflow EXPERIMENT --assessment NAME")
+    return load_labelled(args.data, label_column=args.label_column, label_kind=args.label_kind,
+                         label_range=args.label_range, reference_separator=args.reference_separator)
+
+
 def run(args) -> int:
     args.optimizer = args.optimizer or ["bootstrap"]
-    data = load_labelled(args.data, label_column=args.label_column, label_kind=args.label_kind,
-                         label_range=args.label_range, reference_separator=args.reference_separator)
+    data = labelled_data(args)
     n_train, n_test = args.n_train, args.n_test
     if n_train < 2 or n_test < 2:
         raise UsageError("--n-train and --n-test must be at least 2")
@@ -82,8 +116,7 @@ def run(args) -> int:
     if not isinstance(extra, dict):
         raise UsageError(f"--optimizer-options must be a JSON object, got {type(extra).__name__}: {args.optimizer_options}")
     options = {"max_demos": args.max_demos, **extra}
-    out = Path(args.out or Path(args.runs_dir) / "calibrate" / f"{dataset_name(args.data)}-{probe.name}")
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_folder(args.out or Path(args.runs_dir) / "calibrate" / f"{dataset_name(args.data)}-{probe.name}")
     params = {"data": args.data, "data_hash": data_hash(list(picked.dataset.samples) + list(picked.labels)),
               "judge": probe.name, "judge_params": probe.get_params(), **lm_params(args),
               "optimizers": args.optimizer, "calibrator": args.calibrator, "seed": args.seed,
@@ -161,7 +194,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "for binary sets), compile the judge on train with each --optimizer, fit the "
                                    "calibrator, and report agreement with the human labels on test against cheap "
                                    "baselines. Writes compiled judge JSON, calibration_run.json and an HTML report.")
-    p.add_argument("data", help="a labelled .jsonl/.csv file or one of: " + "; ".join(f"{k} ({v})" for k, v in BUILTIN_SETS.items()))
+    p.add_argument("data", nargs="?", default=None,
+                   help="a labelled .jsonl/.csv file or one of: " + "; ".join(f"{k} ({v})" for k, v in BUILTIN_SETS.items())
+                        + " (leave out with --from-mlflow)")
+    p.add_argument("--from-mlflow", default=None, metavar="EXPERIMENT",
+                   help="read the labels from an MLflow experiment (name or id) instead of DATA: each trace's latest "
+                        "HUMAN feedback named --assessment, at MLFLOW_TRACKING_URI (default: the --runs-dir store)")
+    p.add_argument("--assessment", default=None, metavar="NAME", help="with --from-mlflow: the feedback's name")
+    p.add_argument("--filter", default=None, metavar="STRING",
+                   help="with --from-mlflow: an MLflow trace filter string, e.g. \"tags.split = 'dev'\"")
     p.add_argument("--judge", default="faithfulness", help="an LLM judge from `dspy-judges metrics` (default faithfulness)")
     p.add_argument("--judge-params", default=None, help="the judge's constructor parameters as JSON")
     p.add_argument("--label-column", default="label", help="the label column of a file (default: label)")

@@ -53,6 +53,8 @@ from judges_app.cli.common import (
     positive_int,
     share,
 )
+from judges_app.mlflow_labels import check_reachable, log_label, pool_with_trace_ids
+from judges_app.tracking import default_tracking_uri
 
 QUEUE_VERSION = 1
 _SHOWN_CHARS = 1200  # of each field, until the person asks for the whole item
@@ -129,7 +131,7 @@ def ranked_queue(args, judge, pool: EvaluationDataset, rows: list[dict[str, Any]
         try:
             result = judge.score(sample)
             probabilities.append(float(result.score))
-            reasons.append(judge.feedback(result) if hasattr(judge, "feedback") else "")
+            reasons.append(judge.explain(result) if hasattr(judge, "explain") else "")
         except PermanentLMError as err:  # the LM refuses every request: ranking on nothing would mislead
             raise CommandFailed(f"the LM refused ({err}); nothing was ranked") from None
         except Exception as err:  # an item the judge fails on is one it knows nothing about: p = 0.5
@@ -189,10 +191,38 @@ def ask(prompt: str) -> str | None:
         return None
 
 
+def mlflow_pool(args) -> tuple[EvaluationDataset, list[str]]:
+    """With ``--to-mlflow``: the pool (every row with a ``trace_id``, e.g. from
+    ``judges_app.mlflow_labels.export_pool``) and its trace ids, the tracking store checked to answer."""
+    if not args.labeller or not args.labeller.strip():
+        raise UsageError("--to-mlflow needs --labeller ID: who gives the labels (the feedback's HUMAN source)")
+    try:
+        pool, trace_ids = pool_with_trace_ids(args.pool)
+        check_reachable(default_tracking_uri(args.runs_dir))
+    except (ValueError, OSError) as err:  # MlflowSourceError is a ValueError
+        raise UsageError(f"--to-mlflow: {err}") from None
+    return pool, trace_ids
+
+
+def log_to_mlflow(args, trace_id: str, row: dict[str, Any], judge_name: str) -> None:
+    """The label just saved, logged on its trace as HUMAN feedback (``--assessment``, default the judge's name)."""
+    try:
+        log_label(trace_id, name=args.assessment or judge_name, value=row["label"], labeller=args.labeller,
+                  rationale=row.get("rationale"), tracking_uri=default_tracking_uri(args.runs_dir))
+    except Exception as err:  # logged before it is saved: nothing is saved, a rerun asks for it again
+        raise CommandFailed(f"logging the label of trace {trace_id} to MLflow failed ({type(err).__name__}: {err}); "
+                            f"it was not saved to {args.out}: rerun to go on") from None
+
+
 def run(args) -> int:
     if args.label_kind == "binary" and args.label_range:
         raise UsageError("--label-range is for ordinal or continuous labels")
-    pool = load_dataset(args.pool, None, args.reference_separator)
+    if args.to_mlflow:
+        pool, trace_ids = mlflow_pool(args)
+    elif args.labeller or args.assessment:
+        raise UsageError("--labeller and --assessment go with --to-mlflow")
+    else:
+        pool, trace_ids = load_dataset(args.pool, None, args.reference_separator), None
     lm = cli_lm(args)
     judge = build_metric(args.compiled or args.judge, lm=lm)
     if args.compiled and isinstance(judge, CompiledJudge) and args.judge and judge.judge.name != build_metric(
@@ -249,6 +279,8 @@ def run(args) -> int:
             row = {**rows[i], "label": label}
             if rationale and rationale.strip():
                 row["rationale"] = rationale.strip()
+            if trace_ids is not None:  # MLflow first: a failure there saves nothing, so a rerun asks again
+                log_to_mlflow(args, trace_ids[i], row, judge.name)
             append_label(out, row)
             asked += 1
             break
@@ -270,6 +302,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_label_scale_options(p)
     p.add_argument("--diversity", type=share, default=0.3,
                    help="weight of being unlike the items ranked before (0 to 1; default 0.3; 0: no embeddings)")
+    p.add_argument("--to-mlflow", action="store_true",
+                   help="also log each label on its trace as HUMAN feedback (the pool's rows carry a trace_id: "
+                        "judges_app.mlflow_labels.export_pool writes such a pool), at MLFLOW_TRACKING_URI or the "
+                        "--runs-dir store")
+    p.add_argument("--labeller", default=None, metavar="ID", help="with --to-mlflow: who labels (the feedback's source)")
+    p.add_argument("--assessment", default=None, metavar="NAME",
+                   help="with --to-mlflow: the feedback's name (default: the judge's name)")
     add_reference_separator_option(p)
     add_common_options(p)
     p.set_defaults(run=run)

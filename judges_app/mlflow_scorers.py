@@ -1,0 +1,256 @@
+"""Our metrics and compiled judges as MLflow 3 GenAI scorers, and MLflow's evaluation fields as our samples.
+
+    scorer = as_mlflow_scorer(ExactMatch())                       # or a CompiledJudge, a .json, a models:/ URI
+    mlflow.genai.evaluate(data=traces, scorers=[scorer, ResponseLength(max_length=500)])
+
+MLflow hands a scorer ``inputs``, ``outputs``, ``expectations`` and the ``trace``; ``sample_fields`` turns
+them into ``SingleTurnSample`` fields (the question, the answer, the reference, the RETRIEVER spans'
+documents). The scorer returns MLflow ``Feedback``: the score as ``value``, the metric's feedback text (or
+its ``undefined_reason``) as ``rationale``, the judge's LM, checksum, calibrated probability,
+``undefined_reason`` and ``degraded`` as ``metadata``; a sample missing a field the metric needs gets a Feedback whose
+``error`` names the field, never a score.
+
+Owns: the MLflow field -> sample field mapping and the scorer. Must not fit or calibrate anything
+(``calibration.fitting``) nor read labels (``judges_app.mlflow_labels``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mlflow.entities import AssessmentError, Feedback, SpanType
+from mlflow.genai.scorers import Scorer
+from pydantic import PrivateAttr
+
+from calibration.fitting.compiled import CompiledJudge
+from judges.data.samples import SampleValidationError
+from judges.metrics.base import Metric
+from judges_app.tracking import load_compiled_judge
+
+#: Keys of MLflow's ``inputs`` holding the user's question, in the order they are looked at.
+QUESTION_KEYS = ("question", "query", "user_input", "input", "prompt")
+#: Keys of MLflow's ``outputs`` holding the answer, in the order they are looked at.
+ANSWER_KEYS = ("response", "answer", "output", "content", "text")
+#: MLflow model URIs ``log_compiled_judge`` models are loaded from.
+MODEL_URI_SCHEMES = ("models:/", "runs:/", "mlflow-artifacts:/")
+
+
+class MlflowFieldError(ValueError):
+    """An MLflow field that holds something we cannot read as a sample field (the message names it)."""
+
+
+def _text(value: Any) -> str | None:
+    """A non-empty string, else None (numbers and other shapes are not text here)."""
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _last_user_message(messages: Any) -> str | None:
+    if not isinstance(messages, list):
+        return None
+    for message in reversed(messages):
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            return _text(message.get("content"))
+    return None
+
+
+def question_of(inputs: Any) -> str | None:
+    """The user's question in MLflow's ``inputs``: a plain string, a dict's ``question`` / ``query`` /
+    ``user_input`` / ``input`` / ``prompt``, or the last user message of ``messages``; None when absent."""
+    if isinstance(inputs, str):
+        return _text(inputs)
+    if not isinstance(inputs, Mapping):
+        return None
+    for key in QUESTION_KEYS:
+        if _text(inputs.get(key)):
+            return inputs[key]
+        if isinstance(inputs.get(key), list):  # "input": [{"role": "user", ...}] (Responses API)
+            found = _last_user_message(inputs[key])
+            if found:
+                return found
+    return _last_user_message(inputs.get("messages"))
+
+
+def answer_of(outputs: Any) -> str | None:
+    """The answer in MLflow's ``outputs``: a string, a dict's ``response`` / ``answer`` / ``output`` /
+    ``content`` / ``text``, or an OpenAI-style ``choices[0].message.content``; None when absent. An empty
+    answer stays ``""``: a judge scores it as a bad answer (its floor, with an ``undefined_reason``)."""
+    if isinstance(outputs, str):
+        return outputs
+    if not isinstance(outputs, Mapping):
+        return None
+    for key in ANSWER_KEYS:
+        if isinstance(outputs.get(key), str):
+            return outputs[key]
+    choices = outputs.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        message = choices[0].get("message")
+        content = message.get("content") if isinstance(message, Mapping) else None
+        return content if isinstance(content, str) else None
+    return None
+
+
+def _document_text(document: Any) -> str | None:
+    if isinstance(document, str):
+        return _text(document)
+    if isinstance(document, Mapping):
+        return _text(document.get("page_content")) or _text(document.get("content"))
+    return _text(getattr(document, "page_content", None))
+
+
+def retrieved_documents(trace: Any) -> list[str] | None:
+    """The text of every document the trace's RETRIEVER spans returned, in span order; None when the trace
+    has no retriever span (or is None)."""
+    if trace is None:
+        return None
+    spans = trace.search_spans(span_type=SpanType.RETRIEVER)
+    if not spans:
+        return None
+    texts = []
+    for span in spans:
+        outputs = span.outputs if isinstance(span.outputs, list) else [span.outputs]
+        texts.extend(text for text in map(_document_text, outputs) if text)
+    return texts
+
+
+def _text_list(value: Any, field: str) -> list[str] | None:
+    if value is None:
+        return None
+    items = value if isinstance(value, list) else [value]
+    texts = [_document_text(item) for item in items]
+    if not all(texts):
+        raise MlflowFieldError(f"expectations['{field}'] must be text or documents, got {value!r}"[:200])
+    return texts
+
+
+def reference_of(expectations: Mapping[str, Any]) -> str | None:
+    """``expected_response``, else the ``expected_facts`` joined into one text ("fact 1; fact 2")."""
+    if expectations.get("expected_response") is not None:
+        value = expectations["expected_response"]
+        if not isinstance(value, str):
+            raise MlflowFieldError(f"expectations['expected_response'] must be text, got {type(value).__name__}")
+        return value
+    facts = expectations.get("expected_facts")
+    if facts is None:
+        return None
+    if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
+        raise MlflowFieldError(f"expectations['expected_facts'] must be a list of texts, got {facts!r}"[:200])
+    return "; ".join(facts)
+
+
+def sample_fields(inputs: Any = None, outputs: Any = None, expectations: Any = None, trace: Any = None) -> dict:
+    """``SingleTurnSample`` fields from MLflow's evaluation fields; fields MLflow does not carry are left out.
+
+    ``retrieved_contexts`` are the trace's RETRIEVER documents, else ``expectations['retrieved_context']``;
+    ``reference`` is ``expected_response``, else the joined ``expected_facts``; ``reference_contexts`` come
+    from ``expectations['reference_contexts']``."""
+    expectations = expectations if isinstance(expectations, Mapping) else {}
+    contexts = retrieved_documents(trace)
+    if contexts is None:
+        contexts = _text_list(expectations.get("retrieved_context"), "retrieved_context")
+    fields = {"user_input": question_of(inputs), "response": answer_of(outputs), "retrieved_contexts": contexts,
+              "reference": reference_of(expectations),
+              "reference_contexts": _text_list(expectations.get("reference_contexts"), "reference_contexts")}
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def lm_name(metric: Metric) -> str:
+    """The judge's LM as a name: its model string, or "default" (the run's / DSPy's LM); "" for no LM."""
+    if not metric.needs_lm:
+        return ""
+    lm = getattr(metric, "judge_lm", None)
+    if lm is None:
+        return "default"
+    return str(getattr(lm, "model", lm))
+
+
+def metric_identity(metric: Metric) -> dict[str, Any]:
+    """What identifies a metric (JSON): its class and settings, and a compiled judge's checksum."""
+    if isinstance(metric, CompiledJudge):
+        return {"class": "CompiledJudge", **metric.get_params()}
+    return {"class": f"{type(metric).__module__}.{type(metric).__qualname__}",
+            "params": json.loads(json.dumps(metric.get_params(), default=str))}
+
+
+class DspyJudgesScorer(Scorer):
+    """An MLflow scorer that scores with one of our metrics or compiled judges (see ``as_mlflow_scorer``).
+
+    ``metric_spec`` (JSON: class, settings, checksum) is what MLflow's evaluation hashes as the scorer's
+    definition. Registering it for online monitoring (``register()``) is not supported: MLflow rebuilds
+    registered custom scorers from their source text, which cannot carry a judge's LM."""
+
+    metric_spec: dict[str, Any] = {}
+    _metric: Metric = PrivateAttr()
+
+    def __init__(self, metric: Metric, *, name: str | None = None, **data: Any):
+        super().__init__(name=name or metric.name, metric_spec=metric_identity(metric), **data)
+        self._metric = metric
+
+    @property
+    def metric(self) -> Metric:
+        return self._metric
+
+    def __call__(self, *, inputs: Any = None, outputs: Any = None, expectations: Any = None,
+                 trace: Any = None) -> Feedback:
+        return score_as_feedback(self._metric, inputs=inputs, outputs=outputs, expectations=expectations,
+                                 trace=trace, name=self.name)
+
+
+def _error_feedback(name: str, code: str, message: str) -> Feedback:
+    return Feedback(name=name, error=AssessmentError(error_code=code, error_message=message))
+
+
+def score_as_feedback(metric: Metric, *, inputs: Any = None, outputs: Any = None, expectations: Any = None,
+                      trace: Any = None, name: str | None = None) -> Feedback:
+    """Score one MLflow evaluation row with ``metric``: its Feedback, or a Feedback with an ``error`` naming
+    the missing or unreadable field (no score is made up)."""
+    name = name or metric.name
+    trace_id = getattr(getattr(trace, "info", None), "trace_id", None)
+    where = f" (trace {trace_id})" if trace_id else ""
+    try:
+        sample = metric.validate_sample(sample_fields(inputs, outputs, expectations, trace))
+    except SampleValidationError as err:  # its message names the metric and the field
+        return _error_feedback(name, "MISSING_FIELD", f"{err}{where}")
+    except MlflowFieldError as err:
+        return _error_feedback(name, "UNREADABLE_FIELD", f"{metric.name}: {err}{where}")
+    result = metric.score(sample)
+    score = float(result.score)
+    if not math.isfinite(score):
+        return _error_feedback(name, "UNDEFINED_SCORE", f"{metric.name}{where}: score {score} "
+                               f"({result.get('undefined_reason') or 'no reason given'})")
+    metadata = {"judge": metric.name, "judge_lm": lm_name(metric)}
+    if isinstance(metric, CompiledJudge):
+        metadata["checksum"] = metric.get_params()["checksum"]
+        metadata["raw_score"] = str(float(result.raw_score))
+        if metric.calibrator.kind is not None:
+            metadata["calibrated_probability"] = str(score)
+    undefined = result.get("undefined_reason")
+    if undefined:  # the judge did not judge (e.g. an empty answer scored its floor): the rationale says so
+        metadata["undefined_reason"] = str(undefined)
+    if result.get("degraded"):  # scored from fewer steps or judges than designed: which and why
+        metadata["degraded"] = str(result.degraded)
+    rationale = metric.explain(result)
+    return Feedback(name=name, value=score, rationale=rationale, metadata=metadata)
+
+
+def as_mlflow_scorer(metric: Metric | str | Path, *, name: str | None = None, lm: Any = None,
+                     embeddings: Any = None, run_dir: str | Path = "runs") -> DspyJudgesScorer:
+    """An MLflow GenAI scorer (``mlflow.genai.scorers.Scorer``) scoring with ``metric``: a metric of the
+    catalogue or a ``CompiledJudge`` (used as given), the path of a compiled judge's JSON file, or the
+    URI of a model logged by ``judges_app.tracking.log_compiled_judge`` (``models:/...``, ``runs:/...``,
+    read from ``default_tracking_uri(run_dir)``). ``lm`` / ``embeddings`` are attached to a loaded judge."""
+    if isinstance(metric, Metric):
+        return DspyJudgesScorer(metric, name=name)
+    if not isinstance(metric, (str, Path)):
+        raise TypeError(f"as_mlflow_scorer: metric must be a Metric, a compiled judge's .json path or a model URI, "
+                        f"got {type(metric).__name__}")
+    text = str(metric)
+    if text.startswith(MODEL_URI_SCHEMES):
+        return DspyJudgesScorer(load_compiled_judge(text, lm=lm, embeddings=embeddings, run_dir=run_dir), name=name)
+    if not Path(text).is_file():
+        raise ValueError(f"as_mlflow_scorer: {text!r} is neither a compiled judge file nor a model URI "
+                         f"({', '.join(MODEL_URI_SCHEMES)})")
+    return DspyJudgesScorer(CompiledJudge.load(text, lm=lm, embeddings=embeddings), name=name)

@@ -1,0 +1,394 @@
+"""Our judges inside MLflow 3 GenAI: scorers in mlflow.genai.evaluate, labels read from human feedback on
+traces, labels written back, `calibrate --from-mlflow`, and an MLflow alignment optimizer. Real tracking
+stores (SQLite, and one `mlflow server`), traces made by tracing a function, feedback logged with MLflow's API."""
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")  # offline: before dspy imports litellm
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"  # a trace is in the store when the call returns
+
+import json  # noqa: E402
+import re
+import sys
+import time
+from pathlib import Path
+
+import dspy
+import mlflow
+import numpy as np
+import pytest
+from mlflow.entities import AssessmentSource, Document, SpanType
+from mlflow.genai.judges import make_judge
+from mlflow.genai.judges.optimizers.memalign import MemAlignOptimizer
+from mlflow.genai.scorers import ResponseLength
+
+from calibration.fitting.calibrators import Calibrator
+from calibration.fitting.compiled import CompiledJudge
+from judges import AspectCritic, ExactMatch
+from judges_app.cli import main
+from judges_app.mlflow_align import CalibratedMlflowJudge, DspyJudgesAligner
+from judges_app.mlflow_labels import MlflowSourceError, export_pool, labels_from_mlflow
+from judges_app.mlflow_scorers import as_mlflow_scorer, sample_fields
+from judges_app.tracking import log_compiled_judge
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scripted import scripted_lm  # noqa: E402
+from servers import MlflowServer, MockOpenAI, completion, free_port  # noqa: E402
+
+HUMAN = "HUMAN"
+
+
+# --- the app that is traced, and its store ---------------------------------------------------------------
+@mlflow.trace(span_type=SpanType.RETRIEVER)
+def retrieve(question: str) -> list[Document]:
+    return [Document(page_content=f"Notes on {question}", metadata={"doc_uri": "notes"})]
+
+
+@mlflow.trace
+def app(question: str, answer: str | None, documents: bool = True) -> str | None:
+    if documents:
+        retrieve(question)
+    return answer
+
+
+def traced(question: str, answer: str | None, *, expected: str | None = None, feedback=None, name: str = "good",
+           rationale: str | None = None, source: str = HUMAN, documents: bool = True) -> str:
+    """Trace one call of the app (its retriever too unless ``documents=False``), then log its expectation and
+    a person's feedback with MLflow's API."""
+    app(question, answer, documents)
+    trace_id = mlflow.get_last_active_trace_id()
+    if expected is not None:
+        mlflow.log_expectation(trace_id=trace_id, name="expected_response", value=expected)
+    if feedback is not None:
+        mlflow.log_feedback(trace_id=trace_id, name=name, value=feedback, rationale=rationale,
+                            source=AssessmentSource(source_type=source, source_id="ana"))
+    return trace_id
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    mlflow.set_tracking_uri(uri)
+    yield uri
+    mlflow.set_tracking_uri(None)
+
+
+def experiment(name: str) -> str:
+    return mlflow.set_experiment(name).experiment_id
+
+
+def all_traces(name: str):
+    return mlflow.search_traces(locations=[mlflow.get_experiment_by_name(name).experiment_id], return_type="list")
+
+
+def verdict_lm():
+    """AspectCritic's verdict: "good" in the last response shown (demos or not)."""
+
+    def respond(prompt):
+        responses = re.findall(r"\[\[ ## response ## \]\]\n(.*?)\n", prompt)
+        return {"reason": "scripted", "verdict": str("good" in responses[-1])}
+
+    return scripted_lm(respond)
+
+
+def yes_lm():
+    """Says yes to everything unless the prompt carries demos; then it reads "good" in the response."""
+
+    def respond(prompt):
+        responses = [r for r in re.findall(r"\[\[ ## response ## \]\]\n(.*?)\n", prompt) if r != "{response}"]
+        return {"reason": "scripted", "verdict": str(("good" in responses[-1]) if len(responses) > 1 else True)}
+
+    return scripted_lm(respond)
+
+
+def critic(lm=None):
+    return AspectCritic(name="good", definition="Does the response say the item is good?", lm=lm)
+
+
+def labelled_items(n: int):
+    """(question, answer, label): even items bad, odd good."""
+    return [(f"item {i}?", f"item {i} is {'good' if i % 2 else 'bad'}", i % 2) for i in range(n)]
+
+
+# --- MLflow's fields as our samples ------------------------------------------------------------------------
+def test_sample_fields_read_mlflow_shapes():
+    assert sample_fields("Why?", "Because.") == {"user_input": "Why?", "response": "Because."}
+    messages = {"messages": [{"role": "user", "content": "first"}, {"role": "assistant", "content": "a"},
+                             {"role": "user", "content": "last"}]}
+    choices = {"choices": [{"message": {"role": "assistant", "content": "Paris"}}]}
+    assert sample_fields(messages, choices) == {"user_input": "last", "response": "Paris"}
+    got = sample_fields({"query": "q"}, {"answer": "a"}, {"expected_facts": ["f1", "f2"],
+                                                          "retrieved_context": [{"page_content": "doc"}]})
+    assert got == {"user_input": "q", "response": "a", "reference": "f1; f2", "retrieved_contexts": ["doc"]}
+    assert sample_fields({"other": 1}, {"nothing": "here"}) == {}
+    assert sample_fields(None, "x", {"expected_response": "x", "expected_facts": ["ignored"]})["reference"] == "x"
+
+
+# --- scorers ---------------------------------------------------------------------------------------------
+def fitted_compiled(lm) -> CompiledJudge:
+    """An AspectCritic with a Platt calibrator fitted on its own 0/1 scores."""
+    calibrator = Calibrator("platt", binary=True).fit([0, 0, 1, 1, 0, 1], [0, 0, 1, 1, 1, 1])
+    return CompiledJudge(critic(lm), calibrator)
+
+
+def test_scorer_feedback_metadata_and_missing_fields(tmp_path):
+    exact = as_mlflow_scorer(ExactMatch())
+    fb = exact.run(inputs={"question": "q"}, outputs={"response": "Paris"}, expectations={"expected_response": "Paris"})
+    assert fb.name == "exact_match" and fb.value == 1.0 and fb.rationale == "exact_match = 1.000"
+    missing = exact.run(inputs={"question": "q"}, outputs="Paris")
+    assert missing.value is None and "reference" in missing.error.error_message
+    assert missing.error.error_code == "MISSING_FIELD"
+
+    lm = verdict_lm()
+    compiled = fitted_compiled(lm)
+    scorer = as_mlflow_scorer(compiled)
+    fb = scorer.run(inputs="Is it?", outputs="the item is good")
+    assert fb.value == pytest.approx(float(compiled.calibrator.predict([1.0])[0]))
+    assert 0 < fb.value < 1 and fb.rationale.startswith("good: yes")
+    assert fb.metadata["checksum"] == compiled.to_dict()["checksum"] == scorer.metric_spec["checksum"]
+    assert fb.metadata["judge_lm"] == "scripted/test" and float(fb.metadata["raw_score"]) == 1.0
+    assert float(fb.metadata["calibrated_probability"]) == pytest.approx(fb.value)
+    calls = lm.engine.calls
+    empty = scorer.run(inputs="Is it?", outputs="")  # an empty answer is a bad one: the floor, and why
+    assert empty.value == pytest.approx(float(compiled.calibrator.predict([0.0])[0]))
+    assert "the response is empty" in empty.metadata["undefined_reason"] and float(empty.metadata["raw_score"]) == 0
+    assert lm.engine.calls == calls  # no LM call for it
+    absent = scorer.run(inputs="Is it?", outputs={"unknown": "shape"})
+    assert absent.error.error_code == "MISSING_FIELD" and "field 'response'" in absent.error.error_message
+    from_file = as_mlflow_scorer(compiled.save(tmp_path / "compiled.json"), lm=lm)
+    assert from_file.run(outputs="the item is bad").value == pytest.approx(scorer.run(outputs="the item is bad").value)
+    with pytest.raises(ValueError, match="neither a compiled judge file nor a model URI"):
+        as_mlflow_scorer(str(tmp_path / "nope.json"))
+    with pytest.raises(TypeError, match="got int"):
+        as_mlflow_scorer(3)
+
+
+def test_evaluate_runs_our_scorers_beside_a_builtin_in_one_run(store):
+    experiment("evaluate")
+    traced("capital of France?", "Paris", expected="Paris")
+    traced("capital of Italy?", "Milan", expected="Rome")
+    no_reference = traced("capital of Spain?", "Madrid")
+    scorers = [as_mlflow_scorer(ExactMatch()), as_mlflow_scorer(critic(verdict_lm())),
+               ResponseLength(max_length=100)]
+    result = mlflow.genai.evaluate(data=all_traces("evaluate"), scorers=scorers)
+    frame = result.result_df.set_index("trace_id")
+    assert frame.loc[no_reference, "response_length/value"] == "yes"  # the built-in scored every row
+    exact = frame["exact_match/value"].drop(no_reference).sort_values().tolist()
+    assert exact == [0.0, 1.0] and frame["good/value"].tolist() == [0.0, 0.0, 0.0]
+    assert result.metrics["exact_match/mean"] == 0.5 and "response_length/mean" in result.metrics
+    logged = mlflow.get_trace(no_reference).info.assessments
+    error = next(a for a in logged if a.name == "exact_match")
+    assert error.value is None and "field 'reference'" in error.error.error_message
+    assert {a.name for a in logged} >= {"exact_match", "good", "response_length"}
+    scored = next(a for a in mlflow.get_trace(frame.index[0]).info.assessments if a.name == "good")
+    assert scored.metadata["judge_lm"] == "scripted/test" and scored.rationale.startswith("good: no")
+    assert scored.metadata["mlflow.assessment.scorerDigest"].startswith("sha256:")  # MLflow hashed its definition
+
+
+# --- labels from MLflow ------------------------------------------------------------------------------------
+def test_labels_from_mlflow_reads_the_latest_human_feedback_and_counts_what_it_skips(store):
+    experiment("labels")
+    ids = [traced("q0", "a0", feedback=True, rationale="right"), traced("q1", "a1", feedback="Fail"),
+           traced("q2", "a2", feedback=1), traced("q3", "a3", feedback="pass", source="LLM_JUDGE")]
+    no_output = traced("q4", None, feedback=True)
+    mlflow.log_feedback(trace_id=ids[0], name="good", value="no", source=AssessmentSource(HUMAN, "bo"))  # later
+    data, report = labels_from_mlflow("labels", assessment="good")
+    by_trace = {m["trace_id"]: (label, data.rationale(i)) for i, (label, m) in enumerate(zip(data.labels, data.meta))}
+    assert by_trace == {ids[0]: (0, None), ids[1]: (0, None), ids[2]: (1, None)}
+    contexts = {m["trace_id"]: s.retrieved_contexts for s, m in zip(data.dataset, data.meta)}
+    assert contexts == {ids[0]: ["Notes on q0"], ids[1]: ["Notes on q1"], ids[2]: ["Notes on q2"]}
+    assert report.traces == 5 and report.labelled == 3
+    assert report.without_feedback == [ids[3]] and report.skipped == {"no response": [no_output]}
+    assert "1 skipped: no response" in report.summary()
+    only, _ = labels_from_mlflow("labels", assessment="good", filter_string=f"trace.request_id = '{ids[2]}'")
+    assert len(only) == 1 and only.labels == [1]
+
+
+def test_labels_from_mlflow_errors_name_the_trace_the_value_or_the_address(store):
+    experiment("bad")
+    traced("q0", "a0", feedback=True)
+    odd = traced("q1", "a1", feedback="maybe")
+    with pytest.raises(MlflowSourceError, match=f"trace {odd}: human feedback value 'maybe'"):
+        labels_from_mlflow("bad", assessment="good")
+    experiment("numbers")
+    three = traced("q", "a", feedback=3)
+    with pytest.raises(MlflowSourceError, match=f"trace {three}: label 3 is not 0 or 1"):
+        labels_from_mlflow("numbers", assessment="good")
+    with pytest.raises(MlflowSourceError, match="no active MLflow experiment 'nope'"):
+        labels_from_mlflow("nope", assessment="good")
+    with pytest.raises(MlflowSourceError, match="no trace has usable human feedback"):
+        labels_from_mlflow("bad", assessment="absent")
+    start = time.monotonic()
+    with pytest.raises(MlflowSourceError, match="does not answer"):
+        labels_from_mlflow("bad", assessment="good", tracking_uri=f"http://127.0.0.1:{free_port()}")
+    assert time.monotonic() - start < 10
+
+
+# --- the CLI: calibrate --from-mlflow, label --to-mlflow -----------------------------------------------------
+def test_calibrate_from_mlflow_then_log_and_score_again(store, tmp_path, capsys):
+    experiment("app")
+    for question, answer, label in labelled_items(20):  # no documents: no context baselines (embedder, verifier)
+        traced(question, answer, feedback=bool(label), documents=False)
+    traced("no answer?", None, feedback=True, documents=False)
+    out = tmp_path / "runs" / "calibrate" / "mlflow-app-good-good"  # the default --out, as the README says
+    argv = ["calibrate", "--from-mlflow", "app", "--assessment", "good", "--judge", "aspect_critic",
+            "--judge-params", '{"name": "good", "definition": "Does the response say the item is good?"}',
+            "--optimizer", "labeled", "--calibrator", "platt", "--n-train", "8", "--n-test", "12",
+            "--max-demos", "2", "--n-bootstrap", "50", "--no-report", "--no-mlflow",
+            "--runs-dir", str(tmp_path / "runs")]
+    with dspy.context(lm=yes_lm()):
+        assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "21 traces read, 20 labelled; 0 without the feedback; 1 skipped: no response" in printed
+    compiled = CompiledJudge.load(out / "compiled_good_labeled.json", lm=yes_lm())
+    with mlflow.start_run():
+        model_uri = log_compiled_judge(compiled, name="good_judge").model_uri
+    scorer = as_mlflow_scorer(model_uri, lm=yes_lm())
+    traces = all_traces("app")[:6]
+    result = mlflow.genai.evaluate(data=traces, scorers=[scorer])
+    scores = result.result_df.set_index("trace_id")["good/value"]
+    answers = {t.info.trace_id: root(t).outputs for t in traces}
+    assert [t for t, answer in answers.items() if answer is None] == scores[scores.isna()].index.tolist() != []
+    good = [scores[t] for t, answer in answers.items() if answer and "good" in answer]
+    bad = [scores[t] for t, answer in answers.items() if answer and "bad" in answer]
+    assert good and bad and min(good) > max(bad)  # the compiled judge's demos taught it
+
+
+def test_calibrate_from_mlflow_errors_exit_2_and_write_nothing(store, tmp_path, capsys, monkeypatch):
+    experiment("wrong")
+    for question, answer, label in labelled_items(6):
+        traced(question, answer, feedback={"score": label})
+    out = tmp_path / "cal"
+    base = ["--assessment", "good", "--judge", "aspect_critic", "--judge-params",
+            '{"name": "good", "definition": "good?"}', "--out", str(out), "--runs-dir", str(tmp_path / "runs")]
+    assert main(["calibrate", "--from-mlflow", "wrong", *base]) == 2
+    assert "is not a binary label" in capsys.readouterr().err
+    assert main(["calibrate", "--from-mlflow", "missing", *base]) == 2
+    assert "no active MLflow experiment 'missing'" in capsys.readouterr().err
+    assert main(["calibrate", "--from-mlflow", "wrong", *base[2:]]) == 2
+    assert "needs --assessment" in capsys.readouterr().err
+    assert main(["calibrate", *base[2:]]) == 2
+    assert "or --from-mlflow EXPERIMENT" in capsys.readouterr().err
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port()}")
+    start = time.monotonic()
+    assert main(["calibrate", "--from-mlflow", "wrong", *base]) == 2
+    assert "does not answer" in capsys.readouterr().err and time.monotonic() - start < 10
+    assert not out.exists() and not (tmp_path / "runs" / "calibrate").exists()
+
+
+def test_label_writes_each_label_back_to_its_trace(store, tmp_path, monkeypatch, capsys):
+    experiment("pool")
+    ids = [traced(f"q{i}", f"answer {i}", expected="answer 0") for i in range(3)]
+    traced("q?", None)
+    pool, out = tmp_path / "pool.jsonl", tmp_path / "labels.jsonl"
+    report = export_pool("pool", pool, required_fields=("response", "reference"))
+    assert report.labelled == 3 and report.n_skipped == 1
+    answers = iter(["1", "looks right", "0", "", "q"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    argv = ["label", str(pool), "--judge", "exact_match", "--budget", "3", "--out", str(out), "--diversity", "0",
+            "--to-mlflow", "--labeller", "ana", "--runs-dir", str(tmp_path / "runs")]
+    assert main(argv) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["label"] for r in rows] == [1, 0] and "trace_id" not in rows[0]  # calibrate reads the file as is
+    data, skipped = labels_from_mlflow("pool", assessment="exact_match", required_fields=("response", "reference"))
+    assert sorted(zip(data.dataset.to_list(), data.labels), key=str) == sorted(
+        [({k: v for k, v in r.items() if k not in ("label", "rationale")}, r["label"]) for r in rows], key=str)
+    feedback = [a for t in ids for a in mlflow.get_trace(t).info.assessments if a.name == "exact_match"]
+    assert {(a.source.source_type, a.source.source_id) for a in feedback} == {(HUMAN, "ana")}
+    assert "looks right" in {a.rationale for a in feedback} and len(skipped.without_feedback) == 2
+    capsys.readouterr()
+    assert main([*argv[:8], "--to-mlflow"]) == 2
+    assert "needs --labeller" in capsys.readouterr().err
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps({"response": "a", "reference": "a"}) + "\n")
+    assert main(["label", str(plain), "--judge", "exact_match", "--budget", "1", "--out", str(tmp_path / "l2.jsonl"),
+                 "--to-mlflow", "--labeller", "ana"]) == 2
+    assert "has no 'trace_id'" in capsys.readouterr().err and not (tmp_path / "l2.jsonl").exists()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port()}")
+    elsewhere = tmp_path / "l3.jsonl"
+    assert main([*argv[:7], str(elsewhere), *argv[8:]]) == 2
+    assert "does not answer" in capsys.readouterr().err and not elsewhere.exists()
+
+
+# --- an MLflow judge aligned with our method, beside MLflow's default (MemAlign) ----------------------------------
+class JudgeMock(MockOpenAI):
+    """The OpenAI-compatible mock answering MLflow's judge like ``yes_lm``: yes to everything, unless the prompt
+    shows example judgements (MemAlign's memory), then "good" in the output shown; guideline distillation gets
+    no guidelines; embeddings are the mock's hash vectors."""
+
+    class handler(MockOpenAI.handler):
+        def do_POST(self):
+            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if self.path.rstrip("/").endswith("/embeddings"):
+                return self._embeddings(self.server.owner, request)
+            prompt = "\n".join(str(m.get("content") or "") for m in request.get("messages", []))
+            if "distill a set of guidelines" in prompt:
+                text = json.dumps({"guidelines": []})
+            else:  # the judge's own call: {result, rationale}
+                shown = re.findall(r'outputs: "(.*)"', prompt)[-1]
+                result = ("good" in shown) if "Example Judgements" in prompt else True
+                text = json.dumps({"result": result, "rationale": "scripted"})
+            self._send(200, json.dumps(completion("mock", text, len(prompt.split()))).encode())
+
+
+def root(trace):
+    return next(span for span in trace.data.spans if span.parent_id is None)
+
+
+def agreement(judge, traces) -> float:
+    """Mean 1 - |score - label| of ``judge`` on ``traces`` (label: "good" in the answer, as people said)."""
+    scores = [float(judge(inputs=root(t).inputs, outputs=root(t).outputs).value) for t in traces]
+    return float(np.mean([1 - abs(s - ("good" in root(t).outputs)) for s, t in zip(scores, traces)]))
+
+
+def test_mlflow_judge_aligned_with_our_method_and_with_memalign(store, monkeypatch):
+    experiment("align")
+    for question, answer, label in labelled_items(20):
+        traced(question, answer, feedback="yes" if label else "no", documents=False)
+    traces = sorted(all_traces("align"), key=lambda t: root(t).inputs["question"])
+    train, test = [t for i, t in enumerate(traces) if i % 5], traces[::5]  # 16 to align on, 4 held out
+    with JudgeMock(latency=0) as mock:
+        for variable in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
+            monkeypatch.setenv(variable, mock.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "unused")
+        judge = make_judge(name="good", instructions="Does {{ outputs }} say the item is good?",
+                           feedback_value_type=bool, model="openai:/mock")
+        ours = judge.align(train, optimizer=DspyJudgesAligner(lm=yes_lm(), optimizer="labeled", calibrator="platt",
+                                                              max_demos=2))
+        memalign = judge.align(train, optimizer=MemAlignOptimizer(reflection_lm="openai:/mock",
+                                                                  embedding_model="openai:/mock", embedding_dim=16))
+        numbers = {"mlflow judge, not aligned": agreement(judge, test), "dspy-judges (labeled + platt)":
+                   agreement(ours, test), "MLflow default (MemAlign)": agreement(memalign, test)}
+        assert isinstance(memalign(outputs="item 3 is good").value, bool)
+    print("agreement with people on 4 held-out traces: " + "; ".join(f"{k} {v:.3f}" for k, v in numbers.items()))
+    assert isinstance(ours, CalibratedMlflowJudge) and ours.name == "good" == memalign.name
+    assert ours.compiled.report["optimizer"] == "labeled" and ours.alignment_report.labelled == 16
+    assert isinstance(ours(outputs="item 3 is good").value, float)  # our judge needs no MLflow model
+    assert numbers["mlflow judge, not aligned"] == 0.5  # yes to all; 2 of the 4 held-out items are bad
+    assert all(0 <= v <= 1 for v in numbers.values())
+
+
+# --- a real tracking server -----------------------------------------------------------------------------------
+@pytest.fixture
+def mlflow_server(tmp_path):
+    """`mlflow server` on a free loopback port (tests/servers.py), stopped afterwards."""
+    with MlflowServer(tmp_path) as server:
+        yield server.url
+
+
+def test_scores_and_labels_on_a_tracking_server(mlflow_server, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    mlflow.set_tracking_uri(mlflow_server)
+    try:
+        experiment("served")
+        ids = [traced(f"q{i}", f"a{i}", expected="a0", feedback=bool(i % 2)) for i in range(4)]
+        result = mlflow.genai.evaluate(data=all_traces("served"), scorers=[as_mlflow_scorer(ExactMatch())])
+        assert sorted(result.result_df["exact_match/value"]) == [0.0, 0.0, 0.0, 1.0]
+        data, report = labels_from_mlflow("served", assessment="good", tracking_uri=mlflow_server,
+                                          required_fields=("response", "reference"))
+        assert dict(zip((m["trace_id"] for m in data.meta), data.labels)) == {t: i % 2 for i, t in enumerate(ids)}
+        assert data.source == mlflow_server and report.n_skipped == 0
+    finally:
+        mlflow.set_tracking_uri(None)
