@@ -5,7 +5,8 @@
 FaithfulnessWithVerifier with sentence claims (no LM), one item at a time as ``evaluate`` scores it, after a
 warm-up of 5 items (the model's load is timed apart). BEGIN turns are a response of 1-3 sentences against a
 knowledge passage of one chunk; SummEval summaries are 3-5 sentences against a news article of several
-chunks. RSS is this process's resident memory after the runs (torch, the model, the tokenizer).
+chunks. RSS is this process's resident memory (torch, the library, the model, the tokenizer, the data read):
+before any data is read, after the dialogue run, and after the SummEval run (which reads the articles first).
 """
 
 from __future__ import annotations
@@ -47,21 +48,28 @@ def main() -> int:
     verifier = resolve_verifier(None)
     load = time.perf_counter() - started
     metric = FaithfulnessWithVerifier()
+    metric.score(SingleTurnSample(response="It was completed in 1889.", retrieved_contexts=["It was built in 1889."]))
+    memory = [f"{rss_mb():.0f} MB with the library and the model loaded, one item scored, no data read"]
     begin = list(load_begin(parts=("wow",), limit=args.begin + 5).dataset)
-    summeval = [SingleTurnSample(response=s.response, retrieved_contexts=list(s.reference_contexts))
+
+    def summeval():
+        return [SingleTurnSample(response=s.response, retrieved_contexts=list(s.reference_contexts))
                 for s in load_summeval(limit=args.summeval + 5).dataset]
+
     print(f"\nFaithfulnessWithVerifier (sentence claims, no LM), {verifier.name}; torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads, {os.cpu_count()} CPUs; model load {load:.1f} s\n")
     print("| items | n | pairs scored per item (mean) | ms/item median | ms/item p95 | ms/item mean |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name, samples in (("BEGIN WoW turns", begin), ("SummEval summaries vs articles", summeval)):
+    for name, samples in (("BEGIN WoW turns", lambda: begin), ("SummEval summaries vs articles", summeval)):
+        samples = samples()
         seconds = timed(metric, samples)
         pairs = statistics.mean(len(verifier.units(s.retrieved_contexts)) * len(metric.score(s).claims)
                                 for s in samples[5:25])
         ordered = sorted(seconds)
         print(f"| {name} | {len(seconds)} | {pairs:.1f} | {statistics.median(seconds) * 1000:.1f} | "
               f"{ordered[int(0.95 * (len(ordered) - 1))] * 1000:.1f} | {statistics.mean(seconds) * 1000:.1f} |")
-    print(f"\nRSS after both runs: {rss_mb():.0f} MB")
+        memory.append(f"{rss_mb():.0f} MB after the {name} run")
+    print("\nRSS: " + "; ".join(memory))
     return 0
 
 
