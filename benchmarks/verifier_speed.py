@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from memory import rss_mb  # noqa: E402 - benchmarks/memory.py
+
 from calibration.data.loaders import load_begin, load_summeval  # noqa: E402
 from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 from judges.lm.verifier import resolve_verifier  # noqa: E402

@@ -51,8 +51,8 @@ from judges_app.cli.label import disagreement_signal
 from judges_app.tracking import data_hash, metric_key, tracked_run
 
 STATS = ("roc_auc", "balanced_accuracy", "brier")
-SIGNALS = tuple(FEATURES)
-FINETUNED = "fine-tuned verifier, Platt"  # every cheap signal and judge-step signal the stacked calibrator may use
+SIGNALS = tuple(FEATURES)  # every cheap signal and judge-step signal the stacked calibrator may use
+FINETUNED = "fine-tuned verifier, Platt"  # the method --finetune adds
 
 
 def main() -> int:

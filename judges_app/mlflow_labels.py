@@ -138,8 +138,9 @@ def human_feedback(trace: Any, assessment: str) -> Feedback | None:
 def expectations_of(trace: Any) -> dict[str, Any]:
     """The trace's expectations, the latest valid one per name."""
     names = {a.name for a in trace.info.assessments or [] if isinstance(a, Expectation)}
-    return {name: _latest_valid([a for a in trace.info.assessments if isinstance(a, Expectation)
-                                 and a.name == name]).value for name in sorted(names)}
+    latest = {name: _latest_valid([a for a in trace.info.assessments if isinstance(a, Expectation) and a.name == name])
+              for name in sorted(names)}
+    return {name: expectation.value for name, expectation in latest.items() if expectation is not None}
 
 
 def trace_sample_fields(trace: Any) -> dict[str, Any]:

@@ -14,11 +14,11 @@ import pytest
 from dspy.utils import DummyLM
 
 from judges import (
-    EvaluationDataset,
-    InputTooLargeError,
     BleuScore,
+    EvaluationDataset,
     ExactMatch,
     Faithfulness,
+    InputTooLargeError,
     Judge,
     Metric,
     NonLLMStringSimilarity,
@@ -259,6 +259,9 @@ def test_duplicate_metric_names_are_refused_and_an_alias_tells_them_apart(tmp_pa
                           progress=False, backend=backend)
         assert result.scores("exact_match") == [0.0] and result.scores("exact_match_any_case") == [1.0], backend
     assert ExactMatch().named("em").get_params() == ExactMatch().get_params()
+    from calibration.fitting.compiled import CompiledJudge
+
+    assert CompiledJudge(Faithfulness()).named("faithful_a").name == "faithful_a"
     with pytest.raises(ValueError, match="alias 'a b' must be"):
         ExactMatch().named("a b")
     from judges_app.cli import main
@@ -443,6 +446,22 @@ def test_a_second_run_on_a_run_file_in_use_is_refused_naming_the_holder(tmp_path
     assert evaluate(EvaluationDataset(samples(2)), [SlowLength(delay=0)], run_file=run, progress=False).failures == []
     with pytest.raises(ValueError, match="is a directory"):
         evaluate(EvaluationDataset(samples(2)), [SlowLength(delay=0)], run_file=tmp_path, progress=False)
+
+
+def test_a_score_outside_zero_one_fails_its_item_so_the_run_file_stays_resumable(tmp_path):
+    class Wide(Metric):
+        required_fields: ClassVar[tuple[str, ...]] = ("response",)
+
+        def _score(self, sample):
+            return dspy.Prediction(score={"a": 3.0, "b": float("nan")}.get(sample.response, 0.5))
+
+    run = tmp_path / "run.jsonl"
+    data = EvaluationDataset([{"response": "a"}, {"response": "b"}, {"response": "c"}])
+    first = evaluate(data, [Wide()], run_file=run, progress=False)
+    assert [f[2] for f in first.failures] == ["ValueError: score 3.0 is not a number in [0, 1] (every metric scores "
+                                              "there)", "ValueError: score nan is not a number in [0, 1] (every "
+                                              "metric scores there)"]
+    assert evaluate(data, [Wide()], run_file=run, progress=False).scores("wide") == [None, None, 0.5]  # resumes
 
 
 def test_a_run_file_score_outside_zero_one_is_refused_on_resume(tmp_path):

@@ -4,7 +4,7 @@ stores (SQLite, and one `mlflow server`), traces made by tracing a function, fee
 
 import os
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")  # offline: before dspy imports litellm
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline: before dspy imports litellm (as judges sets it)
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"  # a trace is in the store when the call returns
 
@@ -368,6 +368,8 @@ def test_mlflow_judge_aligned_with_our_method_and_with_memalign(store, monkeypat
     assert isinstance(ours(outputs="item 3 is good").value, float)  # our judge needs no MLflow model
     assert numbers["mlflow judge, not aligned"] == 0.5  # yes to all; 2 of the 4 held-out items are bad
     assert all(0 <= v <= 1 for v in numbers.values())
+    # the aligned judges learnt from the labels (the scripted LM reads its demos): both above the unaligned 0.5
+    assert numbers["dspy-judges (labeled + platt)"] > 0.5 and numbers["MLflow default (MemAlign)"] > 0.5
 
 
 # --- a real tracking server -----------------------------------------------------------------------------------

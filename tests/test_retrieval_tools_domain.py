@@ -120,10 +120,13 @@ def test_a_number_is_the_same_argument_in_any_of_its_forms_and_a_list_is_not_its
     def pair(predicted, reference):
         return agent([ToolCall(name="f", args={"x": predicted})], [ToolCall(name="f", args={"x": reference})])
 
-    for predicted, reference in ((1, 1.0), (1.0, "1"), ("1.50", 1.5), ("1e2", 100)):
+    import numpy as np
+
+    for predicted, reference in ((1, 1.0), (1.0, "1"), ("1.50", 1.5), ("1e2", 100), (np.float64(1.0), 1)):
         assert ToolCallF1().score(pair(predicted, reference)).score == 1.0, (predicted, reference)
         assert ToolCallAccuracy().score(pair(predicted, reference)).score == 1.0, (predicted, reference)
-    for predicted, reference in ((True, 1), (1.5, 1), (["a"], "['a']"), ("1e999999", "1e999998")):
+    for predicted, reference in ((True, 1), (1.5, 1), (["a"], "['a']"), ("1e999999", "1e999998"),
+                                 ("123456789012345678901234567891", "123456789012345678901234567892")):  # long ids
         assert ToolCallF1().score(pair(predicted, reference)).score == 0.0, (predicted, reference)
         assert ToolCallAccuracy().score(pair(predicted, reference)).score == 0.0, (predicted, reference)
 

@@ -109,7 +109,7 @@ def test_long_evidence_is_chunked_with_overlap_and_each_claim_takes_its_best_chu
     # A copied sentence next to another: the chunk alone misread it (P 0.13 in docs/verifier.md); its sentence not.
     evidence = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. The tower is 330 metres tall."
     claim = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
-    assert verifier.support([evidence], [claim])[0]["probability"] >= only_chunks.support([evidence], [claim])[0]["probability"]
+    assert only_chunks.support([evidence], [claim])[0]["probability"] < 0.5 < verifier.support([evidence], [claim])[0]["probability"]
     assert best_sentence("Cats purr. Dogs bark loudly.", "the dogs bark") == "Dogs bark loudly."
 
 
@@ -233,11 +233,11 @@ def test_response_groundedness_with_the_verifier_rates_sentences_without_an_lm()
     mixed = metric.score({"response": "The Eiffel Tower was completed in 1889. It was painted green by Napoleon in 1700.",
                           "retrieved_contexts": [EVIDENCE]})
     assert grounded.ratings == [2] and grounded.score == 1.0
-    supported = [row["supported"] for row in mixed.verdicts]
-    assert mixed.ratings == [2 if all(supported) else 1 if any(supported) else 0]
-    assert mixed.score == mixed.ratings[0] / 2 and mixed.weakest < grounded.weakest
-    if not all(supported):
-        assert "Napoleon" in metric.feedback(mixed)
+    assert [row["supported"] for row in mixed.verdicts] == [True, False]  # P 0.96 and 0.04 with the shipped weights
+    assert mixed.ratings == [1] and mixed.score == 0.5 and mixed.weakest < grounded.weakest
+    assert "Napoleon" in metric.feedback(mixed)
+    invented = metric.score({"response": "It was painted green by Napoleon in 1700.", "retrieved_contexts": [EVIDENCE]})
+    assert invented.ratings == [0] and invented.score == 0.0
     foreign = metric.score({"response": "埃菲尔铁塔于1889年建成。", "retrieved_contexts": ["埃菲尔铁塔于1889年建成。"]})
     assert foreign.score == 0.0 and foreign.out_of_language == "zh"
     with pytest.raises(ValueError, match="response_groundedness: threshold"):
@@ -259,9 +259,8 @@ def test_summarization_with_the_verifier_scales_the_score_by_supported_sentences
     plain = SummarizationScore(lm=lm()).score({"response": summary, "reference_contexts": [EVIDENCE]})
     checked = SummarizationScore(lm=lm(), verifier="embedded").score({"response": summary, "reference_contexts": [EVIDENCE]})
     assert plain.qa_score == checked.qa_score == 0.5 and "groundedness" not in plain
-    rows = checked.verdicts
-    assert len(rows) == 2 and checked.groundedness == sum(r["supported"] for r in rows) / 2
-    assert checked.score == pytest.approx(plain.score * checked.groundedness)
+    assert [r["supported"] for r in checked.verdicts] == [True, False]  # da Vinci in Rome: P 0.06
+    assert checked.groundedness == 0.5 and checked.score == pytest.approx(plain.score * 0.5)
     text = SummarizationScore(verifier="embedded").feedback(checked)
     assert f"groundedness {checked.groundedness:.2f}" in text
     foreign = SummarizationScore(lm=DummyLM([]), verifier="embedded").score(

@@ -98,8 +98,7 @@ class SignedLinear(BaseEstimator, RegressorMixin):
 
 
 def _non_finite(value: Any, where: str) -> str | None:
-    """Where in ``value`` (nested lists and dicts) a number is NaN or infinite, or a value is not a number
-    where only numbers belong; None when all are finite."""
+    """Where in ``value`` (nested lists and dicts) a number is NaN or infinite; None when none is."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return None
     if isinstance(value, (int, float)):

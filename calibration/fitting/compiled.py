@@ -50,7 +50,7 @@ class CompiledJudge(Metric):
 
     @property
     def name(self) -> str:
-        return self.judge.name
+        return self.alias or self.judge.name
 
     @property
     def judge_lm(self) -> Any:

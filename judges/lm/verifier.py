@@ -22,7 +22,7 @@
   a cross-encoder this small misreads a copied sentence next to others (an exact copy of a chunk's first
   sentence scored 0.13); on SummEval consistency (test half, docs/verifier.md) the weakest claim's ROC-AUC
   went from 0.678 (chunks) to 0.764 (chunks and sentences), at about twice the pairs on long evidence;
-  BEGIN and Q2, whose evidence is one sentence, are unchanged.
+  BEGIN WoW's and Q2's test-half rows are unchanged (their knowledge is mostly one sentence).
 
 Owns: loading verifier models and scoring (evidence, claim) pairs. Must not extract claims (the metrics'
 steps do) or train (``calibration.fitting.verifier_training``).

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any, ClassVar
 
 import dspy
@@ -38,13 +38,14 @@ from judges.metrics.base import Metric
 def _number_text(value: Any) -> str | None:
     """The canonical text of a finite number given as a number or as text (``1``, ``1.0``, ``"1.00"`` and
     ``"1e0"`` all give ``"1"``); None for anything else."""
-    try:
-        number = Decimal(value.strip() if isinstance(value, str) else repr(value) if isinstance(value, float) else value)
+    try:  # float.__repr__: the shortest exact text of a float (NumPy's float64 repr is "np.float64(1.0)")
+        number = Decimal(value.strip() if isinstance(value, str) else float.__repr__(value) if isinstance(value, float)
+                         else value)
     except (InvalidOperation, ValueError, TypeError):
         return None
     if not number.is_finite() or abs(number.adjusted()) > 60:  # "1e999999999" is not expanded to a billion digits
         return None
-    return format(number.normalize(), "f")
+    return format(number.normalize(Context(prec=200)), "f")  # exact: the default 28 digits would round long ids
 
 
 def canonical_argument(value: Any) -> Any:

@@ -71,13 +71,14 @@ def serve(jobs: Connection, replies: Connection) -> None:  # pragma: no cover - 
             batch = jobs.recv()
         except EOFError:
             return
-        for path, params, sample in batch:
+        for path, params, sample, announce in batch:
             key = repr((path, sorted(params.items())))
             try:
                 if key not in built:  # start-up of this metric: built, its first-use imports done, not timed
                     for module in classes[path].first_use_imports:
                         importlib.import_module(module)
                     built[key] = classes[path](**params)
+                if announce:  # the parent times the item from here (it asked: no guessing on either side)
                     replies.send(BUILT)
                 reply = result_fields(built[key].score(sample))
             except Exception as err:  # the parent records it as the item's failure
@@ -136,22 +137,24 @@ class ProcessWorker:
                 self.close()
                 self._start()
             rest = jobs[len(out):]
-            self._jobs.send([(class_path(type(m)), m.get_params(), s.to_dict()) for m, s in rest])
+            keys = [repr((class_path(type(m)), sorted(m.get_params().items()))) for m, _ in rest]
+            first = [key not in self._built and key not in keys[:i] for i, key in enumerate(keys)]
+            self._jobs.send([(class_path(type(m)), m.get_params(), s.to_dict(), announce)
+                             for (m, s), announce in zip(rest, first)])
             since = time.monotonic()
-            for metric, _ in rest:
-                key = repr((class_path(type(metric)), sorted(metric.get_params().items())))
+            for key, announce in zip(keys, first):
+                building = announce
                 try:
-                    if key not in self._built:  # the child builds it first: that start-up is not the item's time
-                        reply = self._next(STARTUP_SECONDS)
-                        if reply == BUILT:
-                            self._built.add(key)
-                            since = time.monotonic()
-                            reply = self._next(timeout)
-                    else:
+                    reply = self._next(STARTUP_SECONDS if announce else timeout)
+                    if announce and reply == BUILT:  # the metric's start-up is over: the item's own time starts
+                        self._built.add(key)
+                        building, since = False, time.monotonic()
                         reply = self._next(timeout)
                 except TimeoutError:
                     self.close()
-                    add({"error": timeout_error(timeout, KILLED)}, time.monotonic() - since)
+                    error = (f"TimeoutError: the metric was not built within {STARTUP_SECONDS:g} s ({KILLED})"
+                             if building else timeout_error(timeout, KILLED))
+                    add({"error": error}, time.monotonic() - since)
                     break
                 except (EOFError, OSError) as err:  # the child died: this item failed, the rest go to a new one
                     self.close()

@@ -55,9 +55,14 @@ def metric_config(metric: Metric) -> dict[str, Any]:
 
 def result_fields(result) -> dict[str, Any]:
     """A metric result's ``score``, ``details`` (every other field, as JSON), ``undefined_reason`` and
-    ``degraded`` (the score came from fewer steps or judges than designed: which and why)."""
+    ``degraded`` (the score came from fewer steps or judges than designed: which and why). A score that is
+    not a number in [0, 1] (a user's own metric returning 3.0 or NaN) raises ValueError: the item fails
+    now rather than a resume refusing the run file later."""
     flags = ("undefined_reason", "degraded")
-    fields = {"score": float(result.score),
+    score = float(result.score)
+    if not (math.isfinite(score) and 0.0 <= score <= 1.0):  # the rule a run file is read back with
+        raise ValueError(f"score {score!r} is not a number in [0, 1] (every metric scores there)")
+    fields = {"score": score,
               "details": {k: jsonable(v) for k, v in result.items() if k not in ("score", *flags)}}
     for flag in flags:
         if result.get(flag):

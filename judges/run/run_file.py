@@ -128,6 +128,10 @@ class RunFile:
             holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
             os.close(fd)
             raise RunFileInUse(self.path, holder) from None
+        except OSError as err:  # a file system without locks (some network mounts)
+            os.close(fd)
+            raise ValueError(f"run file {self.path}: cannot lock {lock_path} ({err.strerror}); put the run file on a "
+                             "local disk") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since "
                       f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)

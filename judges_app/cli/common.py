@@ -130,7 +130,7 @@ def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None) -> Metric
     after ``ALIAS=`` runs under that name (two of one kind in one run: ``-m rouge_l=rouge_score``
     ``-m 'rouge_1=rouge_score:{"rouge_type": "rouge1"}'``)."""
     alias = re.match(r"([A-Za-z0-9_][A-Za-z0-9_.\-]*)=", spec)  # before any ':' or '{': never inside the JSON
-    if alias:
+    if alias and not Path(spec).is_file():  # a compiled judge's path may hold an '=' of its own
         metric = build_metric(spec[alias.end():], lm=lm, embeddings=embeddings)
         try:
             return metric.named(alias.group(1))

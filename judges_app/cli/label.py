@@ -280,7 +280,8 @@ def run(args) -> int:
             if rationale and rationale.strip():
                 row["rationale"] = rationale.strip()
             if trace_ids is not None:  # MLflow first: a failure there saves nothing, so a rerun asks again
-                log_to_mlflow(args, trace_ids[i], row, judge.name)
+                for j in (j for j, key in enumerate(keys) if key == keys[i]):  # traces of the very same item
+                    log_to_mlflow(args, trace_ids[j], row, judge.name)
             append_label(out, row)
             asked += 1
             break

@@ -88,10 +88,13 @@ def _run_sandboxed(job: dict[str, Any]) -> tuple[bool | None, str]:
     the candidate's: not equivalent)."""
     process = subprocess.Popen([sys.executable, "-I", "-S", str(SANDBOX)], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    running, buffer = None, b""
+    running, buffer, errors = None, b"", b""
     try:
-        process.stdin.write(json.dumps(job).encode("utf-8"))
-        process.stdin.close()
+        try:
+            process.stdin.write(json.dumps(job).encode("utf-8"))
+            process.stdin.close()
+        except BrokenPipeError:  # the child died before reading its job: its stderr says why
+            pass
         deadline = time.monotonic() + STARTUP_SECONDS
         with selectors.DefaultSelector() as selector:
             selector.register(process.stdout, selectors.EVENT_READ)
@@ -121,9 +124,12 @@ def _run_sandboxed(job: dict[str, Any]) -> tuple[bool | None, str]:
         if process.poll() is None:
             process.kill()
         process.wait()
-        for stream in (process.stdout, process.stderr):
+        errors = process.stderr.read()[-500:]
+        for stream in (process.stdin, process.stdout, process.stderr):
             stream.close()
-    return None, f"the execution check stopped without a result (exit {process.returncode})"
+    why = errors.decode("utf-8", "replace").strip().splitlines()
+    return None, (f"the execution check stopped without a result (exit {process.returncode}"
+                  + (f": {why[-1]}" if why else "") + ")")
 
 
 def _one_statement(sql: str, dialect: str | None, which: str) -> tuple[str | None, str]:
