@@ -137,10 +137,18 @@ class ProcessWorker:
                 self.close()
                 self._start()
             rest = jobs[len(out):]
-            keys = [repr((class_path(type(m)), sorted(m.get_params().items()))) for m, _ in rest]
-            first = [key not in self._built and key not in keys[:i] for i, key in enumerate(keys)]
-            self._jobs.send([(class_path(type(m)), m.get_params(), s.to_dict(), announce)
-                             for (m, s), announce in zip(rest, first)])
+            specs: dict[int, tuple[str, dict[str, Any], str]] = {}  # per metric object: path, params, key
+            for metric, _ in rest:
+                if id(metric) not in specs:
+                    path, params = class_path(type(metric)), metric.get_params()
+                    specs[id(metric)] = (path, params, repr((path, sorted(params.items()))))
+            keys, first, seen = [], [], set(self._built)
+            for metric, _ in rest:
+                key = specs[id(metric)][2]
+                keys.append(key)
+                first.append(key not in seen)  # the child builds it with this job: its start-up is announced
+                seen.add(key)
+            self._jobs.send([(*specs[id(m)][:2], s.to_dict(), announce) for (m, s), announce in zip(rest, first)])
             since = time.monotonic()
             for key, announce in zip(keys, first):
                 building = announce
