@@ -21,10 +21,13 @@ from typing import Any, ClassVar
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from judges.data.language import split_sentences
 from judges.lm.schemas import output_constraints
 from judges.metrics.base import Judge
-from judges.metrics.rag.verified import VerifierStep, unsupported_feedback
+from judges.metrics.rag.verified import (
+    VerifierStep,
+    sentence_claims,
+    unsupported_feedback,
+)
 
 
 class JudgeOutputError(ValueError):
@@ -197,7 +200,7 @@ class ResponseGroundedness(VerifierStep, _DualJudge):
         verifier = self.verifier_for_text([response, *retrieved_contexts])
         if isinstance(verifier, dict):
             return dspy.Prediction(score=0.0, ratings=[], verdicts=[], **verifier)
-        checked = self.verify_claims(verifier, split_sentences(response) or [response.strip()], retrieved_contexts)
+        checked = self.verify_claims(verifier, sentence_claims(response), retrieved_contexts)
         supported = sum(row["supported"] for row in checked["verdicts"])
         rating = 2 if supported == len(checked["verdicts"]) else 1 if supported else 0
         return dspy.Prediction(score=rating / 2, ratings=[rating], **checked)

@@ -53,6 +53,16 @@ def metric_config(metric: Metric) -> dict[str, Any]:
     return {"class": type(metric).__name__, "settings": jsonable(metric.get_params())}
 
 
+def score_problem(score: Any, metric: str | None = None) -> str | None:
+    """Why ``score`` cannot be a record's score (None when it can): every metric scores a number in [0, 1].
+    The one rule records are written (``result_fields``) and read back (``run_file``) with."""
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) \
+            or not 0.0 <= score <= 1.0:
+        of = f" of metric {metric!r}" if metric else ""
+        return f"score {score!r}{of} is not a number in [0, 1] (every metric scores there)"
+    return None
+
+
 def result_fields(result) -> dict[str, Any]:
     """A metric result's ``score``, ``details`` (every other field, as JSON), ``undefined_reason`` and
     ``degraded`` (the score came from fewer steps or judges than designed: which and why). A score that is
@@ -60,8 +70,9 @@ def result_fields(result) -> dict[str, Any]:
     now rather than a resume refusing the run file later."""
     flags = ("undefined_reason", "degraded")
     score = float(result.score)
-    if not (math.isfinite(score) and 0.0 <= score <= 1.0):  # the rule a run file is read back with
-        raise ValueError(f"score {score!r} is not a number in [0, 1] (every metric scores there)")
+    problem = score_problem(score)
+    if problem:
+        raise ValueError(problem)
     fields = {"score": score,
               "details": {k: jsonable(v) for k, v in result.items() if k not in ("score", *flags)}}
     for flag in flags:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import math
 import os
 import socket
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from judges.metrics.base import Metric
-from judges.run.records import metric_config
+from judges.run.records import metric_config, score_problem
 
 RUN_FILE_VERSION = 1
 
@@ -45,15 +44,6 @@ class RunFileInUse(ValueError):
         self.path, self.holder = path, holder
         super().__init__(f"run file {path} is in use by another run ({holder or 'holder unknown'}); wait for it "
                          f"to finish or give this run another run file")
-
-
-def _score_problem(record: dict[str, Any]) -> str | None:
-    score = record.get("score")
-    if score is None:
-        return None
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) or not 0.0 <= score <= 1.0:
-        return f"score {score!r} of metric {record['metric']!r} is not a number in [0, 1] (every metric scores there)"
-    return None
 
 
 def read_run_records(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -82,7 +72,7 @@ def read_run_records(path: str | Path) -> tuple[dict[str, Any] | None, list[dict
             raise ValueError(f"{path}: line {number} is not JSON") from None
         if not isinstance(record, dict) or not isinstance(record.get("sample"), int) or "metric" not in record:
             raise ValueError(f"{path}: line {number} is not an evaluate record (needs an int 'sample' and 'metric')")
-        problem = _score_problem(record)
+        problem = None if record.get("score") is None else score_problem(record["score"], record["metric"])
         if problem:
             raise ValueError(f"{path}: line {number}: {problem}")
         records[(record["sample"], record["metric"])] = record

@@ -47,6 +47,11 @@ from judges_app.tracking import data_hash, default_tracking_uri, log_calibration
 OPTIMIZERS = ("none", "labeled", "bootstrap", "random_search", "mipro", "simba", "gepa", "memory", "finetune")
 
 
+def judge_spec(args) -> str:
+    """``--judge`` with ``--judge-params`` as ``build_metric`` reads it (``NAME:{json}``)."""
+    return args.judge + (f":{args.judge_params}" if args.judge_params else "")
+
+
 def mlflow_labelled(args):
     """The labelled set ``--from-mlflow EXPERIMENT --assessment NAME [--filter]`` describe (traces lacking a
     field the judge needs are skipped and counted); ``args.data`` becomes the set's name."""
@@ -54,7 +59,7 @@ def mlflow_labelled(args):
         raise UsageError(f"give either a labelled DATA ({args.data}) or --from-mlflow, not both")
     if not args.assessment:
         raise UsageError("--from-mlflow needs --assessment NAME: the human feedback that holds the labels")
-    required = build_metric(args.judge + (f":{args.judge_params}" if args.judge_params else "")).required_fields
+    required = build_metric(judge_spec(args)).required_fields
     try:
         data, report = labels_from_mlflow(args.from_mlflow, assessment=args.assessment, filter_string=args.filter,
                                           tracking_uri=default_tracking_uri(args.runs_dir),
@@ -98,8 +103,8 @@ def run(args) -> int:
         raise UsageError(f"{args.data}: {err}") from None
     prices = read_prices(args.prices)  # a bad price file fails now, not after the run
     check_tracking(args)
-    judge_spec = args.judge + (f":{args.judge_params}" if args.judge_params else "")
-    probe = build_metric(judge_spec)
+    spec = judge_spec(args)
+    probe = build_metric(spec)
     if not probe.needs_lm:
         raise UsageError(f"--judge {args.judge}: not an LLM judge; calibrate compiles LLM judges (see `dspy-judges metrics`)")
     try:  # every sample must have what the judge reads: refused now, before any LM work
@@ -128,7 +133,7 @@ def run(args) -> int:
     with tracking(args, "dspy-judges-calibrate", f"calibrate {probe.name} on {args.data}", params):
         try:
             compiled, run = compare_on_heldout(
-                lambda: build_metric(judge_spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
+                lambda: build_metric(spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
                 calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
                 reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}",
                 n_bootstrap=args.n_bootstrap, pool=pool, **options)

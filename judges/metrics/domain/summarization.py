@@ -11,10 +11,13 @@ from typing import Any, ClassVar
 
 import dspy
 
-from judges.data.language import split_sentences
 from judges.lm.schemas import output_constraints
 from judges.metrics.base import Judge
-from judges.metrics.rag.verified import VerifierStep, unsupported_feedback
+from judges.metrics.rag.verified import (
+    VerifierStep,
+    sentence_claims,
+    unsupported_feedback,
+)
 
 
 class ExtractKeyphrases(dspy.Signature):
@@ -82,7 +85,7 @@ class SummarizationScore(VerifierStep, Judge):
             if isinstance(verifier, dict):
                 return dspy.Prediction(score=0.0, qa_score=None, conciseness=None, keyphrases=[], questions=[],
                                        answers=[], verdicts=[], **verifier)
-            grounded = self.verify_claims(verifier, split_sentences(response) or [response.strip()], reference_contexts)
+            grounded = self.verify_claims(verifier, sentence_claims(response), reference_contexts)
             rows = grounded["verdicts"]
             grounded["groundedness"] = sum(r["supported"] for r in rows) / len(rows)
         keyphrases = list(dict.fromkeys(k.strip() for k in self.extract_keyphrases(text=text).keyphrases if k.strip()))

@@ -91,6 +91,12 @@ class VerifierStep:
                 "mean_probability": sum(probabilities) / len(probabilities), "verifier": verifier.name}
 
 
+def sentence_claims(text: str) -> list[str]:
+    """The claims a verifier checks when no LM extracts them: the text's sentences (the whole text when it
+    has none)."""
+    return split_sentences(text) or [text.strip()]
+
+
 def unsupported_feedback(verdicts: list[dict[str, Any]]) -> str:
     """The claims a verifier did not find supported, each with its probability and closest evidence."""
     failed = [r for r in verdicts if not r["supported"]]
@@ -135,7 +141,7 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         if self.claims == "lm":
             claims, source = self.claims_of(response, user_input)
         else:
-            claims, source = split_sentences(response) or [response.strip()], "sentences"
+            claims, source = sentence_claims(response), "sentences"
         checked = self.verify_claims(verifier, claims, retrieved_contexts)
         rows = checked["verdicts"]
         return dspy.Prediction(score=sum(r["supported"] for r in rows) / len(rows), claims=claims,
