@@ -33,8 +33,9 @@ from judges_app.mlflow_scorers import as_mlflow_scorer, sample_fields
 from judges_app.tracking import log_compiled_judge
 
 sys.path.insert(0, str(Path(__file__).parent))
+from mlflow_server import MlflowServer, free_port  # noqa: E402
 from scripted import scripted_lm  # noqa: E402
-from servers import MlflowServer, MockOpenAI, completion, free_port  # noqa: E402
+from servers import MockOpenAI, completion  # noqa: E402
 
 HUMAN = "HUMAN"
 

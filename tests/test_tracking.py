@@ -30,8 +30,8 @@ from judges_app.tracking import (  # noqa: E402
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
+from mlflow_server import MlflowServer  # noqa: E402
 from scripted import scripted_lm  # noqa: E402
-from servers import MlflowServer  # noqa: E402
 
 ROWS = [{"response": "a", "reference": "a"}, {"response": "b", "reference": "c"},
         {"response": "same", "reference": "same"}, {"response": "x", "reference": "y"}]

@@ -1,0 +1,129 @@
+"""What a record holds and what a run file accepts (issue 28): a score from fewer judges or verdicts than
+designed is flagged and can fail its item; a score outside [0, 1] fails its item when written and is refused
+when read back; one run per run file."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import ClassVar
+
+import dspy
+import pytest
+
+from judges import EvaluationDataset, ExactMatch, Metric
+from judges.run.evaluate import evaluate
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _evaluation_helpers import SlowLength, samples  # noqa: E402
+from scripted import scripted_lm  # noqa: E402
+
+
+def rows(n=6):
+    return [
+        {"user_input": f"q{i}", "response": f"answer {i}", "reference": f"answer {i if i % 2 else i + 1}",
+         "retrieved_contexts": [f"context {i}"]}
+        for i in range(n)
+    ]
+
+
+def test_a_score_from_one_of_two_judges_is_flagged_counted_and_can_fail_the_item(tmp_path):
+    """One judge's reply does not parse: the score comes from the other judge alone, the record says which
+    and why, the summary counts it, and on_degraded="fail" makes it a failure that retry_failed reruns."""
+    from judges import AnswerAccuracy
+
+    def respond(prompt):
+        if "You rate a user answer" in prompt and "broken" in prompt:
+            return {}  # judge_a answers nothing usable on the "broken" item
+        return {"rating": 4}
+
+    rows = [{"user_input": "q?", "response": "fine", "reference": "fine"},
+            {"user_input": "q?", "response": "broken", "reference": "broken"}]
+    metric = AnswerAccuracy(lm=scripted_lm(respond))
+    run_file = tmp_path / "run.jsonl"
+    result = evaluate(rows, [metric], num_threads=1, progress=False, run_file=run_file)
+    first, second = result.records
+    assert "degraded" not in first and first["score"] == 1.0
+    assert second["score"] == 1.0 and second["degraded"].startswith("judge_a gave no rating")
+    assert "scored from judge_b alone" in second["degraded"] and second["details"]["ratings"] == [None, 4]
+    assert result.summary()["answer_accuracy"]["degraded"] == 1 and result.failures == []
+    failed = evaluate(rows, [metric], num_threads=1, progress=False, run_file=run_file, on_degraded="fail")
+    assert [f[:2] for f in failed.failures] == [(1, "answer_accuracy")]
+    assert failed.failures[0][2].startswith("DegradedScore: judge_a gave no rating")
+    assert failed.records[1]["degraded_score"] == 1.0 and failed.summary()["answer_accuracy"]["scored"] == 1
+    calls = metric.judge_lm.engine.calls
+    again = evaluate(rows, [metric], num_threads=1, progress=False, run_file=run_file, on_degraded="fail",
+                     retry_failed=True)
+    assert [f[:2] for f in again.failures] == [(1, "answer_accuracy")]  # still degraded: the script is stubborn
+    assert metric.judge_lm.engine.calls == calls + 3  # item 1 was judged again (judge_a twice: its fallback)
+    with pytest.raises(ValueError, match="on_degraded='skip' is not one of"):
+        evaluate(rows, [metric], on_degraded="skip", progress=False)
+
+
+def test_claims_left_without_a_verdict_are_a_degraded_score():
+    from judges import Faithfulness
+
+    def respond(prompt):
+        if "claims" in prompt and "verdicts" not in prompt.split("Your output fields are:")[-1][:400]:
+            return {"claims": ["The sky is blue.", "Grass is red."]}
+        return {"verdicts": [{"claim": "The sky is blue.", "reason": "stated", "supported": True}]}
+
+    result = Faithfulness(lm=scripted_lm(respond)).score(
+        {"response": "The sky is blue. Grass is red.", "retrieved_contexts": ["The sky is blue."]})
+    assert result.unverified == [1] and result.score == 0.5
+    assert result.degraded.startswith("verify: no verdict for 1 of 2 claims") and "Grass is red." in result.degraded
+
+
+def test_a_second_run_on_a_run_file_in_use_is_refused_naming_the_holder(tmp_path):
+    """Two runs on one run file both did all the work and left duplicate keys; now the second is refused
+    before it reads or scores anything, and the file is free again once the first ends (even killed)."""
+    run = tmp_path / "run.jsonl"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from judges.run.run_file import RunFile
+        f = RunFile({str(run)!r}, {{"version": 1, "samples": "x", "metrics": {{}}}})
+        print("locked", flush=True)
+        time.sleep(60)
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        from judges.run.run_file import RunFileInUse
+
+        with pytest.raises(RunFileInUse, match=rf"in use by another run \(pid {holder.pid} on "):
+            evaluate(EvaluationDataset(samples(2)), [SlowLength(delay=0)], run_file=run, progress=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    run.unlink()  # the killed holder's lock is gone with it: the file can be used again
+    assert evaluate(EvaluationDataset(samples(2)), [SlowLength(delay=0)], run_file=run, progress=False).failures == []
+    with pytest.raises(ValueError, match="is a directory"):
+        evaluate(EvaluationDataset(samples(2)), [SlowLength(delay=0)], run_file=tmp_path, progress=False)
+
+
+def test_a_score_outside_zero_one_fails_its_item_so_the_run_file_stays_resumable(tmp_path):
+    class Wide(Metric):
+        required_fields: ClassVar[tuple[str, ...]] = ("response",)
+
+        def _score(self, sample):
+            return dspy.Prediction(score={"a": 3.0, "b": float("nan")}.get(sample.response, 0.5))
+
+    run = tmp_path / "run.jsonl"
+    data = EvaluationDataset([{"response": "a"}, {"response": "b"}, {"response": "c"}])
+    first = evaluate(data, [Wide()], run_file=run, progress=False)
+    assert [f[2] for f in first.failures] == ["ValueError: score 3.0 is not a number in [0, 1] (every metric scores "
+                                              "there)", "ValueError: score nan is not a number in [0, 1] (every "
+                                              "metric scores there)"]
+    assert evaluate(data, [Wide()], run_file=run, progress=False).scores("wide") == [None, None, 0.5]  # resumes
+
+
+def test_a_run_file_score_outside_zero_one_is_refused_on_resume(tmp_path):
+    run = tmp_path / "run.jsonl"
+    data = EvaluationDataset(rows(3))
+    evaluate(data, [ExactMatch()], run_file=run, progress=False)
+    lines = run.read_text().splitlines()
+    edited = json.loads(lines[2])
+    edited["score"] = 7.5
+    run.write_text("\n".join([*lines[:2], json.dumps(edited), *lines[3:]]) + "\n")
+    with pytest.raises(ValueError, match=r"line 3: score 7.5 of metric 'exact_match' is not a number in \[0, 1\]"):
+        evaluate(data, [ExactMatch()], run_file=run, progress=False)
