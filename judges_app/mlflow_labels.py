@@ -276,6 +276,8 @@ def pool_with_trace_ids(path: str | Path) -> tuple[EvaluationDataset, list[str]]
             row = json.loads(line)
         except json.JSONDecodeError:
             raise ValueError(f"{path}: line {number} is not valid JSON") from None
+        except RecursionError:
+            raise ValueError(f"{path}: line {number} is nested too deeply to read") from None
         if not isinstance(row, dict) or not isinstance(row.get(TRACE_ID), str) or not row[TRACE_ID]:
             raise ValueError(f"{path}: line {number} has no '{TRACE_ID}' (export the pool with export_pool)")
         trace_ids.append(row.pop(TRACE_ID))

@@ -237,7 +237,7 @@ def log_evaluation(result: EvaluationResult, *, prefix: str = "") -> None:
     summary = result.summary()
     metrics: dict[str, float] = {}
     for name in result.metric_names:
-        for stat in ("mean", "std", "failures", "undefined", "lm_calls", "cached_calls", "input_tokens", "output_tokens", "cost",
+        for stat in ("mean", "std", "failures", "undefined", "lm_calls", "unrecorded_calls", "cached_calls", "input_tokens", "output_tokens", "cost",
                      "latency_p50", "latency_p95"):
             if summary[name][stat] is not None:
                 metrics[metric_key(f"{head}{name}.{stat}")] = float(summary[name][stat])

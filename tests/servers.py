@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import random
 import re
 import socket
@@ -152,14 +153,27 @@ class _Handler(BaseHTTPRequestHandler):
 
 class MockOpenAI(_Server):
     """``POST /v1/chat/completions`` answering every DSPy judge step with valid fields after ``latency``
-    seconds; ``GET /v1/models``. Counts requests and tokens (one token per whitespace-separated word)."""
+    seconds; ``GET /v1/models``. Counts requests and tokens (one token per whitespace-separated word):
+    ``counts["requests"]`` are the completions it answered. ``extra(prompt)`` gives seconds more for some
+    prompts; ``math.inf`` holds the request until ``release()`` (or the server closes), then answers 503
+    without counting it (``counts["released"]``): a call the LM never answered."""
 
-    def __init__(self, latency: float = 0.2, model: str = "mock"):
-        self.latency, self.model = latency, model
+    def __init__(self, latency: float = 0.2, model: str = "mock", extra=None):
+        self.latency, self.model, self.extra = latency, model, extra
+        self.released = threading.Event()
         self.lock = threading.Lock()
         self.counts: Counter = Counter()
         self.in_flight = 0
         self.starts: list[float] = []  # when each request arrived (monotonic)
+
+    def release(self) -> None:
+        """Let held requests go (each answers 503, uncounted); later requests are held no more."""
+        self.extra = None
+        self.released.set()
+
+    def __exit__(self, *exc):
+        self.released.set()
+        super().__exit__(*exc)
 
     class handler(_Handler):
         def do_GET(self):
@@ -175,11 +189,20 @@ class MockOpenAI(_Server):
                 owner.in_flight += 1
                 owner.counts["max_in_flight"] = max(owner.counts["max_in_flight"], owner.in_flight)
                 owner.starts.append(time.monotonic())
+            wait = owner.extra(prompt) if owner.extra is not None else 0.0
             try:
                 time.sleep(owner.latency)
+                if wait == math.inf:
+                    owner.released.wait()
+                elif wait:
+                    time.sleep(wait)
             finally:
                 with owner.lock:
                     owner.in_flight -= 1
+            if wait == math.inf:
+                with owner.lock:
+                    owner.counts["released"] += 1
+                return self._send(503, b'{"error": {"message": "released"}}')
             json_mode = (request.get("response_format") or {}).get("type") in ("json_object", "json_schema")
             fields = scripted_reply(prompt)
             schema = None if fields else schema_in_prompt(prompt)

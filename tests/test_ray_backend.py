@@ -93,7 +93,8 @@ def test_a_run_file_cut_short_resumes_on_ray_with_the_same_table(tmp_path):
     with MockOpenAI(latency=0.0) as mock:
         whole = evaluate(data, [Faithfulness()], lm=served(mock.url), backend="ray", run_file=run_file, progress=False)
         lines = run_file.read_text().splitlines(keepends=True)
-        run_file.write_text("".join(lines[:13]))  # the header and 12 items: as if killed there
+        records = [line for line in lines[1:] if not line.startswith('{"call"')]
+        run_file.write_text("".join([lines[0], *records[:12]]))  # the header and 12 items: as if killed there
         before = mock.counts["requests"]
         resumed = evaluate(data, [Faithfulness()], lm=served(mock.url), backend="ray", run_file=run_file,
                            progress=False)
@@ -153,6 +154,21 @@ def test_an_item_over_its_timeout_on_a_worker_is_recorded_and_the_run_goes_on(tm
     assert all(r["score"] is None and r["error"].startswith("TimeoutError: no result after 0.5 s")
                for r in by_metric["faithfulness"])
     assert [r["score"] for r in by_metric["exact_match"]] == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_calls_answered_after_an_item_timed_out_on_a_worker_are_counted():
+    """Sample 0's verdict call outlives its item's timeout on an actor: the calls it is paid for come back with
+    the actor's next reply, and the summary counts them while no record holds them."""
+    from servers import asked_fields
+
+    slow = lambda prompt: 1.0 if "answer is 0." in prompt and "verdicts" in asked_fields(prompt) else 0.0  # noqa: E731
+    with MockOpenAI(latency=0.05, extra=slow) as mock:
+        result = evaluate(rag_items(40), [Faithfulness()], lm=served(mock.url, request_timeout=10.0), num_threads=2,
+                          backend="ray", timeout=0.6, progress=False)
+    summary = result.summary()["faithfulness"]
+    assert result.records[0]["error"].startswith("TimeoutError") and len(result.failures) == 1
+    assert summary["unrecorded_calls"] == 2
+    assert summary["lm_calls"] == mock.counts["requests"] == 80
 
 
 def test_the_cli_runs_on_ray(tmp_path, capsys):

@@ -127,3 +127,38 @@ def test_a_run_file_score_outside_zero_one_is_refused_on_resume(tmp_path):
     run.write_text("\n".join([*lines[:2], json.dumps(edited), *lines[3:]]) + "\n")
     with pytest.raises(ValueError, match=r"line 3: score 7.5 of metric 'exact_match' is not a number in \[0, 1\]"):
         evaluate(data, [ExactMatch()], run_file=run, progress=False)
+
+
+def test_call_lines_are_read_back_per_run_and_a_malformed_one_is_named(tmp_path):
+    from judges.run.run_file import read_run_calls, read_run_records
+    from judges.run.usage import unrecorded_usage
+
+    path = tmp_path / "run.jsonl"
+    call = {"sample": 0, "metric": "faithfulness", "model": "m", "prompt_tokens": 10, "completion_tokens": 2}
+    record = {"sample": 0, "metric": "faithfulness", "score": 1.0, "run": "b", "lm_calls": 1,
+              "usage": {"m": {"prompt_tokens": 10, "completion_tokens": 2}}}
+    lines = [{"header": {"version": 1}}, {"call": call, "run": "a"}, {"call": call, "run": "b"}, record]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    _, records = read_run_records(path)
+    assert records == [record]  # call lines are not records
+    calls = read_run_calls(path)
+    assert set(calls) == {("a", 0, "faithfulness"), ("b", 0, "faithfulness")}
+    # run a's attempt (killed before its record) is the one no record holds
+    assert unrecorded_usage(calls, {(0, "faithfulness"): record}) == {
+        "faithfulness": {"lm_calls": 1, "cached_calls": 0, "by_model": {"m": {"prompt_tokens": 10, "completion_tokens": 2}}}}
+    path.write_text(path.read_text() + json.dumps({"call": {**call, "prompt_tokens": -1}, "run": "c"}) + "\n"
+                    + json.dumps(record) + "\n")
+    with pytest.raises(ValueError, match="line 5 is not a call line .*prompt_tokens -1"):
+        read_run_calls(path)
+    path.write_text(json.dumps(lines[0]) + "\n" + "[" * 100_000 + "\n" + json.dumps(record) + "\n")
+    with pytest.raises(ValueError, match="nested too deeply"):
+        read_run_records(path)
+
+
+def test_a_pool_line_nested_too_deep_is_a_named_error(tmp_path):
+    from judges_app.mlflow_labels import pool_with_trace_ids
+
+    path = tmp_path / "pool.jsonl"
+    path.write_text("[" * 100_000 + "\n")
+    with pytest.raises(ValueError, match="line 1 is nested too deeply"):
+        pool_with_trace_ids(path)

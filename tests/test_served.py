@@ -3,6 +3,7 @@ OpenAI-compatible endpoint (tests/servers.py: MockOpenAI) behind a fault-injecti
 The real llama.cpp server is exercised in tests/test_served_llama.py."""
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -24,7 +25,7 @@ from judges.lm.served import (
 from judges.run.result import RunStopped
 
 sys.path.insert(0, str(Path(__file__).parent))
-from servers import FAULTS, GARBAGE, FaultProxy, MockOpenAI  # noqa: E402
+from servers import FAULTS, GARBAGE, FaultProxy, MockOpenAI, asked_fields  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +58,7 @@ def test_twenty_percent_faults_over_a_hundred_items_every_item_accounted_for(tmp
         result = evaluate(items(100), [critic(lm)], num_threads=8, run_file=run_file, progress=False)
     counts = proxy.counts
     assert all(counts[f"fault.{kind}"] > 0 for kind in FAULTS), counts
-    records = [json.loads(line) for line in run_file.read_text().splitlines()[1:]]
+    records = [r for r in _lines(run_file) if "call" not in r]
     assert sorted(r["sample"] for r in records) == list(range(100))  # each item exactly once
     # scored, or (rarely: six faults in a row) recorded with the last transient error after 5 retries
     assert all(r["score"] is not None or r["error"].startswith(TRANSIENT_NAMES) for r in records)
@@ -90,8 +91,9 @@ def test_every_answered_call_is_counted_whether_its_item_scored_or_failed(tmp_pa
     assert sum(summary[name]["lm_calls"] for name in ("good", "answer_accuracy")) == counts["delivered"]
     assert sum(summary[n]["input_tokens"] for n in ("good", "answer_accuracy")) == counts["prompt_tokens"]
     assert sum(summary[n]["output_tokens"] for n in ("good", "answer_accuracy")) == counts["completion_tokens"]
-    written = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()[1:]]
+    written = _lines(tmp_path / "run.jsonl")
     assert sum(r.get("lm_calls", 0) for r in written) == counts["delivered"]  # the run file carries it too
+    assert sum("call" in r for r in written) == counts["delivered"]  # once in its record, once as a call line
 
 
 TRANSIENT_NAMES = ("LMRateLimitError", "LMServerError", "LMTransportError", "LMProviderError", "EmptyCompletionError")
@@ -133,7 +135,7 @@ def test_a_permanent_refusal_stops_the_run_with_one_message_and_a_rerun_resumes(
             with pytest.raises(RunStopped, match="LMAuthError") as stopped:
                 evaluate(items(30), [critic(served(proxy.url))], num_threads=2, run_file=run_file, progress=False)
             assert proxy.counts["requests"] <= 8  # stopped early: the one in flight finished, nothing new started
-        done = len(run_file.read_text().splitlines()) - 1
+        done = sum("call" not in r for r in _lines(run_file))
         assert 0 < done < 30 and stopped.value.result.failures == []  # the refused item is not recorded
         forget_endpoint_limits()
         with FaultProxy(mock.url, rate=0.0) as proxy:
@@ -190,18 +192,18 @@ def test_sigkill_mid_run_then_rerun_gives_the_table_of_an_uninterrupted_run(tmp_
         process = subprocess.Popen([sys.executable, str(script), str(killed)], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and (not killed.exists() or len(killed.read_text().splitlines()) < 20):
+        while time.monotonic() < deadline and sum("score" in r for r in _lines(killed)) < 20:
             time.sleep(0.05)
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
-        partial = len(killed.read_text().splitlines()) - 1
+        partial = sum("score" in r for r in _lines(killed))
         assert 0 < partial < 80
         resumed = subprocess.run([sys.executable, str(script), str(killed)], capture_output=True, text=True, timeout=300)
         whole = subprocess.run([sys.executable, str(script), str(tmp_path / "whole.jsonl")], capture_output=True,
                                text=True, timeout=300)
     assert resumed.returncode == 0 and whole.returncode == 0, resumed.stderr[-2000:] + whole.stderr[-2000:]
     assert json.loads(resumed.stdout.splitlines()[-1]) == json.loads(whole.stdout.splitlines()[-1])
-    keys = [(r["sample"], r["metric"]) for r in map(json.loads, killed.read_text().splitlines()[1:])]
+    keys = [(r["sample"], r["metric"]) for r in _lines(killed) if "call" not in r]
     assert len(keys) == len(set(keys)) + (len(keys) - len(set(keys)))  # a line cut by the kill is rewritten once
     assert set(keys) == {(i, m) for i in range(40) for m in ("good", "faithfulness")}
 
@@ -232,3 +234,90 @@ def test_a_self_hosted_server_gets_max_tokens_by_the_name_it_obeys():
         finally:
             mock.handler._body = original
     assert bodies[0]["max_tokens"] == 77
+
+
+def _lines(path):
+    """A run file's lines after the header, records and call lines alike; a line cut by a kill is left out."""
+    out = []
+    for line in path.read_text().splitlines()[1:] if path.exists() else []:
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return out
+
+
+def _held_verdicts(sample):
+    """MockOpenAI ``extra``: the verdict step of ``sample`` (its context is in the prompt) is held."""
+    return lambda prompt: (math.inf if f"context {sample}" in prompt and "verdicts" in asked_fields(prompt) else 0.0)
+
+
+def test_calls_of_an_item_in_flight_at_a_kill_are_counted_when_the_run_resumes(tmp_path):
+    """Sample 3's claims were extracted (a paid call) and its verdict call was in flight when the run was
+    SIGKILLed: no record holds that paid call, the run file's call line does, and the resumed run's summary
+    counts it. Calls and tokens then equal what the server answered over both runs."""
+    run_file = tmp_path / "run.jsonl"
+    with MockOpenAI(latency=0.0, extra=_held_verdicts(3)) as mock:
+        script = tmp_path / "run.py"
+        script.write_text(textwrap.dedent(f"""
+            import json, sys
+            from judges import EvaluationDataset, Faithfulness, ServedLM, evaluate
+            lm = ServedLM("openai/mock", api_base={mock.url + "/v1"!r}, api_key="k", cache=False, request_timeout=120)
+            data = [{{"response": f"answer number {{i}}", "retrieved_contexts": [f"context {{i}}"]}} for i in range(6)]
+            result = evaluate(data, [Faithfulness(lm=lm)], num_threads=2, run_file=sys.argv[1], progress=False)
+            print(json.dumps(result.summary()["faithfulness"]))
+        """))
+        process = subprocess.Popen([sys.executable, str(script), str(run_file)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            lines = _lines(run_file)
+            if ({r["sample"] for r in lines if "score" in r} == {0, 1, 2, 4, 5}
+                    and any(r["call"]["sample"] == 3 for r in lines if "call" in r)):
+                break
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        assert {r["sample"] for r in _lines(run_file) if "score" in r} == {0, 1, 2, 4, 5}
+        mock.release()  # the held verdict call is never answered; the rerun's is
+        resumed = subprocess.run([sys.executable, str(script), str(run_file)], capture_output=True, text=True,
+                                 timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    summary = json.loads(resumed.stdout.splitlines()[-1])
+    assert mock.counts["released"] == 1
+    assert summary["lm_calls"] == mock.counts["requests"] == 6 * 2 + 1
+    assert summary["unrecorded_calls"] == 1  # the claims of the killed attempt at sample 3
+    assert summary["input_tokens"] == mock.counts["prompt_tokens"]
+    assert summary["output_tokens"] == mock.counts["completion_tokens"]
+
+
+def test_calls_answered_after_an_item_timed_out_are_counted():
+    """Sample 0's verdict call outlives the item's timeout: the item is recorded as timed out and abandoned,
+    the call still answers while the run lasts, and the summary counts both of its calls."""
+    from judges import Faithfulness
+
+    with MockOpenAI(latency=0.05, extra=lambda p: 1.0 if "context 0" in p and "verdicts" in asked_fields(p) else 0.0) as mock:
+        rows = [{"response": f"answer number {i}", "retrieved_contexts": [f"context {i}"]} for i in range(25)]
+        result = evaluate(rows, [Faithfulness(lm=served(mock.url, request_timeout=30))], num_threads=1, timeout=0.5,
+                          progress=False)
+    summary = result.summary()["faithfulness"]
+    assert result.records[0]["error"].startswith("TimeoutError") and len(result.failures) == 1
+    assert summary["unrecorded_calls"] == 2
+    assert summary["lm_calls"] == mock.counts["requests"] == 25 * 2
+    assert summary["input_tokens"] == mock.counts["prompt_tokens"]
+
+
+def test_the_attempt_a_retry_replaced_is_still_counted(tmp_path):
+    """An item fails after the LM answered (garbage), a ``retry_failed`` rerun scores it and replaces its
+    record: the failed attempt's calls stay in the bill."""
+    run_file = tmp_path / "run.jsonl"
+    with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=0.0, schedule={1: GARBAGE}) as proxy:
+        lm = served(proxy.url)
+        first = evaluate(items(3), [critic(lm)], num_threads=1, run_file=run_file, progress=False)
+        assert len(first.failures) == 1
+        second = evaluate(items(3), [critic(lm)], num_threads=1, run_file=run_file, retry_failed=True, progress=False)
+    summary = second.summary()["good"]
+    assert not second.failures
+    assert summary["lm_calls"] == proxy.counts["delivered"] > 3
+    assert summary["unrecorded_calls"] == first.summary()["good"]["lm_calls"] - 2
+    assert summary["input_tokens"] == proxy.counts["prompt_tokens"]

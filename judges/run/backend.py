@@ -4,7 +4,9 @@
     refused = backend.run(items, on_records)    # on_records(list of records), in the caller's thread
 
 An item is one (sample, metric) pair. A backend scores its items and hands the finished records to
-``on_records`` as they arrive; it returns the message of a ``PermanentLMError`` that stopped the run (no
+``on_records`` as they arrive, and, where it can, each paid LM call to ``on_calls`` the moment the LM
+answers it (``{"sample", "metric", "model", "prompt_tokens", "completion_tokens"}``: the run file keeps them,
+so calls of an item in flight when the run is killed, or abandoned at its timeout, are still counted); it returns the message of a ``PermanentLMError`` that stopped the run (no
 new item starts, those in flight finish and are handed over; the item that met the refusal is not
 recorded), else None. With ``Settings.strict`` the first failure is raised instead of recorded.
 
@@ -25,6 +27,7 @@ from judges.metrics.base import Metric
 from judges.run.records import error_text, scored_fields, usage_fields
 
 Records = Callable[[list[dict[str, Any]]], None]
+Calls = Callable[[list[dict[str, Any]]], None]
 
 
 class Item(NamedTuple):
@@ -58,18 +61,23 @@ class Backend(abc.ABC):
         self.settings = settings
 
     @abc.abstractmethod
-    def run(self, items: Sequence[Item], on_records: Records) -> str | None:
-        """Score ``items``, handing records to ``on_records``; the refusal message that stopped it, or None."""
+    def run(self, items: Sequence[Item], on_records: Records, on_calls: Calls | None = None) -> str | None:
+        """Score ``items``, handing records to ``on_records`` (and paid calls to ``on_calls`` where the
+        backend reports them); the refusal message that stopped it, or None."""
 
 
-def score_item(item: Item, retries: int, backoff: float, strict: bool = False) -> dict[str, Any]:
+def score_item(item: Item, retries: int, backoff: float, strict: bool = False,
+               on_call: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """The record of ``item`` scored in this thread. A ``PermanentLMError`` propagates (it is not the item's
-    fault); any other failure is recorded as the item's error, or raised when ``strict``."""
+    fault); any other failure is recorded as the item's error, or raised when ``strict``. ``on_call`` gets
+    each paid LM call of the item as the LM answers it (the ``on_calls`` entry)."""
     record: dict[str, Any] = {"sample": item.index, "metric": item.metric.name, "sample_key": item.key}
     started = time.monotonic()
     spent: dict[str, Any] = {}  # every answered LM call of the item, whether it scored or failed
     try:
-        record.update(scored_fields(item.metric, item.sample, retries, backoff, spent))
+        report = None if on_call is None else (lambda model, tokens: on_call(
+            {"sample": item.index, "metric": item.metric.name, "model": model, **tokens}))
+        record.update(scored_fields(item.metric, item.sample, retries, backoff, spent, report))
     except PermanentLMError:
         raise
     except Exception as err:

@@ -36,8 +36,15 @@ back to the run file the moment it arrives.
   SIGKILL) resumes without losing finished work, and ends with the same table as an uninterrupted run. A
   run file made for other samples or metric settings is refused rather than mixed in.
 * Accounting per metric: LM calls and input/output tokens of every answered call, whether its item scored
-  or failed (DSPy's usage tracker; answers served from DSPy's cache cost none), cost from a ``price_table`` ``{model: {"input": $ per 1M tokens, "output":
-  ...}}``, latency p50/p95, and overall throughput.
+  or failed (DSPy's usage tracker; answers served from DSPy's cache cost none), cost from a ``price_table``
+  ``{model: {"input": $ per 1M tokens, "output": ...}}``, latency p50/p95, and overall throughput. Each
+  paid call also reaches the driver as the LM answers it (a call line in the run file, with the run's id,
+  which its records carry too): calls that no final record holds (items in flight when a run was killed,
+  calls answered after an item was abandoned at its timeout while the run lasted, attempts replaced by
+  ``retry_failed``) are counted as the summary's ``unrecorded_calls`` and are in its totals. Not counted:
+  a call the LM answered in the instant before a kill, before the driver wrote it; an abandoned item's
+  calls answered after ``evaluate`` returned; on the Ray backend, calls of items that never handed back a
+  record.
 
 Owns: validation, the run file's life, the choice of backend, the result. Must not score an item itself.
 """
@@ -47,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,6 +71,7 @@ from judges.run.records import degraded_as_failure, sample_key
 from judges.run.result import EvaluationResult, RunStopped
 from judges.run.run_file import RunFile, run_header
 from judges.run.threads import ThreadBackend
+from judges.run.usage import add_usage, unrecorded_usage
 
 BACKENDS = ("threads", "processes", "ray")
 ON_DEGRADED = ("record", "fail")
@@ -159,11 +168,22 @@ def evaluate(
             done = {key: record for key, record in done.items()
                     if not record.get("error") and not (on_degraded == "fail" and record.get("degraded"))}
         records = dict(done)
+        run = uuid.uuid4().hex[:12]  # this run's id, in its records and call lines
+        calls = dict(store.calls) if store else {}  # (run, sample, metric) -> the paid calls of that item
         todo = [Item(i, keys[i], dataset[i], m) for i in range(len(dataset)) for m in metrics if (i, m.name) not in done]
         bar = tqdm(total=len(todo), desc="evaluate", unit="item") if progress and todo else None
 
+        def on_calls(batch: list[dict[str, Any]]) -> None:
+            """Paid LM calls as the LM answers them: appended to the run file before their item's record."""
+            if store:
+                store.append_calls(batch, run)
+            for call in batch:
+                add_usage(calls.setdefault((run, call["sample"], call["metric"]), {}),
+                          {"lm_calls": 1, "by_model": {call["model"]: call}})
+
         def on_records(batch: list[dict[str, Any]]) -> None:
             """Finished items: kept, appended to the run file, counted on the progress bar."""
+            batch = [{**record, "run": run} for record in batch]
             if store:
                 store.append(batch)
             for record in batch:
@@ -175,24 +195,25 @@ def evaluate(
         refused = None
         try:
             for part, items in _plan(backend, settings, todo, ray_address, ray_workers):
-                refused = part.run(items, on_records) if refused is None else refused
+                refused = part.run(items, on_records, on_calls) if refused is None else refused
         finally:
             if bar:
                 bar.close()
     if on_degraded == "fail":
         records = {key: degraded_as_failure(record) for key, record in records.items()}
-    return _result(records, names, len(dataset), time.perf_counter() - start, price_table, refused, store is not None)
+    return _result(records, names, len(dataset), time.perf_counter() - start, price_table, refused, store is not None,
+                   unrecorded_usage(calls, records))
 
 
 def _result(records: dict[tuple[int, str], dict[str, Any]], names: list[str], n_samples: int, wall: float,
             price_table: dict[str, dict[str, float]] | None, refused: str | None,
-            resumable: bool) -> EvaluationResult:
+            resumable: bool, unrecorded: dict[str, dict[str, Any]]) -> EvaluationResult:
     """The run's result, or ``RunStopped`` (holding the partial result) when the LM refused for good."""
     if refused is not None:
         partial = EvaluationResult(sorted(records.values(), key=lambda r: (r["sample"], names.index(r["metric"]))),
-                                   names, n_samples, wall, dict(price_table or {}))
+                                   names, n_samples, wall, dict(price_table or {}), unrecorded)
         raise RunStopped(f"the LM refused a request in a way no retry fixes ({refused}); stopped after {len(records)} "
                          f"of {n_samples * len(names)} items" + (" (finished items are in the run file: fix the "
                          "cause and rerun to resume)" if resumable else ""), partial)
     ordered = [records[(i, name)] for i in range(n_samples) for name in names]
-    return EvaluationResult(ordered, names, n_samples, wall, dict(price_table or {}))
+    return EvaluationResult(ordered, names, n_samples, wall, dict(price_table or {}), unrecorded)

@@ -20,7 +20,8 @@
 * A ``PermanentLMError`` on a worker stops the run exactly as in the thread pool (``RunStopped``); a worker
   that dies records its items as failed with the reason.
 * ``timeout`` (seconds per item, counted on the worker from when the item starts): an item that overruns
-  is recorded as ``TimeoutError`` and abandoned (its late result discarded); its call runs on in the
+  is recorded as ``TimeoutError`` and abandoned (its late result discarded; the calls it is paid for come back
+  with the actor's next reply, and are counted while the run lasts); its call runs on in the
   actor's thread until it returns, so it still holds its LM connection meanwhile (threads that never
   return are not stopped: Ray cannot stop a thread of a threaded actor).
 
@@ -56,7 +57,7 @@ from judges.lm.resolve import resolve_lm
 from judges.lm.served import PermanentLMError, ServedLM
 from judges.metrics.base import Judge, Metric
 from judges.metrics.catalogue import metric_classes
-from judges.run.backend import Backend, Item, Records, score_item
+from judges.run.backend import Backend, Calls, Item, Records, score_item
 from judges.run.records import failure_record, timeout_error
 
 __all__ = ["RayBackend", "lm_spec", "metric_spec"]
@@ -174,17 +175,28 @@ class ScoringWorker:
                 metric.named(name)
         self.lm, self.embeddings = _rebuilt_lm(lm), embeddings
         self.retries, self.backoff, self.timeout = retries, backoff, timeout
+        self._calls: list[dict[str, Any]] = []  # paid LM calls not yet handed back (abandoned items' too)
+        self._calls_lock = threading.Lock()
+
+    def _called(self, call: dict[str, Any]) -> None:
+        with self._calls_lock:
+            self._calls.append(call)
+
+    def _taken_calls(self) -> list[dict[str, Any]]:
+        with self._calls_lock:
+            calls, self._calls = self._calls, []
+        return calls
 
     def _record(self, item: Item) -> dict[str, Any]:
         """``score_item``'s record, or a ``TimeoutError`` record once the item has run ``timeout`` seconds (its
         thread, a daemon, is abandoned: the late result is discarded)."""
         if self.timeout is None:
-            return score_item(item, self.retries, self.backoff)
+            return score_item(item, self.retries, self.backoff, on_call=self._called)
         outcome: dict[str, Any] = {}
 
         def run() -> None:
             try:
-                outcome["record"] = score_item(item, self.retries, self.backoff)
+                outcome["record"] = score_item(item, self.retries, self.backoff, on_call=self._called)
             except BaseException as err:  # handed to the caller's thread
                 outcome["error"] = err
 
@@ -199,9 +211,11 @@ class ScoringWorker:
             raise outcome["error"]
         return outcome["record"]
 
-    def score(self, items: list[tuple[int, str, Any, str]]) -> tuple[list[dict[str, Any]], str | None]:
+    def score(self, items: list[tuple[int, str, Any, str]]) -> tuple[list[dict[str, Any]], str | None, list]:
         """Records of ``items`` ((sample index, sample key, sample, metric name)) in order; on a
-        ``PermanentLMError`` the records so far and its message (that item and the rest are not recorded)."""
+        ``PermanentLMError`` the records so far and its message (that item and the rest are not recorded); and
+        the paid LM calls this actor saw answered since its last reply (``Calls`` entries: those of items it
+        abandoned at their timeout included)."""
         records = []
         context = dspy.context(lm=self.lm) if self.lm is not None else contextlib.nullcontext()
         with context, default_embeddings(self.embeddings):
@@ -209,8 +223,8 @@ class ScoringWorker:
                 try:
                     records.append(self._record(Item(index, key, sample, self.metrics[name])))
                 except PermanentLMError as err:
-                    return records, str(err)
-        return records, None
+                    return records, str(err), self._taken_calls()
+        return records, None, self._taken_calls()
 
 
 class RayBackend(Backend):
@@ -222,8 +236,11 @@ class RayBackend(Backend):
         super().__init__(settings)
         self.ray_address, self.ray_workers = ray_address, ray_workers
 
-    def run(self, items: Sequence[Item], on_records: Records) -> str | None:
-        """Score ``items`` on Ray, handing each call's records to ``on_records`` in the driver as they arrive."""
+    def run(self, items: Sequence[Item], on_records: Records, on_calls: Calls | None = None) -> str | None:
+        """Score ``items`` on Ray, handing each call's records to ``on_records`` in the driver as they arrive, and
+        the paid LM calls an actor saw answered to ``on_calls`` with each of its replies (so calls of an item
+        abandoned at its timeout are counted while the run lasts; those of items in flight when the driver is
+        killed are not: they had not come back)."""
         if not items:
             return None
         settings = self.settings
@@ -246,12 +263,12 @@ class RayBackend(Backend):
         if started_here:
             ray.init(address=self.ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
         try:
-            return self._drive(ray, items, metrics, specs, lm, lm_travels, on_records)
+            return self._drive(ray, items, metrics, specs, lm, lm_travels, on_records, on_calls)
         finally:
             if started_here:
                 ray.shutdown()
 
-    def _drive(self, ray, items, metrics, specs, lm, lm_travels, on_records) -> str | None:
+    def _drive(self, ray, items, metrics, specs, lm, lm_travels, on_records, on_calls) -> str | None:
         settings = self.settings
         actors_n = self.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         lm_items = [item for item in items if item.metric.needs_lm]
@@ -289,10 +306,12 @@ class RayBackend(Backend):
                 load[target] -= 1
                 in_flight_lm -= uses_lm
                 try:
-                    records, refused = ray.get(ref)
+                    records, refused, answered = ray.get(ref)
                 except Exception as err:  # the worker died or Ray failed: the items are recorded as failed
-                    records, refused = [failure_record(i, key, name, f"{type(err).__name__}: {err}"[:2000], 0.0)
-                                        for i, key, _, name in chunk], None
+                    records, refused, answered = [failure_record(i, key, name, f"{type(err).__name__}: {err}"[:2000],
+                                                                 0.0) for i, key, _, name in chunk], None, []
+                if answered and on_calls is not None:
+                    on_calls(answered)
                 if records:
                     on_records(records)
                 stopped = stopped or refused

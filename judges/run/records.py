@@ -90,16 +90,17 @@ def degraded_as_failure(record: dict[str, Any]) -> dict[str, Any]:
             "error": f"DegradedScore: {record['degraded']}"}
 
 
-def _score_once(metric: Metric, sample, retries: int, backoff: float, spent: dict[str, Any]):
+def _score_once(metric: Metric, sample, retries: int, backoff: float, spent: dict[str, Any], on_call=None):
     """The metric's result; what every attempt's LM calls used is added into ``spent`` (``add_usage``), also
-    when an attempt fails: the LM answered and was paid whether or not the reply parsed."""
+    when an attempt fails: the LM answered and was paid whether or not the reply parsed. ``on_call``: told
+    of each paid call as it is answered (``tracked_usage``)."""
     if not metric.needs_lm:  # no LM, nothing to track or retry
         return metric.score(sample)
     attempt = 0
     while True:
         usage: dict[str, Any] = {}
         try:
-            with tracked_usage() as usage:
+            with tracked_usage(on_call) as usage:
                 return metric.score(sample)
         except TRANSIENT_ERRORS as err:
             if attempt >= retries or hasattr(err, "retried_by_served_lm"):  # a ServedLM retried it already
@@ -117,12 +118,13 @@ def usage_fields(spent: dict[str, Any]) -> dict[str, Any]:
 
 
 def scored_fields(metric: Metric, sample, retries: int, backoff: float,
-                  spent: dict[str, Any] | None = None) -> dict[str, Any]:
+                  spent: dict[str, Any] | None = None, on_call=None) -> dict[str, Any]:
     """A record's result fields for one item scored in this process (every backend that scores in-process
     uses this, so their records are the same): score, details, LM usage, undefined reason. ``spent`` (a dict
-    the caller keeps) collects the usage of every attempt, so a caller whose item fails can still record it."""
+    the caller keeps) collects the usage of every attempt, so a caller whose item fails can still record it;
+    ``on_call(model, tokens)`` is told of each paid call as the LM answers it."""
     spent = {} if spent is None else spent
-    result = _score_once(metric, sample, retries, backoff, spent)
+    result = _score_once(metric, sample, retries, backoff, spent, on_call)
     return {**result_fields(result), **usage_fields(spent)}
 
 

@@ -31,13 +31,15 @@ class RunStopped(RuntimeError):
 
 @dataclass
 class EvaluationResult:
-    """Per-(sample, metric) records plus the run's wall time; everything else is derived from them."""
+    """Per-(sample, metric) records plus the run's wall time; everything else is derived from them.
+    ``unrecorded``: per metric, paid LM calls no record holds (``judges.run.usage.unrecorded_usage``)."""
 
     records: list[dict[str, Any]]
     metric_names: list[str]
     n_samples: int
     wall_seconds: float
     price_table: dict[str, dict[str, float]] = field(default_factory=dict)
+    unrecorded: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def _by_metric(self, name: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r["metric"] == name]
@@ -59,16 +61,20 @@ class EvaluationResult:
     def summary(self) -> dict[str, dict[str, Any]]:
         """Per metric: n, mean/std/min/quartiles/max over defined scores, failures, undefined, degraded (scored
         from fewer steps or judges than designed; failures too under ``on_degraded="fail"``), LM calls
-        (paid in this run) and cached calls (answered by DSPy's cache: free now, but an interrupted earlier
-        run may have paid for them), tokens, cost (None without prices), latency p50/p95 (s); plus an
-        ``_overall`` entry."""
+        (paid for, over every run of the run file) and cached calls (answered by DSPy's cache: free now, but
+        an interrupted earlier run may have paid for them), tokens, cost (None without prices), latency
+        p50/p95 (s); plus an ``_overall`` entry. Calls, tokens and cost include ``unrecorded_calls``: paid
+        calls that no record holds (items in flight when a run was killed, calls after an item's timeout,
+        attempts a ``retry_failed`` run replaced)."""
         out: dict[str, dict[str, Any]] = {}
         for name in self.metric_names:
             records = self._by_metric(name)
             ok = [r for r in records if r.get("score") is not None and not r.get("undefined_reason")]
             values = np.array([r["score"] for r in ok], dtype=float)
             latencies = np.array([r["latency_s"] for r in records if r.get("latency_s") is not None], dtype=float)
-            costs = [self.cost(r) for r in records]
+            extra = self.unrecorded.get(name, {})
+            extra_tokens = extra.get("by_model", {})
+            costs = [self.cost(r) for r in records] + [usage_cost(extra_tokens, self.price_table)]
             stats: dict[str, Any] = {
                 "n": len(records),
                 "scored": len(ok),
@@ -81,10 +87,13 @@ class EvaluationResult:
             for label, q in (("min", 0), ("p25", 25), ("median", 50), ("p75", 75), ("max", 100)):
                 stats[label] = float(np.percentile(values, q)) if len(values) else None
             stats.update(
-                lm_calls=sum(r.get("lm_calls", 0) for r in records),
+                lm_calls=sum(r.get("lm_calls", 0) for r in records) + extra.get("lm_calls", 0),
+                unrecorded_calls=extra.get("lm_calls", 0),
                 cached_calls=sum(r.get("cached_calls", 0) for r in records),
-                input_tokens=sum(u.get("prompt_tokens", 0) for r in records for u in (r.get("usage") or {}).values()),
-                output_tokens=sum(u.get("completion_tokens", 0) for r in records for u in (r.get("usage") or {}).values()),
+                input_tokens=sum(u.get("prompt_tokens", 0) for r in records for u in (r.get("usage") or {}).values())
+                + sum(u["prompt_tokens"] for u in extra_tokens.values()),
+                output_tokens=sum(u.get("completion_tokens", 0) for r in records for u in (r.get("usage") or {}).values())
+                + sum(u["completion_tokens"] for u in extra_tokens.values()),
                 cost=None if any(c is None for c in costs) else float(sum(costs)),
                 latency_p50=float(np.percentile(latencies, 50)) if len(latencies) else None,
                 latency_p95=float(np.percentile(latencies, 95)) if len(latencies) else None,

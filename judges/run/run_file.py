@@ -1,7 +1,9 @@
 """Run files: an append-only JSONL record of a run, so a killed run resumes where it stopped.
 
     {"header": {"version": 1, "samples": "<hash of every sample>", "metrics": {name: {class, settings}}}}
-    {"sample": 0, "metric": "exact_match", "score": 1.0, ...}        # one line per finished item
+    {"sample": 0, "metric": "exact_match", "score": 1.0, "run": "<run id>", ...}   # one line per finished item
+    {"call": {"sample": 0, "metric": "faithfulness", "model": ..., "prompt_tokens": .., ...}, "run": "<run id>"}
+                                              # one line per paid LM call, written as the LM answers it
 
 Owns: writing records the moment the driver receives them (one ``write`` per batch, to the operating
 system before the next item is handed out: a SIGKILL loses none of them), reading them back, refusing a
@@ -24,6 +26,7 @@ from typing import Any
 
 from judges.metrics.base import Metric
 from judges.run.records import metric_config, score_problem
+from judges.run.usage import add_usage
 
 RUN_FILE_VERSION = 1
 
@@ -51,8 +54,20 @@ def read_run_records(path: str | Path) -> tuple[dict[str, Any] | None, list[dict
 
     A record is a dict with an int ``sample`` and a ``metric``; a later record for the same pair
     replaces an earlier one. The last line of a run file may be cut short (a run killed, or still
-    being written) and is skipped; any other line that is not a record raises ValueError naming it."""
-    path = Path(path)
+    being written) and is skipped; any other line that is not a record raises ValueError naming it.
+    Call lines (``read_run_calls``) are not records and are passed over."""
+    header, records, _ = _read_lines(Path(path))
+    return header, records
+
+
+def read_run_calls(path: str | Path) -> dict[tuple[str, int, str], dict[str, Any]]:
+    """The paid LM calls a run file holds, summed per (run id, sample, metric) as ``add_usage`` totals: one
+    line ``{"call": {"sample", "metric", "model", "prompt_tokens", "completion_tokens"}, "run": id}`` per call,
+    written as the LM answered it (``judges.run.usage.unrecorded_usage`` sets them against the records)."""
+    return _read_lines(Path(path))[2]
+
+
+def _read_lines(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict[tuple[str, int, str], dict]]:
     lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1) if line.strip()]
     if not lines:
         raise ValueError(f"{path} is empty")
@@ -62,6 +77,7 @@ def read_run_records(path: str | Path) -> tuple[dict[str, Any] | None, list[dict
         first = None
     header = first.get("header") if isinstance(first, dict) and isinstance(first.get("header"), dict) else None
     records: dict[tuple[int, str], dict[str, Any]] = {}
+    calls: dict[tuple[str, int, str], dict[str, Any]] = {}
     body = lines[1:] if header is not None else lines
     for position, (number, line) in enumerate(body, start=1):
         try:
@@ -70,13 +86,37 @@ def read_run_records(path: str | Path) -> tuple[dict[str, Any] | None, list[dict
             if header is not None and position == len(body):
                 continue
             raise ValueError(f"{path}: line {number} is not JSON") from None
+        except RecursionError:
+            raise ValueError(f"{path}: line {number} is nested too deeply to read") from None
+        if isinstance(record, dict) and "call" in record:
+            problem = _call_problem(record)
+            if problem:
+                raise ValueError(f"{path}: line {number} is not a call line ({problem})")
+            call = record["call"]
+            add_usage(calls.setdefault((record["run"], call["sample"], call["metric"]), {}),
+                      {"lm_calls": 1, "by_model": {call["model"]: call}})
+            continue
         if not isinstance(record, dict) or not isinstance(record.get("sample"), int) or "metric" not in record:
             raise ValueError(f"{path}: line {number} is not an evaluate record (needs an int 'sample' and 'metric')")
         problem = None if record.get("score") is None else score_problem(record["score"], record["metric"])
         if problem:
             raise ValueError(f"{path}: line {number}: {problem}")
         records[(record["sample"], record["metric"])] = record
-    return header, list(records.values())
+    return header, list(records.values()), calls
+
+
+def _call_problem(line: dict[str, Any]) -> str | None:
+    call = line["call"]
+    if not isinstance(line.get("run"), str) or not isinstance(call, dict):
+        return "needs a 'call' object and a 'run' id"
+    if not isinstance(call.get("sample"), int) or not isinstance(call.get("metric"), str) \
+            or not isinstance(call.get("model"), str):
+        return "the call needs an int 'sample', a 'metric' and a 'model'"
+    for kind in ("prompt_tokens", "completion_tokens"):
+        value = call.get(kind)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return f"{kind} {value!r} is not a count"
+    return None
 
 
 class RunFile:
@@ -94,6 +134,7 @@ class RunFile:
         self.path = Path(path)
         self.header = header
         self.done: dict[tuple[int, str], dict[str, Any]] = {}
+        self.calls: dict[tuple[str, int, str], dict[str, Any]] = {}  # read_run_calls: what earlier runs paid for
         if self.path.is_dir():
             raise ValueError(f"run file {self.path} is a directory; give a file path")
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,7 +175,7 @@ class RunFile:
             with open(self.path, "r+b") as handle:
                 handle.truncate(data.rfind(b"\n") + 1)
         try:
-            existing, records = read_run_records(self.path)
+            existing, records, self.calls = _read_lines(self.path)
         except ValueError as error:
             raise ValueError(f"{error}; use a new run file (or delete it to start over)") from None
         if existing is None:
@@ -150,16 +191,23 @@ class RunFile:
     def append(self, records: dict[str, Any] | Iterable[dict[str, Any]]) -> None:
         """Write one record, or a batch of them, and keep them in ``done``."""
         batch = [records] if isinstance(records, dict) else list(records)
-        if not batch:
+        self._write(batch)
+        for record in batch:
+            self.done[(record["sample"], record["metric"])] = record
+
+    def append_calls(self, calls: Iterable[dict[str, Any]], run: str) -> None:
+        """Write paid LM calls (``judges.run.backend.Calls`` entries) of run ``run`` as call lines."""
+        self._write([{"call": call, "run": run} for call in calls])
+
+    def _write(self, lines: list[dict[str, Any]]) -> None:
+        if not lines:
             return
         if self._fd is None:
             raise ValueError(f"{self.path}: the run file is closed")
-        data = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in batch).encode("utf-8")
+        data = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in lines).encode("utf-8")
         view = memoryview(data)
         while view:  # a regular file takes it in one write; a short write is finished, never dropped
             view = view[os.write(self._fd, view):]
-        for record in batch:
-            self.done[(record["sample"], record["metric"])] = record
 
     def close(self) -> None:
         if self._fd is not None:

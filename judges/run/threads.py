@@ -12,6 +12,9 @@
   a new worker takes its place; the call itself runs on until it returns (a thread cannot be stopped:
   ``judges.run.processes`` can stop metrics without an LM, an LM call runs until the LM answers).
 * A ``PermanentLMError`` stops the run: no new item starts, those in flight finish and are handed over.
+* Each paid LM call reaches the driver as the LM answers it (``on_calls``), before its item's record: an
+  abandoned item's calls keep arriving while the run lasts, and are counted; calls it makes after the run
+  has returned are not.
 
 Owns: the pool, its chunking and the in-thread timeout. Must not write run files or rebuild metrics.
 """
@@ -25,14 +28,14 @@ import queue
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import dspy
 
 from judges.lm.embeddings import default_embeddings
 from judges.lm.resolve import resolve_lm
 from judges.lm.served import PermanentLMError
-from judges.run.backend import Backend, Item, Records, score_item
+from judges.run.backend import Backend, Calls, Item, Records, score_item
 from judges.run.records import failure_record, timeout_error
 
 #: Most items of metrics without an LM in one unit of work (their records reach the driver together).
@@ -45,13 +48,13 @@ class ThreadBackend(Backend):
 
     name = "threads"
 
-    def run(self, items: Sequence[Item], on_records: Records) -> str | None:
+    def run(self, items: Sequence[Item], on_records: Records, on_calls: Calls | None = None) -> str | None:
         if not items:
             return None
         lm = resolve_lm(self.settings.lm) if self.settings.lm is not None else None
         with dspy.context(lm=lm) if lm is not None else contextlib.nullcontext(), \
                 default_embeddings(self.settings.embeddings):
-            return _Pool(self, items, on_records).drive()
+            return _Pool(self, items, on_records, on_calls).drive()
 
     # --- what the process backend changes ----------------------------------------------------------
     #: Whether the driver abandons items that overrun ``timeout`` (a thread cannot be stopped otherwise).
@@ -78,10 +81,17 @@ class ThreadBackend(Backend):
             if pool.stopping.is_set():
                 break
             with pool.watching(item) as abandoned:
-                record = score_item(item, settings.retries, settings.backoff, settings.strict)
+                record = score_item(item, settings.retries, settings.backoff, settings.strict,
+                                    pool.post_call if pool.on_calls is not None else None)
             if abandoned():
                 raise _Abandoned
             pool.post(record)
+
+
+class _Call(NamedTuple):
+    """A worker's message: one paid LM call (``Calls``'s entry)."""
+
+    call: dict[str, Any]
 
 
 class _Abandoned(Exception):
@@ -91,8 +101,8 @@ class _Abandoned(Exception):
 class _Pool:
     """One run of a ``ThreadBackend``: the work queue, its workers, and the driver's loop."""
 
-    def __init__(self, backend: ThreadBackend, items: Sequence[Item], on_records: Records):
-        self.backend, self.on_records = backend, on_records
+    def __init__(self, backend: ThreadBackend, items: Sequence[Item], on_records: Records, on_calls: Calls | None):
+        self.backend, self.on_records, self.on_calls = backend, on_records, on_calls
         self.timeout = backend.settings.timeout
         self.watch = self.timeout is not None and backend.abandons_late_items
         self.work: queue.SimpleQueue = queue.SimpleQueue()
@@ -116,6 +126,10 @@ class _Pool:
     def post(self, record: dict[str, Any]) -> None:
         """A finished item's record, for the driver (which writes what has arrived, in one go, at once)."""
         self.results.put(record)
+
+    def post_call(self, call: dict[str, Any]) -> None:
+        """A paid LM call of a running item (an abandoned one's too, while the run lasts), for the driver."""
+        self.results.put(_Call(call))
 
     def start_worker(self) -> None:
         threading.Thread(target=contextvars.copy_context().run, args=(self.work_loop,), daemon=True,
@@ -165,6 +179,7 @@ class _Pool:
         refused: PermanentLMError | None = None
         while live > 0:
             batch: list[dict[str, Any]] = []
+            calls: list[dict[str, Any]] = []
             try:
                 message = self.results.get(timeout=0.2) if self.watch else self.results.get()
             except queue.Empty:
@@ -172,6 +187,8 @@ class _Pool:
             while message is not None:
                 if message is _EXITED:
                     live -= 1
+                elif isinstance(message, _Call):
+                    calls.append(message.call)
                 elif isinstance(message, PermanentLMError):
                     refused = refused or message
                 elif isinstance(message, BaseException):
@@ -187,6 +204,8 @@ class _Pool:
                 batch.extend(late)
                 for _ in late:  # a new worker in each abandoned one's place
                     self.start_worker()
+            if calls:  # before the records they belong to: a kill between the two still leaves the calls
+                self.on_calls(calls)
             if batch:
                 self.on_records(batch)
         return str(refused) if refused is not None else None

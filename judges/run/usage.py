@@ -11,6 +11,7 @@ try (``TRANSIENT_ERRORS``) and pricing (``usage_cost``). Must not call an LM its
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import dspy
@@ -44,14 +45,26 @@ class _AnsweredCalls(BaseCallback):
 
 
 @contextlib.contextmanager
-def tracked_usage():
+def tracked_usage(on_call: Callable[[str, dict[str, int]], None] | None = None):
     """``with tracked_usage() as usage:`` fills ``usage`` on exit with ``lm_calls`` (calls the LM answered
     in this block and that cost tokens), ``cached_calls`` (calls DSPy's cache answered: free now, though an
     interrupted earlier run may have paid for them) and the tokens per model
-    (``{"lm_calls": n, "cached_calls": m, "by_model": {model: {"prompt_tokens": .., "completion_tokens": ..}}}``)."""
+    (``{"lm_calls": n, "cached_calls": m, "by_model": {model: {"prompt_tokens": .., "completion_tokens": ..}}}``).
+
+    ``on_call(model, {"prompt_tokens": .., "completion_tokens": ..})`` is told of each paid call the moment
+    the LM answers it, inside the block (the run file keeps them, so a run killed mid-item still counts it)."""
     usage: dict[str, Any] = {}
     counter = _AnsweredCalls()
     with dspy.track_usage() as tracker, dspy.context(callbacks=[*dspy.settings.callbacks, counter]):
+        if on_call is not None:
+            keep = tracker.add_usage
+
+            def add_usage(lm: str, entry: dict[str, Any]) -> None:  # DSPy's tracker, reporting each paid call
+                keep(lm, entry)
+                if entry:
+                    on_call(lm, {kind: int(entry.get(kind) or 0) for kind in ("prompt_tokens", "completion_tokens")})
+
+            tracker.add_usage = add_usage
         try:
             yield usage
         finally:
@@ -92,3 +105,28 @@ def usage_cost(usage: dict[str, dict[str, Any]], price_table: dict[str, dict[str
         total += tokens.get("prompt_tokens", 0) / 1e6 * price.get("input", 0.0)
         total += tokens.get("completion_tokens", 0) / 1e6 * price.get("output", 0.0)
     return total
+
+
+def unrecorded_usage(calls: dict[tuple[str, int, str], dict[str, Any]],
+                     records: dict[tuple[int, str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per metric, the paid calls that no final record holds (``add_usage`` totals; metrics with none left out).
+
+    ``calls`` maps (run id, sample, metric) to the ``add_usage`` total of the calls the LM answered for that
+    item in that run (the run file's call lines; ``tracked_usage(on_call=...)``); ``records`` are the final
+    records by (sample, metric), each holding the calls of its own attempts in its ``run``. What is left over:
+    items in flight when a run was killed, calls answered after an item was abandoned at its timeout, and
+    the attempts of a failed item that a later run replaced (``retry_failed``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for (run, sample, metric), used in calls.items():
+        record = records.get((sample, metric))
+        held = record if record is not None and record.get("run") == run else {}
+        left: dict[str, Any] = {"lm_calls": max(0, used.get("lm_calls", 0) - held.get("lm_calls", 0)), "by_model": {}}
+        for model, tokens in used.get("by_model", {}).items():
+            have = (held.get("usage") or {}).get(model, {})
+            rest = {kind: max(0, tokens.get(kind, 0) - int(have.get(kind) or 0))
+                    for kind in ("prompt_tokens", "completion_tokens")}
+            if any(rest.values()):
+                left["by_model"][model] = rest
+        if left["lm_calls"] or left["by_model"]:
+            add_usage(out.setdefault(metric, {}), left)
+    return out

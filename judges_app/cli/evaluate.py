@@ -98,6 +98,10 @@ def print_summary(summary: dict[str, dict[str, Any]], failures) -> None:
               f"{num(s['latency_p50'], '.2f'):>6}")
     overall = summary["_overall"]
     print(f"{overall['samples']} samples in {overall['wall_seconds']:.1f} s; {overall['failures']} failures")
+    unrecorded = {name: s["unrecorded_calls"] for name, s in summary.items() if s.get("unrecorded_calls")}
+    if unrecorded:
+        print("LM calls no record holds, counted above (items in flight at a kill, calls after a timeout, retried "
+              "attempts): " + ", ".join(f"{name} {n}" for name, n in unrecorded.items()))
     for sample, metric, error in failures[:10]:
         print(f"  sample {sample}, {metric}: {error}")
 
