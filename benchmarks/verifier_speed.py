@@ -1,6 +1,7 @@
 """The shipped groundedness verifier's speed and memory on this machine, printed as a table.
 
     .venv/bin/python benchmarks/verifier_speed.py            # 200 BEGIN WoW turns, then 100 SummEval summaries
+    .venv/bin/python benchmarks/verifier_speed.py --verifier embedded-int8      # the int8 verifier
 
 FaithfulnessWithVerifier with sentence claims (no LM), one item at a time as ``evaluate`` scores it, after a
 warm-up of 5 items (the model's load is timed apart). BEGIN turns are a response of 1-3 sentences against a
@@ -42,13 +43,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--begin", type=int, default=200)
     parser.add_argument("--summeval", type=int, default=100)
+    parser.add_argument("--verifier", default="embedded", help="'embedded' (float32), 'embedded-int8' or a folder")
     args = parser.parse_args()
     import torch
 
     started = time.perf_counter()
-    verifier = resolve_verifier(None)
+    verifier = resolve_verifier(args.verifier)
     load = time.perf_counter() - started
-    metric = FaithfulnessWithVerifier()
+    metric = FaithfulnessWithVerifier(verifier=args.verifier)
     metric.score(SingleTurnSample(response="It was completed in 1889.", retrieved_contexts=["It was built in 1889."]))
     memory = [f"{rss_mb():.0f} MB with the library and the model loaded, one item scored, no data read"]
     begin = list(load_begin(parts=("wow",), limit=args.begin + 5).dataset)

@@ -60,6 +60,26 @@ def test_the_shipped_verifier_loads_and_tells_a_changed_fact_from_a_paraphrase()
     assert p[0] > p[1] and p[2] > p[1]
 
 
+def test_the_int8_verifier_is_the_shipped_one_quantized_and_plugs_in_by_name(tmp_path):
+    """``"embedded-int8"``: linear layers in int8, the same ranking as float32 on the Eiffel pairs (single
+    probabilities can move by much more: docs/verifier.md measures the agreement); a metric takes it by name
+    and a folder model can be quantized too."""
+    pairs = [(EVIDENCE, "The Eiffel Tower was completed in 1889."), (EVIDENCE, "The Eiffel Tower was completed in 1999."),
+             (EVIDENCE, "Work on the Paris landmark finished in 1889.")]
+    int8 = resolve_verifier("embedded-int8")
+    assert int8 is not resolve_verifier(None) and int8.name == "groundedness-minilm-int8"
+    assert ".quantized." in type(int8._model.bert.encoder.layer[0].attention.self.query).__module__
+    full, quick = resolve_verifier(None).probabilities(pairs), int8.probabilities(pairs)
+    assert not np.array_equal(full, quick) and quick[0] > quick[1] and quick[2] > quick[1]  # same ranking
+    assert np.array_equal(quick, Verifier(quantize=True).probabilities(pairs))  # deterministic
+    result = FaithfulnessWithVerifier(verifier="embedded-int8").score(
+        SingleTurnSample(response="The Eiffel Tower was completed in 1889.", retrieved_contexts=[EVIDENCE]))
+    expected = int8.support([EVIDENCE], ["The Eiffel Tower was completed in 1889."])[0]["probability"]
+    assert result.verdicts[0]["probability"] == pytest.approx(expected)
+    folder = Verifier(str(tiny_folder(tmp_path / "m")), quantize=True)
+    assert folder.name == "m-int8" and folder.probabilities(pairs[:1]).shape == (1,)
+
+
 def test_a_missing_changed_or_unreadable_shipped_file_is_a_named_error(tmp_path):
     with pytest.raises(VerifierError, match="is missing"):
         load_shipped(tmp_path / "none.safetensors", SHIPPED_MANIFEST)

@@ -51,8 +51,8 @@ class VerifierStep:
             raise ValueError(f"{self.name}: threshold must be in [0, 1], got {threshold!r}")
         for name, value in (("verifier", verifier), ("multilingual_verifier", multilingual_verifier)):
             if value is not None and not isinstance(value, str):
-                raise TypeError(f"{self.name}: {name} must be None, 'embedded' or a model folder path (a string), "
-                                f"got {type(value).__name__}")
+                raise TypeError(f"{self.name}: {name} must be None, 'embedded', 'embedded-int8' or a model folder "
+                                f"path (a string), got {type(value).__name__}")
         self.verifier, self.supported_label, self.threshold = verifier, supported_label, float(threshold)
         self.multilingual_verifier, self.multilingual_supported_label = multilingual_verifier, multilingual_supported_label
 
