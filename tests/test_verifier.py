@@ -78,6 +78,13 @@ def test_the_int8_verifier_is_the_shipped_one_quantized_and_plugs_in_by_name(tmp
     assert result.verdicts[0]["probability"] == pytest.approx(expected)
     folder = Verifier(str(tiny_folder(tmp_path / "m")), quantize=True)
     assert folder.name == "m-int8" and folder.probabilities(pairs[:1]).shape == (1,)
+    for name in ("embedded", "embedded-int8"):  # English only: never the multilingual fallback
+        with pytest.raises(ValueError, match="covers English only"):
+            FaithfulnessWithVerifier(multilingual_verifier=name)
+    from calibration.fitting.finetune import finetune_verifier
+
+    with pytest.raises(ValueError, match="trains the float32 shipped verifier.*quantize"):
+        finetune_verifier(FaithfulnessWithVerifier(verifier="embedded-int8"), None, None)
 
 
 def test_a_missing_changed_or_unreadable_shipped_file_is_a_named_error(tmp_path):

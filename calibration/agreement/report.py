@@ -39,7 +39,8 @@ from calibration.agreement.record import (
 )
 from calibration.agreement.stats import LOWER_IS_BETTER
 from judges.run.result import EvaluationResult
-from judges.run.run_file import read_run_records
+from judges.run.run_file import read_run_calls, read_run_records
+from judges.run.usage import unrecorded_usage
 
 __all__ = ["CalibrationRun", "write_report"]
 
@@ -225,16 +226,20 @@ def _evaluation_report(result, out: Path, title: str, meta: dict[str, Any]) -> s
 
 
 def _read_evaluation(path: Path):
-    """An EvaluationResult from ``to_jsonl`` records or a run file (header line first)."""
+    """An EvaluationResult from ``to_jsonl`` records or a run file (header line first; its call lines give the
+    calls no record holds, ``judges.run.usage.unrecorded_usage``)."""
     header, records = read_run_records(path)
     names = list(header.get("metrics") or {}) if header else []
     names += [r["metric"] for r in records if r["metric"] not in names]
     n_samples = max((r["sample"] for r in records), default=-1) + 1
-    meta = {"source": path.name, "kind": "run file" if header else "evaluate records (JSONL)"}
+    meta = {"source": path.name, "kind": "run file" if header else
+            "evaluate records (JSONL; LM calls no record holds are not in it: the run file and summary.json have them)"}
+    unrecorded = {}
     if header:
         meta["metric settings"] = header.get("metrics")
+        unrecorded = unrecorded_usage(read_run_calls(path), {(r["sample"], r["metric"]): r for r in records})
     ordered = sorted(records, key=lambda r: (r["sample"], names.index(r["metric"])))
-    return EvaluationResult(ordered, names, n_samples, wall_seconds=0.0), meta
+    return EvaluationResult(ordered, names, n_samples, wall_seconds=0.0, unrecorded=unrecorded), meta
 
 
 def _read_source(path: Path):
@@ -245,6 +250,8 @@ def _read_source(path: Path):
         whole = json.loads(text)
     except json.JSONDecodeError:
         whole = None
+    except RecursionError:
+        raise ValueError(f"{path} is nested too deeply to read") from None
     if isinstance(whole, dict) and "format" in whole:
         return CalibrationRun._from_dict(whole, str(path)), {}
     lines = [line for line in text.split("\n") if line.strip()]
@@ -252,6 +259,8 @@ def _read_source(path: Path):
         first = json.loads(lines[0]) if lines else None
     except json.JSONDecodeError:
         first = None
+    except RecursionError:
+        raise ValueError(f"{path}: line 1 is nested too deeply to read") from None
     if isinstance(first, dict) and (isinstance(first.get("header"), dict) or {"sample", "metric"} <= set(first)):
         return _read_evaluation(path)
     raise ValueError(expected)

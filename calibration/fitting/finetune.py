@@ -27,7 +27,7 @@ import numpy as np
 
 from calibration.data.labelled import LabelledSet
 from calibration.fitting.verifier_training import roc_auc
-from judges.lm.verifier import load_shipped
+from judges.lm.verifier import EMBEDDED_INT8, load_shipped
 from judges.metrics.rag.verified import FaithfulnessWithVerifier
 
 MIN_LABELS = 40
@@ -52,6 +52,10 @@ def finetune_verifier(judge: Any, data: LabelledSet, targets: np.ndarray, *, out
     if not isinstance(judge, FaithfulnessWithVerifier):
         raise ValueError(f"fit(optimizer='finetune') fine-tunes a FaithfulnessWithVerifier's verifier; "
                          f"{type(judge).__name__} has none (use another optimizer)")
+    if judge.verifier == EMBEDDED_INT8:
+        raise ValueError("fit(optimizer='finetune') trains the float32 shipped verifier; this judge names "
+                         "'embedded-int8' (fine-tune with verifier='embedded', then quantize the result: "
+                         "Verifier(folder, quantize=True))")
     if judge.verifier not in (None, "embedded"):
         raise ValueError("fit(optimizer='finetune') starts from the shipped verifier; this judge names "
                          f"{judge.verifier!r} (fine-tune that model with its own tools)")

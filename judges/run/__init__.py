@@ -16,8 +16,8 @@ Must not define metrics.
 from judges.run.evaluate import BACKENDS, DatasetValidationError, evaluate
 from judges.run.records import jsonable
 from judges.run.result import EvaluationResult, RunStopped
-from judges.run.run_file import read_run_records
+from judges.run.run_file import read_run_calls, read_run_records
 from judges.run.usage import tracked_usage, usage_cost, usage_tokens
 
 __all__ = ["BACKENDS", "DatasetValidationError", "EvaluationResult", "RunStopped", "evaluate", "jsonable",
-           "read_run_records", "tracked_usage", "usage_cost", "usage_tokens"]
+           "read_run_calls", "read_run_records", "tracked_usage", "usage_cost", "usage_tokens"]

@@ -1,7 +1,7 @@
 """The one interface every way of running items implements, and how an item is scored in-process.
 
     backend = ThreadBackend(Settings(num_threads=4, timeout=60))       # or ProcessBackend, RayBackend
-    refused = backend.run(items, on_records)    # on_records(list of records), in the caller's thread
+    refused = backend.run(items, on_records, on_calls)  # lists of records / of paid calls, in the caller's thread
 
 An item is one (sample, metric) pair. A backend scores its items and hands the finished records to
 ``on_records`` as they arrive, and, where it can, each paid LM call to ``on_calls`` the moment the LM

@@ -43,8 +43,9 @@ back to the run file the moment it arrives.
   calls answered after an item was abandoned at its timeout while the run lasted, attempts replaced by
   ``retry_failed``) are counted as the summary's ``unrecorded_calls`` and are in its totals. Not counted:
   a call the LM answered in the instant before a kill, before the driver wrote it; an abandoned item's
-  calls answered after ``evaluate`` returned; on the Ray backend, calls of items that never handed back a
-  record.
+  calls answered after ``evaluate`` returned; on the Ray backend, the calls of items in flight when the
+  driver is killed (an actor hands calls back with its replies, and once more at the end of the run); a
+  call made inside a metric's own nested ``dspy.track_usage()`` is in its record but not a call line.
 
 Owns: validation, the run file's life, the choice of backend, the result. Must not score an item itself.
 """
@@ -164,12 +165,17 @@ def evaluate(
                         timeout=timeout, strict=strict)
     with RunFile(run_file, run_header(keys, names, metrics)) if run_file is not None else contextlib.nullcontext() as store:
         done = dict(store.done) if store else {}
+        calls = dict(store.calls) if store else {}  # (run, sample, metric) -> the paid calls of that item
         if retry_failed:
-            done = {key: record for key, record in done.items()
+            kept = {key: record for key, record in done.items()
                     if not record.get("error") and not (on_degraded == "fail" and record.get("degraded"))}
+            for (sample, metric), record in done.items():  # a version-1 record to be replaced has no call lines:
+                if (sample, metric) not in kept and "run" not in record:  # its own usage stays in the bill
+                    add_usage(calls.setdefault(("version 1", sample, metric), {}),
+                              {"lm_calls": record.get("lm_calls", 0), "by_model": record.get("usage") or {}})
+            done = kept
         records = dict(done)
         run = uuid.uuid4().hex[:12]  # this run's id, in its records and call lines
-        calls = dict(store.calls) if store else {}  # (run, sample, metric) -> the paid calls of that item
         todo = [Item(i, keys[i], dataset[i], m) for i in range(len(dataset)) for m in metrics if (i, m.name) not in done]
         bar = tqdm(total=len(todo), desc="evaluate", unit="item") if progress and todo else None
 

@@ -21,7 +21,7 @@
   that dies records its items as failed with the reason.
 * ``timeout`` (seconds per item, counted on the worker from when the item starts): an item that overruns
   is recorded as ``TimeoutError`` and abandoned (its late result discarded; the calls it is paid for come back
-  with the actor's next reply, and are counted while the run lasts); its call runs on in the
+  with the actor's next reply or when the driver collects every actor's calls at the end); its call runs on in the
   actor's thread until it returns, so it still holds its LM connection meanwhile (threads that never
   return are not stopped: Ray cannot stop a thread of a threaded actor).
 
@@ -182,7 +182,8 @@ class ScoringWorker:
         with self._calls_lock:
             self._calls.append(call)
 
-    def _taken_calls(self) -> list[dict[str, Any]]:
+    def taken_calls(self) -> list[dict[str, Any]]:
+        """The paid calls not handed back yet (the driver asks every actor once more at the end)."""
         with self._calls_lock:
             calls, self._calls = self._calls, []
         return calls
@@ -223,8 +224,8 @@ class ScoringWorker:
                 try:
                     records.append(self._record(Item(index, key, sample, self.metrics[name])))
                 except PermanentLMError as err:
-                    return records, str(err), self._taken_calls()
-        return records, None, self._taken_calls()
+                    return records, str(err), self.taken_calls()
+        return records, None, self.taken_calls()
 
 
 class RayBackend(Backend):
@@ -238,9 +239,9 @@ class RayBackend(Backend):
 
     def run(self, items: Sequence[Item], on_records: Records, on_calls: Calls | None = None) -> str | None:
         """Score ``items`` on Ray, handing each call's records to ``on_records`` in the driver as they arrive, and
-        the paid LM calls an actor saw answered to ``on_calls`` with each of its replies (so calls of an item
-        abandoned at its timeout are counted while the run lasts; those of items in flight when the driver is
-        killed are not: they had not come back)."""
+        the paid LM calls an actor saw answered to ``on_calls`` with each of its replies and once more from
+        every actor at the end (so an item abandoned at its timeout is counted up to the end of the run; the
+        calls of items in flight when the driver is killed are not: they had not come back)."""
         if not items:
             return None
         settings = self.settings
@@ -282,20 +283,20 @@ class RayBackend(Backend):
                                 settings.timeout) for _ in range(actors_n)]
         plain = [item for item in items if not item.metric.needs_lm]
         batch = max(1, min(MAX_BATCH, len(plain) // (8 * actors_n) or 1))
-        calls: deque[tuple[bool, list[tuple[int, str, Any, str]]]] = deque(
+        work: deque[tuple[bool, list[tuple[int, str, Any, str]]]] = deque(
             (False, [(i.index, i.key, i.sample, i.metric.name) for i in plain[at:at + batch]])
             for at in range(0, len(plain), batch))
-        calls.extend((True, [(i.index, i.key, i.sample, i.metric.name)]) for i in lm_items)
+        work.extend((True, [(i.index, i.key, i.sample, i.metric.name)]) for i in lm_items)
         load = [0] * actors_n
         pending: dict[Any, tuple[int, bool, list]] = {}
         in_flight_lm = 0
         stopped: str | None = None
-        while (calls and stopped is None) or pending:
-            while calls and stopped is None:
-                uses_lm, chunk = calls[0]
+        while (work and stopped is None) or pending:
+            while work and stopped is None:
+                uses_lm, chunk = work[0]
                 if (uses_lm and in_flight_lm >= cap) or (not uses_lm and len(pending) - in_flight_lm >= 2 * actors_n):
                     break
-                calls.popleft()
+                work.popleft()
                 target = min(range(actors_n), key=lambda a: (load[a], a))
                 pending[workers[target].score.remote(chunk)] = (target, uses_lm, chunk)
                 load[target] += 1
@@ -315,4 +316,11 @@ class RayBackend(Backend):
                 if records:
                     on_records(records)
                 stopped = stopped or refused
+        if on_calls is not None:  # calls answered since each actor's last reply (items abandoned at their timeout)
+            try:
+                leftovers = [call for calls in ray.get([w.taken_calls.remote() for w in workers]) for call in calls]
+            except Exception:  # noqa: BLE001 - an actor that died took its calls with it
+                leftovers = []
+            if leftovers:
+                on_calls(leftovers)
         return stopped

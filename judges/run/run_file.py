@@ -1,6 +1,6 @@
 """Run files: an append-only JSONL record of a run, so a killed run resumes where it stopped.
 
-    {"header": {"version": 1, "samples": "<hash of every sample>", "metrics": {name: {class, settings}}}}
+    {"header": {"version": 2, "samples": "<hash of every sample>", "metrics": {name: {class, settings}}}}
     {"sample": 0, "metric": "exact_match", "score": 1.0, "run": "<run id>", ...}   # one line per finished item
     {"call": {"sample": 0, "metric": "faithfulness", "model": ..., "prompt_tokens": .., ...}, "run": "<run id>"}
                                               # one line per paid LM call, written as the LM answers it
@@ -28,7 +28,9 @@ from judges.metrics.base import Metric
 from judges.run.records import metric_config, score_problem
 from judges.run.usage import add_usage
 
-RUN_FILE_VERSION = 1
+#: 2: call lines and a ``run`` id in records. A version-1 file (records only) is still read and resumed.
+RUN_FILE_VERSION = 2
+READS_VERSIONS = (1, 2)
 
 
 def run_header(keys: Sequence[str], names: Sequence[str], metrics: Sequence[Metric]) -> dict[str, Any]:
@@ -75,6 +77,8 @@ def _read_lines(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]
         first = json.loads(lines[0][1])
     except json.JSONDecodeError:
         first = None
+    except RecursionError:
+        raise ValueError(f"{path}: line {lines[0][0]} is nested too deeply to read") from None
     header = first.get("header") if isinstance(first, dict) and isinstance(first.get("header"), dict) else None
     records: dict[tuple[int, str], dict[str, Any]] = {}
     calls: dict[tuple[str, int, str], dict[str, Any]] = {}
@@ -120,7 +124,8 @@ def _call_problem(line: dict[str, Any]) -> str | None:
 
 
 class RunFile:
-    """Append-only JSONL: a header line describing the run, then one line per finished (sample, metric).
+    """Append-only JSONL: a header line describing the run, then one line per finished (sample, metric) and
+    one per paid LM call (``read_run_calls``).
 
     A line cut short by a kill is ignored on reading (its item is simply done again). Records are written
     with one ``os.write`` per batch on a descriptor opened for appending, so each batch reaches the
@@ -180,7 +185,10 @@ class RunFile:
             raise ValueError(f"{error}; use a new run file (or delete it to start over)") from None
         if existing is None:
             raise ValueError(f"{self.path} is not a run file of this library (no header line)")
-        for key in ("version", "samples", "metrics"):
+        if existing.get("version") not in READS_VERSIONS:
+            raise ValueError(f"{self.path} is a run file of version {existing.get('version')!r}, which this library "
+                             f"does not read (it reads {list(READS_VERSIONS)}); use a new run file")
+        for key in ("samples", "metrics"):
             if existing.get(key) != self.header.get(key):
                 raise ValueError(
                     f"{self.path} was written for other {key} than this run; use a new run file "

@@ -184,6 +184,7 @@ class _Pool:
                 message = self.results.get(timeout=0.2) if self.watch else self.results.get()
             except queue.Empty:
                 message = None
+            failed: BaseException | None = None
             while message is not None:
                 if message is _EXITED:
                     live -= 1
@@ -192,20 +193,22 @@ class _Pool:
                 elif isinstance(message, PermanentLMError):
                     refused = refused or message
                 elif isinstance(message, BaseException):
-                    raise message
+                    failed = failed or message
                 else:
                     batch.append(message)
                 try:
                     message = self.results.get_nowait()
                 except queue.Empty:
                     message = None
+            if calls:  # before the records they belong to (and before a strict failure is raised)
+                self.on_calls(calls)
+            if failed is not None:
+                raise failed
             if self.watch:
                 late = self.late_items()
                 batch.extend(late)
                 for _ in late:  # a new worker in each abandoned one's place
                     self.start_worker()
-            if calls:  # before the records they belong to: a kill between the two still leaves the calls
-                self.on_calls(calls)
             if batch:
                 self.on_records(batch)
         return str(refused) if refused is not None else None

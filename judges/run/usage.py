@@ -52,7 +52,9 @@ def tracked_usage(on_call: Callable[[str, dict[str, int]], None] | None = None):
     (``{"lm_calls": n, "cached_calls": m, "by_model": {model: {"prompt_tokens": .., "completion_tokens": ..}}}``).
 
     ``on_call(model, {"prompt_tokens": .., "completion_tokens": ..})`` is told of each paid call the moment
-    the LM answers it, inside the block (the run file keeps them, so a run killed mid-item still counts it)."""
+    the LM answers it, inside the block (the run file keeps them, so a run killed mid-item still counts it).
+    Not told: calls made under a tracker nested inside the block (a metric's own ``dspy.track_usage()``),
+    which DSPy adds to this one's totals only when the nested block ends."""
     usage: dict[str, Any] = {}
     counter = _AnsweredCalls()
     with dspy.track_usage() as tracker, dspy.context(callbacks=[*dspy.settings.callbacks, counter]):

@@ -101,7 +101,7 @@ def print_summary(summary: dict[str, dict[str, Any]], failures) -> None:
     unrecorded = {name: s["unrecorded_calls"] for name, s in summary.items() if s.get("unrecorded_calls")}
     if unrecorded:
         print("LM calls no record holds, counted above (items in flight at a kill, calls after a timeout, retried "
-              "attempts): " + ", ".join(f"{name} {n}" for name, n in unrecorded.items()))
+              "attempts replaced by --retry-failed): " + ", ".join(f"{name} {n}" for name, n in unrecorded.items()))
     for sample, metric, error in failures[:10]:
         print(f"  sample {sample}, {metric}: {error}")
 

@@ -53,6 +53,9 @@ class VerifierStep:
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{self.name}: {name} must be None, 'embedded', 'embedded-int8' or a model folder "
                                 f"path (a string), got {type(value).__name__}")
+        if multilingual_verifier in ("embedded", "embedded-int8"):
+            raise ValueError(f"{self.name}: multilingual_verifier={multilingual_verifier!r} is the shipped verifier, "
+                             "which covers English only; name a multilingual model folder")
         self.verifier, self.supported_label, self.threshold = verifier, supported_label, float(threshold)
         self.multilingual_verifier, self.multilingual_supported_label = multilingual_verifier, multilingual_supported_label
 
