@@ -168,7 +168,7 @@ def test_a_version_1_run_file_resumes_and_a_replaced_failure_keeps_its_usage(tmp
     """A run file written before call lines (version 1, records without a run id) is still resumed; a failed
     record of it replaced by ``retry_failed`` keeps its usage in that run's bill (not in the file: a later
     report of the file cannot see it)."""
-    from calibration.agreement.report import _read_evaluation
+    from calibration.agreement.report import read_evaluation
     from judges.run.records import sample_key
     from judges.run.run_file import run_header
 
@@ -183,7 +183,7 @@ def test_a_version_1_run_file_resumes_and_a_replaced_failure_keeps_its_usage(tmp
     summary = result.summary()["exact_match"]
     assert not result.failures and summary["scored"] == 2
     assert (summary["lm_calls"], summary["unrecorded_calls"], summary["input_tokens"]) == (1, 1, 5)
-    assert _read_evaluation(path)[0].summary()["exact_match"]["lm_calls"] == 0  # the file holds no call line of it
+    assert read_evaluation(path)[0].summary()["exact_match"]["lm_calls"] == 0  # the file holds no call line of it
     path.write_text(json.dumps({"header": {**header, "version": 7}}) + "\n")
     with pytest.raises(ValueError, match="version 7, which this library does not read"):
         evaluate(data, [metric], run_file=path, progress=False)

@@ -225,7 +225,7 @@ def _evaluation_report(result, out: Path, title: str, meta: dict[str, Any]) -> s
     return _page(title, sections)
 
 
-def _read_evaluation(path: Path):
+def read_evaluation(path: Path):
     """An EvaluationResult from ``to_jsonl`` records or a run file (header line first; its call lines give the
     calls no record holds, ``judges.run.usage.unrecorded_usage``)."""
     header, records = read_run_records(path)
@@ -262,7 +262,7 @@ def _read_source(path: Path):
     except RecursionError:
         raise ValueError(f"{path}: line 1 is nested too deeply to read") from None
     if isinstance(first, dict) and (isinstance(first.get("header"), dict) or {"sample", "metric"} <= set(first)):
-        return _read_evaluation(path)
+        return read_evaluation(path)
     raise ValueError(expected)
 
 

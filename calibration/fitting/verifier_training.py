@@ -52,6 +52,9 @@ class TrainConfig:
     seed: int = 0
     per_source: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MIX))
     perturbed: int = 10000
+    #: Supported pairs whose claim is in other words than its evidence, drawn again on top of the mix
+    #: (``other_words_positives``); 0 in the shipped model's mix.
+    other_words: int = 0
     begin_parts: tuple[str, ...] = ("cmu", "tc")
     max_length: int = 160
     batch_size: int = 16
@@ -92,10 +95,27 @@ def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int) -> list[Evidenc
     return out[:n]
 
 
+#: Sources whose supported claims restate their evidence in other words (entailments, verified claims).
+OTHER_WORDS_SOURCES = {"mnli": 9815, "snli": 6000, "expertqa": 3000, "factcheck_gpt": 3000, "vitaminc_real": 6000}
+
+
+def other_words_positives(n: int, seed: int) -> list[EvidencePair]:
+    """``n`` supported pairs from ``OTHER_WORDS_SOURCES`` (a draw of its own, seeded apart from the mix's, so
+    some repeat pairs of the mix: an up-weighting of faithful claims in other words), marked as their own
+    source (``other_words_<source>``) in the manifest's counts."""
+    if n <= 0:
+        return []
+    corpus = training_pairs(tuple(OTHER_WORDS_SOURCES), OTHER_WORDS_SOURCES, seed=seed + 1)
+    positives = [p for p in corpus if p.label == 1]
+    chosen = random.Random(f"{seed}:other-words").sample(positives, min(n, len(positives)))
+    return [EvidencePair(p.evidence, p.claim, 1, f"other_words_{p.source}", p.group) for p in chosen]
+
+
 def training_mix(config: TrainConfig) -> tuple[list[EvidencePair], list[EvidencePair]]:
     """(train, held-out) pairs: the seeded mix, split so no group is on both sides."""
     corpus = training_pairs(tuple(config.per_source), config.per_source, seed=config.seed)
-    pairs = corpus + rule_pairs(corpus, config.perturbed, config.seed) + begin_pairs(config.begin_parts)
+    pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed) + begin_pairs(config.begin_parts)
+             + other_words_positives(config.other_words, config.seed))
     rng = random.Random(f"{config.seed}:split")
     groups = sorted({p.group for p in pairs})
     rng.shuffle(groups)
