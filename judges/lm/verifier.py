@@ -15,7 +15,7 @@
 * **Any Hugging Face sequence-classification folder** (an NLI model, HHEM, MiniCheck, your own) plugs in with
   its path; ``supported_label`` names the label that means supported (a name such as "entailment", or an
   index); a one-logit model reads as sigmoid(logit).
-* **int8** (``quantize=True``, or ``"embedded-int8"`` wherever a verifier is named): linear layers quantized
+* **int8** (``quantize=True``, or ``"embedded-int8"`` as a metric's ``verifier=``): linear layers quantized
   to int8 as the model loads (PyTorch dynamic quantization), about 2.5x faster on CPU; measured against
   float32 in docs/verifier.md. Opt-in: the float32 model is what the agreement tables measure.
 * **Languages**: the shipped verifier was trained on English pairs only and its vocabulary is English, so it
