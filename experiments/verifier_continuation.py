@@ -29,6 +29,7 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from verifier_agreement import sets, split  # noqa: E402
+from verifier_interpolation import weakest  # noqa: E402
 
 from calibration.data.pairs import training_pairs  # noqa: E402
 from calibration.fitting.verifier_training import (  # noqa: E402
@@ -37,7 +38,6 @@ from calibration.fitting.verifier_training import (  # noqa: E402
     roc_auc,
     rule_pairs,
 )
-from judges.data.language import split_sentences  # noqa: E402
 from judges.lm.verifier import Verifier, load_shipped  # noqa: E402
 
 SOURCES = {"mnli": 9815, "snli": 6000, "expertqa": 3000, "factcheck_gpt": 3000, "vitaminc_real": 6000}
@@ -94,9 +94,7 @@ def measured(verifier: Verifier) -> str:
         if name not in ("begin-wow", "q2"):
             continue
         _, test = split(labels, 0)
-        weakest = [min(r["probability"] for r in verifier.support(
-            samples[i].retrieved_contexts, split_sentences(samples[i].response) or [samples[i].response])) for i in test]
-        parts.append(f"{name} {roc_auc(np.asarray(labels)[test], weakest):.3f}")
+        parts.append(f"{name} {roc_auc(np.asarray(labels)[test], weakest(verifier, samples, test)):.3f}")
     return "; ".join(parts)
 
 

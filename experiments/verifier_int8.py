@@ -19,9 +19,9 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from verifier_agreement import sets, split  # noqa: E402
+from verifier_interpolation import weakest  # noqa: E402
 
 from calibration.fitting.verifier_training import roc_auc  # noqa: E402
-from judges.data.language import split_sentences  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 
 
@@ -35,9 +35,7 @@ def main() -> int:
         cells, scores = [], {}
         for kind, verifier in models.items():
             started = time.perf_counter()
-            scores[kind] = np.array([min(r["probability"] for r in verifier.support(
-                samples[i].retrieved_contexts, split_sentences(samples[i].response) or [samples[i].response]))
-                for i in test])
+            scores[kind] = np.array(weakest(verifier, samples, test))
             cells.append((roc_auc(np.asarray(labels)[test], scores[kind]), (time.perf_counter() - started) / len(test)))
         gap = float(np.max(np.abs(scores["float32"] - scores["int8"])))
         print(f"| {name} | {len(test)} | {cells[0][0]:.4f} | {cells[1][0]:.4f} | {cells[0][1] * 1000:.1f} | "

@@ -6,7 +6,8 @@
 An item is one (sample, metric) pair. A backend scores its items and hands the finished records to
 ``on_records`` as they arrive, and, where it can, each paid LM call to ``on_calls`` the moment the LM
 answers it (``{"sample", "metric", "model", "prompt_tokens", "completion_tokens"}``: the run file keeps them,
-so calls of an item in flight when the run is killed, or abandoned at its timeout, are still counted); it returns the message of a ``PermanentLMError`` that stopped the run (no
+so calls of an item in flight when the run is killed, or abandoned at its timeout, are still counted); it
+returns the message of a ``PermanentLMError`` that stopped the run (no
 new item starts, those in flight finish and are handed over; the item that met the refusal is not
 recorded), else None. With ``Settings.strict`` the first failure is raised instead of recorded.
 

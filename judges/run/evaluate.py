@@ -72,7 +72,7 @@ from judges.run.records import degraded_as_failure, sample_key
 from judges.run.result import EvaluationResult, RunStopped
 from judges.run.run_file import RunFile, run_header
 from judges.run.threads import ThreadBackend
-from judges.run.usage import add_usage, unrecorded_usage
+from judges.run.usage import add_call, add_usage, unrecorded_usage
 
 BACKENDS = ("threads", "processes", "ray")
 ON_DEGRADED = ("record", "fail")
@@ -184,8 +184,7 @@ def evaluate(
             if store:
                 store.append_calls(batch, run)
             for call in batch:
-                add_usage(calls.setdefault((run, call["sample"], call["metric"]), {}),
-                          {"lm_calls": 1, "by_model": {call["model"]: call}})
+                add_call(calls, run, call)
 
         def on_records(batch: list[dict[str, Any]]) -> None:
             """Finished items: kept, appended to the run file, counted on the progress bar."""

@@ -20,10 +20,10 @@
 * A ``PermanentLMError`` on a worker stops the run exactly as in the thread pool (``RunStopped``); a worker
   that dies records its items as failed with the reason.
 * ``timeout`` (seconds per item, counted on the worker from when the item starts): an item that overruns
-  is recorded as ``TimeoutError`` and abandoned (its late result discarded; the calls it is paid for come back
-  with the actor's next reply or when the driver collects every actor's calls at the end); its call runs on in the
-  actor's thread until it returns, so it still holds its LM connection meanwhile (threads that never
-  return are not stopped: Ray cannot stop a thread of a threaded actor).
+  is recorded as ``TimeoutError`` and abandoned (its late result discarded; the calls it is paid for come
+  back with the actor's next reply or when the driver collects every actor's calls at the end); its call
+  runs on in the actor's thread until it returns, so it still holds its LM connection meanwhile (threads
+  that never return are not stopped: Ray cannot stop a thread of a threaded actor).
 
 Owns: how metrics and LMs travel (``metric_spec``, ``lm_spec``), the actor, and the driver's scheduling.
 Must not write run files.

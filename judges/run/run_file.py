@@ -26,7 +26,7 @@ from typing import Any
 
 from judges.metrics.base import Metric
 from judges.run.records import metric_config, score_problem
-from judges.run.usage import add_usage
+from judges.run.usage import add_call
 
 #: 2: call lines and a ``run`` id in records. A version-1 file (records only) is still read and resumed.
 RUN_FILE_VERSION = 2
@@ -96,9 +96,7 @@ def _read_lines(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]
             problem = _call_problem(record)
             if problem:
                 raise ValueError(f"{path}: line {number} is not a call line ({problem})")
-            call = record["call"]
-            add_usage(calls.setdefault((record["run"], call["sample"], call["metric"]), {}),
-                      {"lm_calls": 1, "by_model": {call["model"]: call}})
+            add_call(calls, record["run"], record["call"])
             continue
         if not isinstance(record, dict) or not isinstance(record.get("sample"), int) or "metric" not in record:
             raise ValueError(f"{path}: line {number} is not an evaluate record (needs an int 'sample' and 'metric')")

@@ -109,6 +109,13 @@ def usage_cost(usage: dict[str, dict[str, Any]], price_table: dict[str, dict[str
     return total
 
 
+def add_call(ledger: dict[tuple[str, int, str], dict[str, Any]], run: str, call: dict[str, Any]) -> None:
+    """Count one paid call (a ``judges.run.backend.Calls`` entry) of run ``run`` into ``ledger``, which maps
+    (run id, sample, metric) to ``add_usage`` totals: the shape ``unrecorded_usage`` reads."""
+    add_usage(ledger.setdefault((run, call["sample"], call["metric"]), {}),
+              {"lm_calls": 1, "by_model": {call["model"]: call}})
+
+
 def unrecorded_usage(calls: dict[tuple[str, int, str], dict[str, Any]],
                      records: dict[tuple[int, str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per metric, the paid calls that no final record holds (``add_usage`` totals; metrics with none left out).
