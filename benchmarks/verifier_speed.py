@@ -1,13 +1,17 @@
 """The shipped groundedness verifier's speed and memory on this machine, printed as a table.
 
     .venv/bin/python benchmarks/verifier_speed.py            # 200 BEGIN WoW turns, then 100 SummEval summaries
-    .venv/bin/python benchmarks/verifier_speed.py --verifier embedded-int8      # the int8 verifier
+    .venv/bin/python benchmarks/verifier_speed.py --verifier embedded-int8      # the int8 verifier (torch)
+    .venv/bin/python benchmarks/verifier_speed.py --runtime torch               # float32 on torch, not ONNX Runtime
+    .venv/bin/python benchmarks/verifier_speed.py --top-units 4                 # each claim against 4 units only
 
 FaithfulnessWithVerifier with sentence claims (no LM), one item at a time as ``evaluate`` scores it, after a
 warm-up of 5 items (the model's load is timed apart). BEGIN turns are a response of 1-3 sentences against a
 knowledge passage of one chunk; SummEval summaries are 3-5 sentences against a news article of several
-chunks. RSS is this process's resident memory (torch, the library, the model, the tokenizer, the data read):
-before any data is read, after the dialogue run, and after the SummEval run (which reads the articles first).
+chunks. RSS is this process's resident memory (the library, the runtime, the model, the tokenizer, the data
+read): before any data is read, after the dialogue run, and after the SummEval run (which reads the articles
+first). On ONNX Runtime run it twice: the first run of a fresh cache exports the graph with torch (in the load
+time and the RSS); the second reads the cached graph and never imports torch.
 """
 
 from __future__ import annotations
@@ -25,7 +29,18 @@ from memory import rss_mb  # noqa: E402 - benchmarks/memory.py
 
 from calibration.data.loaders import load_begin, load_summeval  # noqa: E402
 from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
-from judges.lm.verifier import resolve_verifier  # noqa: E402
+from judges.lm.files import EMBEDDED  # noqa: E402
+from judges.lm.verifier import RUNTIMES, Verifier  # noqa: E402
+
+
+def runtime_version(runtime: str) -> str:
+    if runtime == "onnx":
+        import onnxruntime
+
+        return f"onnxruntime {onnxruntime.__version__}"
+    import torch
+
+    return f"torch {torch.__version__}, {torch.get_num_threads()} threads"
 
 
 def timed(metric, samples) -> list[float]:
@@ -44,13 +59,15 @@ def main() -> int:
     parser.add_argument("--begin", type=int, default=200)
     parser.add_argument("--summeval", type=int, default=100)
     parser.add_argument("--verifier", default="embedded", help="'embedded' (float32), 'embedded-int8' or a folder")
+    parser.add_argument("--runtime", default="auto", choices=RUNTIMES)
+    parser.add_argument("--top-units", type=int, default=None, help="score each claim against its best k units")
     args = parser.parse_args()
-    import torch
-
     started = time.perf_counter()
-    verifier = resolve_verifier(args.verifier)
+    verifier = Verifier(None if args.verifier == EMBEDDED else args.verifier, runtime=args.runtime,
+                        top_units=args.top_units)
     load = time.perf_counter() - started
     metric = FaithfulnessWithVerifier(verifier=args.verifier)
+    metric.model = lambda: verifier  # this Verifier's runtime and top_units (the metric names models by string)
     metric.score(SingleTurnSample(response="It was completed in 1889.", retrieved_contexts=["It was built in 1889."]))
     memory = [f"{rss_mb():.0f} MB with the library and the model loaded, one item scored, no data read"]
     begin = list(load_begin(parts=("wow",), limit=args.begin + 5).dataset)
@@ -59,8 +76,9 @@ def main() -> int:
         return [SingleTurnSample(response=s.response, retrieved_contexts=list(s.reference_contexts))
                 for s in load_summeval(limit=args.summeval + 5).dataset]
 
-    print(f"\nFaithfulnessWithVerifier (sentence claims, no LM), {verifier.name}; torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, {os.cpu_count()} CPUs; model load {load:.1f} s\n")
+    print(f"\nFaithfulnessWithVerifier (sentence claims, no LM), {verifier.name} on {verifier.runtime} "
+          f"({runtime_version(verifier.runtime)}), top_units={verifier.top_units}; {os.cpu_count()} CPUs; "
+          f"model load {load:.1f} s; torch imported: {'torch' in sys.modules}\n")
     print("| items | n | pairs scored per item (mean) | ms/item median | ms/item p95 | ms/item mean |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, samples in (("BEGIN WoW turns", lambda: begin), ("SummEval summaries vs articles", summeval)):

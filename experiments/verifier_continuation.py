@@ -38,7 +38,8 @@ from calibration.fitting.verifier_training import (  # noqa: E402
     roc_auc,
     rule_pairs,
 )
-from judges.lm.verifier import Verifier, load_shipped  # noqa: E402
+from judges.lm.verifier import Verifier  # noqa: E402
+from judges.lm.verifier_files import load_shipped  # noqa: E402
 
 SOURCES = {"mnli": 9815, "snli": 6000, "expertqa": 3000, "factcheck_gpt": 3000, "vitaminc_real": 6000}
 

@@ -32,7 +32,8 @@ from verifier_agreement import sets, split  # noqa: E402
 
 from calibration.fitting.verifier_training import contrastive_set, roc_auc  # noqa: E402
 from judges.data.language import split_sentences  # noqa: E402
-from judges.lm.verifier import Verifier, load_shipped  # noqa: E402
+from judges.lm.verifier import Verifier  # noqa: E402
+from judges.lm.verifier_files import load_shipped  # noqa: E402
 
 TOLERANCE = 0.005
 GRID = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)

@@ -33,16 +33,19 @@ from calibration.fitting.verifier_training import (  # noqa: E402
     TrainConfig,
     train_verifier,
 )
-from judges.lm.verifier import Verifier, load_shipped  # noqa: E402
+from judges.lm.verifier import Verifier  # noqa: E402
+from judges.lm.verifier_files import load_shipped  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--other-words", type=int, default=8000)
+    parser.add_argument("--perturbed", type=int, default=TrainConfig().perturbed,
+                        help="rule-made copy-with-a-changed-fact pairs (the shipped mix: %(default)s)")
     parser.add_argument("--out", default="runs/verifier-joint")
     args = parser.parse_args()
     started = time.perf_counter()
-    weights = train_verifier(args.out, TrainConfig(other_words=args.other_words))
+    weights = train_verifier(args.out, TrainConfig(other_words=args.other_words, perturbed=args.perturbed))
     print(f"trained in {(time.perf_counter() - started) / 60:.1f} min: {weights}", flush=True)
     model, tokenizer, _ = load_shipped(weights, weights.parent / MANIFEST_NAME)
     model.save_pretrained(Path(args.out) / "model", safe_serialization=True)

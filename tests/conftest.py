@@ -6,6 +6,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Keep DSPy's on-disk cache inside the test run, not in the user's home.
 os.environ.setdefault("DSPY_CACHEDIR", os.path.join(os.path.dirname(__file__), "..", ".pytest_cache", "dspy"))
+# ... and the re-encoded model files (the verifier's ONNX graph, re-encoded GGUFs) too.
+os.environ.setdefault("DSPY_JUDGES_CACHE", os.path.join(os.path.dirname(__file__), "..", ".pytest_cache", "models"))
 
 
 def pytest_collection_modifyitems(config, items):

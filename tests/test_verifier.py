@@ -16,13 +16,9 @@ from judges import (
     VerifierError,
 )
 from judges.data.language import detect_language
-from judges.lm.verifier import (
-    SHIPPED_MANIFEST,
-    SHIPPED_WEIGHTS,
-    best_sentence,
-    load_shipped,
-    resolve_verifier,
-)
+from judges.lm.verifier import best_sentence, resolve_verifier, shortlist
+from judges.lm.verifier_files import SHIPPED_MANIFEST, SHIPPED_WEIGHTS, load_shipped
+from judges.lm.verifier_onnx import onnx_available, shipped_onnx
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -87,6 +83,80 @@ def test_the_int8_verifier_is_the_shipped_one_quantized_and_plugs_in_by_name(tmp
         finetune_verifier(FaithfulnessWithVerifier(verifier="embedded-int8"), None, None)
 
 
+@pytest.mark.skipif(not onnx_available(), reason="needs onnxruntime and onnx (the embeddings extra)")
+def test_on_onnx_runtime_the_shipped_verifier_gives_torchs_probabilities_from_a_cached_export(tmp_path, monkeypatch):
+    """The default runtime for the shipped float32 verifier: its graph exported once into the cache (a
+    damaged file exported again), the same token ids and chunks as the transformers tokenizer, probabilities
+    within 1e-5 of torch's; the other runtimes and the fallback."""
+    monkeypatch.setenv("DSPY_JUDGES_CACHE", str(tmp_path / "cache"))
+    onnx, torch_ = Verifier(runtime="onnx"), Verifier(runtime="torch")
+    assert onnx.runtime == "onnx" and torch_.runtime == "torch" and Verifier().runtime == "onnx"
+    graph = shipped_onnx()
+    assert graph.parent == tmp_path / "cache" and graph.name.startswith("groundedness-minilm.")
+    long_evidence = " ".join(f"Fact number {i} says the river is {i} kilometres long." for i in range(80))
+    pairs = [(EVIDENCE, "The Eiffel Tower was completed in 1889."), (EVIDENCE, "It was built in 1999."),
+             (long_evidence, "The river is 37 kilometres long."), ("Ça coûte 30 € à Zürich.", "北京 is naïve."),
+             ("a", "b " * 400)]
+    assert np.abs(onnx.probabilities(pairs) - torch_.probabilities(pairs)).max() < 1e-5
+    assert onnx.chunks([long_evidence]) == torch_.chunks([long_evidence]) and len(onnx.chunks([long_evidence])) > 3
+    ids = [e.ids for e in onnx._tokenizer.encode_batch(pairs)]
+    expected = [torch_._tokenizer(e, c, truncation="longest_first", max_length=256)["input_ids"] for e, c in pairs]
+    assert [[i for i in row if i != 0] for row in ids] == expected  # the same ids, padding aside
+    stamp = graph.stat().st_mtime_ns
+    assert shipped_onnx() == graph and graph.stat().st_mtime_ns == stamp  # reused, not exported again
+    graph.write_bytes(graph.read_bytes()[:5000])
+    assert np.allclose(Verifier(runtime="onnx").probabilities(pairs[:2]), onnx.probabilities(pairs[:2]))
+    assert graph.stat().st_size > 1_000_000  # the damaged file was exported again
+    for bad, match in (({"runtime": "gpu"}, "runtime must be one of"), ({"runtime": "onnx", "quantize": True}, "float32"),
+                       ({"model": "embedded-int8", "runtime": "onnx"}, "float32")):
+        with pytest.raises(ValueError, match=match):
+            Verifier(**bad)
+    with pytest.raises(ValueError, match="shipped float32 verifier only"):
+        Verifier(str(tiny_folder(tmp_path / "m")), runtime="onnx")
+    assert Verifier(quantize=True).runtime == "torch"
+
+    def broken():
+        raise RuntimeError("no exporter here")
+
+    monkeypatch.setattr("judges.lm.verifier_onnx.shipped_onnx", broken)
+    with pytest.warns(RuntimeWarning, match="runs on torch.*no exporter here"):
+        assert Verifier().runtime == "torch"
+    with pytest.raises(VerifierError, match=r"could not run on ONNX Runtime \(graph cache .*cache\): no exporter here"):
+        Verifier(runtime="onnx")
+    monkeypatch.setattr("judges.lm.verifier_onnx.onnx_available", lambda: False)
+    assert Verifier().runtime == "torch"
+    with pytest.raises(VerifierError, match=r"not installed: pip install 'dspy-judges\[embeddings\]'"):
+        Verifier(runtime="onnx")
+
+
+@pytest.mark.skipif(not onnx_available(), reason="needs onnxruntime and onnx (the embeddings extra)")
+def test_an_unwritable_graph_cache_falls_back_to_torch_or_names_the_folder(tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("not a folder")
+    monkeypatch.setenv("DSPY_JUDGES_CACHE", str(tmp_path / "a-file" / "cache"))
+    with pytest.warns(RuntimeWarning, match="cannot be written to .*a-file.*DSPY_JUDGES_CACHE"):
+        assert Verifier().runtime == "torch"
+    with pytest.raises(VerifierError, match="cannot be written to"):
+        Verifier(runtime="onnx")
+
+
+@pytest.mark.skipif(not onnx_available(), reason="needs onnxruntime and onnx (the embeddings extra)")
+def test_a_process_scoring_with_the_cached_graph_never_imports_torch(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DSPY_JUDGES_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    script = ("import sys; from judges import FaithfulnessWithVerifier, SingleTurnSample; "
+              "r = FaithfulnessWithVerifier().score(SingleTurnSample(response='It was completed in 1889.', "
+              "retrieved_contexts=['It was built in 1889.'])); "
+              "print(r.score, 'torch' in sys.modules, 'transformers' in sys.modules)")
+    root = Path(__file__).resolve().parents[1]
+    first = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True, timeout=300)
+    second = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True, timeout=300)
+    assert first.stdout.split() == ["1.0", "True", "True"], first.stderr[-2000:]  # the export needs torch, once
+    assert second.stdout.split() == ["1.0", "False", "False"], second.stderr[-2000:]
+
+
 def test_a_missing_changed_or_unreadable_shipped_file_is_a_named_error(tmp_path):
     with pytest.raises(VerifierError, match="is missing"):
         load_shipped(tmp_path / "none.safetensors", SHIPPED_MANIFEST)
@@ -138,6 +208,31 @@ def test_long_evidence_is_chunked_with_overlap_and_each_claim_takes_its_best_chu
     claim = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
     assert only_chunks.support([evidence], [claim])[0]["probability"] < 0.5 < verifier.support([evidence], [claim])[0]["probability"]
     assert best_sentence("Cats purr. Dogs bark loudly.", "the dogs bark") == "Dogs bark loudly."
+
+
+def test_a_shortlist_scores_each_claim_against_its_k_units_sharing_most_rare_words():
+    units = ["The river is long. The lake is deep.", "The river is long.", "The lake is deep.",
+             "The river flows north past the old mill."]
+    # "river" is in three units, "mill" in one: the rare word decides; equals go shorter first.
+    assert shortlist(units, ["The mill by the river.", "The lake is deep.", "Nothing shared at all."], 2) == [
+        [1, 3], [0, 2], [1, 2]]
+    assert shortlist(units, ["The mill by the river."], 1) == [[3]]
+    sentences = [f"Fact number {i} says the river is {i} kilometres long." for i in range(40)]
+    evidence = [" ".join(sentences)]
+    everything, short = Verifier(top_units=None), resolve_verifier(None)
+    claims = ["The river is 37 kilometres long.", "Fact number 3 says the river is 3 kilometres long."]
+    units = everything.units(evidence)
+    rows = short.support(evidence, claims)
+    for row, claim, chosen in zip(rows, claims, shortlist(units, claims, 2)):
+        assert row["chunk"] in [units[j] for j in chosen] and len(chosen) == 2
+        p = everything.probabilities([(units[j], claim) for j in chosen])
+        assert row["probability"] == pytest.approx(p.max(), abs=1e-6)
+    assert rows[1]["sentence"] == sentences[3]  # its copy is on the list
+    assert short.top_units == 2 and everything.top_units is None  # 2 is the default
+    assert Verifier(top_units=100).support([EVIDENCE], claims[:1]) == Verifier(top_units=None).support([EVIDENCE], claims[:1])
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="top_units"):
+            Verifier(top_units=bad)
 
 
 def test_the_metric_scores_sentences_without_an_lm_and_names_the_failed_claim():

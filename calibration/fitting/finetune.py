@@ -27,7 +27,8 @@ import numpy as np
 
 from calibration.data.labelled import LabelledSet
 from calibration.fitting.verifier_training import roc_auc
-from judges.lm.verifier import EMBEDDED_INT8, load_shipped
+from judges.lm.verifier import EMBEDDED_INT8
+from judges.lm.verifier_files import load_shipped
 from judges.metrics.rag.verified import FaithfulnessWithVerifier
 
 MIN_LABELS = 40

@@ -38,7 +38,12 @@ import numpy as np
 from calibration.data.loaders import load_begin, load_begin_slice
 from calibration.data.pairs import EvidencePair, load_contrastive, training_pairs
 from calibration.data.perturb import names_in, perturbed_pairs
-from judges.lm.verifier import FROZEN, base_classifier, file_sha256, trainable_state
+from judges.lm.verifier_files import (
+    FROZEN,
+    base_classifier,
+    file_sha256,
+    trainable_state,
+)
 
 WEIGHTS_NAME = "groundedness-minilm.safetensors"
 MANIFEST_NAME = "groundedness-minilm.json"

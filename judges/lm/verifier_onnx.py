@@ -1,0 +1,149 @@
+"""The shipped groundedness verifier on ONNX Runtime: exported from torch once, then scored without torch.
+
+    shipped_onnx()                      # the cached graph's path (exported with torch the first time)
+    onnx_runtime(strict=True)           # (session, pair tokenizer, counting tokenizer) for ``Verifier``
+
+``Verifier(runtime="auto")`` (the default) runs the shipped float32 verifier here when ONNX Runtime and onnx
+are installed (the ``embeddings`` extra). The graph is the same model traced by torch's exporter, kept in
+``model_cache_dir()`` (``$DSPY_JUDGES_CACHE``, else ``~/.cache/dspy-judges``): the shipped safetensors stay
+the only weights in the package. Its tokenizers are the base model's ``tokenizer.json`` read by
+``tokenizers`` itself, the library the transformers tokenizer wraps: the same token ids.
+
+Owns: exporting, caching and loading the ONNX graph. Must not score (``judges.lm.verifier.Verifier`` does) or
+change the shipped weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+import time
+import warnings
+from pathlib import Path
+
+from judges.lm.files import embedded_embedder_path, model_cache_dir
+from judges.lm.verifier_files import (
+    SHIPPED_MANIFEST,
+    SHIPPED_WEIGHTS,
+    VerifierError,
+    checked_manifest,
+    load_shipped,
+)
+
+#: The ONNX operator set the graph is exported with (ONNX Runtime 1.20 and later run it).
+OPSET = 17
+#: Export leftovers older than this (a process killed mid-export) are removed by the next export.
+STALE_PARTIAL_SECONDS = 3600
+INSTALL_HINT = "pip install 'dspy-judges[embeddings]' (onnxruntime and onnx)"
+
+
+def onnx_available() -> bool:
+    """Whether ONNX Runtime (to run) and onnx (to export, once) are installed."""
+    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
+
+
+def shipped_onnx(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIFEST) -> Path:
+    """The shipped verifier as an ONNX graph (float32, any batch size and length), exported by torch once
+    into ``model_cache_dir()`` and reused. The name carries the weights' SHA-256, the base weights' size and
+    time, the torch and transformers versions and the opset, so changed weights or a new exporter make a new
+    file; it is written beside its final name and renamed into place, so a reader never sees half a file
+    (two processes exporting at once each write their own and the last rename wins: same bytes)."""
+    from importlib.metadata import version
+
+    meta = checked_manifest(weights, manifest)
+    base = embedded_embedder_path() / "model.safetensors"
+    key = (f"{meta['sha256']}|{base.stat().st_size}|{base.stat().st_mtime_ns}|torch {version('torch')}|"
+           f"transformers {version('transformers')}|opset {OPSET}")
+    target = model_cache_dir() / f"groundedness-minilm.{hashlib.sha256(key.encode()).hexdigest()[:12]}.onnx"
+    if target.is_file():
+        return target
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)  # before loading torch: an unwritable cache fails fast
+    except OSError as err:
+        raise VerifierError(f"the verifier's ONNX graph cannot be written to {target.parent}: {err} (set "
+                            "DSPY_JUDGES_CACHE to a writable folder)") from None
+    for old in target.parent.glob("groundedness-minilm.*.partial"):
+        try:
+            if time.time() - old.stat().st_mtime > STALE_PARTIAL_SECONDS:
+                old.unlink()
+        except OSError:
+            pass  # another process's, or gone already
+    import torch
+
+    model, tokenizer, _ = load_shipped(weights, manifest)
+    names = ("input_ids", "attention_mask", "token_type_ids")
+
+    class Logits(torch.nn.Module):  # positional inputs in, the logits tensor out: what the exporter traces
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
+
+    example = tokenizer(["An example passage."], ["An example claim."], return_tensors="pt")
+    partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
+    try:
+        with warnings.catch_warnings():  # the tracer's notes on Python control flow in BERT's mask code
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Logits().eval(), tuple(example[n] for n in names), str(partial), input_names=list(names),
+                              output_names=["logits"], dynamic_axes={n: {0: "batch", 1: "tokens"} for n in names},
+                              opset_version=OPSET, dynamo=False)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def _session(path: Path):
+    """An ONNX Runtime session on ``path``. A graph that fails to load and fails onnx's checker is taken as
+    damaged: removed and exported again, once. One that passes the checker is kept and the error raised (this
+    ONNX Runtime cannot run it; exporting again would not help)."""
+    import onnx
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001 - ONNX Runtime raises its own error types
+        try:
+            onnx.checker.check_model(str(path))
+        except Exception:  # noqa: BLE001 - damaged: export it again
+            path.unlink(missing_ok=True)
+            return onnxruntime.InferenceSession(str(shipped_onnx()), options, providers=["CPUExecutionProvider"])
+        raise RuntimeError(f"ONNX Runtime {onnxruntime.__version__} cannot run {path}: {err}") from err
+
+
+def onnx_runtime(*, strict: bool):
+    """(session, pair tokenizer, counting tokenizer) for the shipped verifier on ONNX Runtime. When it cannot
+    be made: with ``strict`` a ``VerifierError``, else (None, None, None) and a RuntimeWarning (``Verifier``
+    falls back to torch). A ``VerifierError`` of the shipped files themselves (missing, changed) is raised
+    either way: torch would fail on them too. The pair tokenizer pads to the batch's longest pair and has its
+    truncation set by ``Verifier``; the counting one neither pads nor cuts."""
+    try:
+        from tokenizers import Tokenizer
+
+        if not onnx_available():
+            raise RuntimeError(f"onnxruntime or onnx is not installed: {INSTALL_HINT}")
+        session = _session(shipped_onnx())
+        source = str(embedded_embedder_path() / "tokenizer.json")
+        pairs, counter = Tokenizer.from_file(source), Tokenizer.from_file(source)
+        pairs.enable_padding(pad_id=pairs.token_to_id("[PAD]"), pad_token="[PAD]")
+        counter.no_truncation()
+        counter.no_padding()
+        return session, pairs, counter
+    except VerifierError as err:
+        if strict or "cannot be written" not in str(err):
+            raise
+        reason = err
+    except Exception as err:  # noqa: BLE001 - an exporter or runtime error of any kind
+        if strict:
+            raise VerifierError(f"the shipped verifier could not run on ONNX Runtime (graph cache "
+                                f"{model_cache_dir()}): {err}") from err
+        reason = err
+    warnings.warn(f"the shipped verifier runs on torch: ONNX Runtime could not load it from {model_cache_dir()} "
+                  f"({reason})", RuntimeWarning, stacklevel=3)
+    return None, None, None
