@@ -17,14 +17,15 @@
   index); a one-logit model reads as sigmoid(logit).
 * **int8** (``quantize=True``, or ``"embedded-int8"`` as a metric's ``verifier=``): linear layers quantized
   to int8 as the model loads (PyTorch dynamic quantization), on torch: 2-3x faster than float32 on torch,
-  1.3-1.7x faster than the default on ONNX Runtime, at twice its memory; measured in docs/verifier.md. Opt-in: the float32 model is what the agreement tables measure.
-* **Runtime**: the shipped float32 verifier runs on ONNX Runtime when it is installed (``runtime="auto"``, the
-  default; the ``embeddings`` extra installs it): its graph is exported by torch once into the model cache
-  (``judges.lm.verifier_onnx``, a few seconds) and a later process scores without importing torch or transformers at
-  all: about 250 MB resident with the library and a metric loaded, against about 475 MB on torch (measured
-  in docs/verifier.md), with the same token ids and probabilities within 1e-5 of torch's. ``runtime="torch"``
-  keeps torch; int8 and model folders always run on torch; when the export or ONNX Runtime fails, "auto"
-  warns and falls back to torch.
+  1.3-1.7x faster than the default on ONNX Runtime, at twice its memory; measured in docs/verifier.md.
+  Opt-in: the float32 model is what the agreement tables measure.
+* **Runtime**: the shipped float32 verifier runs on ONNX Runtime when it is installed (``runtime="auto"``,
+  the default; the ``embeddings`` extra installs it): its graph is exported by torch once into the model
+  cache (``judges.lm.verifier_onnx``, a few seconds) and a later process scores without importing torch or
+  transformers at all: about 250 MB resident with the library and a metric loaded, against about 475 MB on
+  torch (measured in docs/verifier.md), with the same token ids and probabilities within 1e-5 of torch's.
+  ``runtime="torch"`` keeps torch; int8 and model folders always run on torch; when the export or ONNX
+  Runtime fails, "auto" warns and falls back to torch.
 * **Languages**: the shipped verifier was trained on English pairs only and its vocabulary is English, so it
   covers ``("en",)``; ``languages=`` says what another model covers (``("*",)`` for any).
 * **Long evidence** is split into overlapping chunks of whole sentences; each claim takes the best of those

@@ -5,9 +5,10 @@
 
 ``Verifier(runtime="auto")`` (the default) runs the shipped float32 verifier here when ONNX Runtime and onnx
 are installed (the ``embeddings`` extra). The graph is the same model traced by torch's exporter, kept in
-``model_cache_dir()`` (``$DSPY_JUDGES_CACHE``, else ``$XDG_CACHE_HOME/dspy-judges``, else ``~/.cache/dspy-judges``): the shipped safetensors stay
-the only weights in the package. Its tokenizers are the base model's ``tokenizer.json`` read by
-``tokenizers`` itself, the library the transformers tokenizer wraps: the same token ids.
+``model_cache_dir()`` (``$DSPY_JUDGES_CACHE``, else ``$XDG_CACHE_HOME/dspy-judges``, else
+``~/.cache/dspy-judges``): the shipped safetensors stay the only weights in the package. Its tokenizers
+are the base model's ``tokenizer.json`` read by ``tokenizers`` itself, the library the transformers
+tokenizer wraps: the same token ids.
 
 Owns: exporting, caching and loading the ONNX graph. Must not score (``judges.lm.verifier.Verifier`` does) or
 change the shipped weights.
@@ -52,8 +53,9 @@ def shipped_onnx(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIF
     """The shipped verifier as an ONNX graph (float32, any batch size and length), exported by torch once
     into ``model_cache_dir()`` and reused. The name carries the weights' SHA-256, the base model's config
     (its SHA-256) and weights (size and time), the torch and transformers versions and the opset, so changed
-    weights or a new exporter make a new file (older graphs stay: another environment may share the cache); it is written beside its final name and renamed into place, so a reader never sees half a file
-    (two processes exporting at once each write their own and the last rename wins: same bytes)."""
+    weights or a new exporter make a new file (older graphs stay: another environment may share the cache).
+    It is written beside its final name and renamed into place, so a reader never sees half a file (two
+    processes exporting at once each write their own and the last rename wins: same bytes)."""
     from importlib.metadata import version
 
     meta = checked_manifest(weights, manifest)
