@@ -116,7 +116,7 @@ def test_on_onnx_runtime_the_shipped_verifier_gives_torchs_probabilities_from_a_
         Verifier(str(tiny_folder(tmp_path / "m")), runtime="onnx")
     assert Verifier(quantize=True).runtime == "torch"
 
-    def broken():
+    def broken(*args, **kwargs):
         raise RuntimeError("no exporter here")
 
     monkeypatch.setattr("judges.lm.verifier_onnx.shipped_onnx", broken)

@@ -97,9 +97,8 @@ class Verifier:
             self.name, self.languages, self._column = "groundedness-minilm", tuple(languages or ("en",)), None
             if runtime == "onnx" or (runtime == "auto" and not quantize and verifier_onnx.onnx_available()):
                 self.manifest = checked_manifest()
-                self._session, self._tokenizer, self._counter = verifier_onnx.onnx_runtime(strict=runtime == "onnx")
-                if self._session is not None:
-                    self._tokenizer.enable_truncation(max_length, strategy="longest_first")
+                self._session, self._tokenizer, self._counter = verifier_onnx.onnx_runtime(
+                    self.manifest, max_length, strict=runtime == "onnx")
             if self._session is None:
                 self._model, self._tokenizer, self.manifest = load_shipped()
         else:
@@ -228,7 +227,7 @@ def shortlist(units: Sequence[str], claims: Sequence[str], k: int) -> list[list[
         if not weight:
             out.append(list(range(len(units))))
             continue
-        ranked = sorted(range(len(units)), key=lambda j: (-sum(weight.get(w, 0.0) for w in vocab[j] & weight.keys()),
+        ranked = sorted(range(len(units)), key=lambda j: (-sum(weight[w] for w in vocab[j] & weight.keys()),
                                                           len(units[j]), j))
         out.append(sorted(ranked[:k]))
     return out

@@ -1,7 +1,7 @@
 """The shipped groundedness verifier on ONNX Runtime: exported from torch once, then scored without torch.
 
     shipped_onnx()                      # the cached graph's path (exported with torch the first time)
-    onnx_runtime(strict=True)           # (session, pair tokenizer, counting tokenizer) for ``Verifier``
+    onnx_runtime(checked_manifest(), 256, strict=True)  # (session, pair and counting tokenizers) for ``Verifier``
 
 ``Verifier(runtime="auto")`` (the default) runs the shipped float32 verifier here when ONNX Runtime and onnx
 are installed (the ``embeddings`` extra). The graph is the same model traced by torch's exporter, kept in
@@ -23,6 +23,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 from judges.lm.files import embedded_embedder_path, model_cache_dir
 from judges.lm.verifier_files import (
@@ -49,16 +50,19 @@ def onnx_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
 
 
-def shipped_onnx(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIFEST) -> Path:
+def shipped_onnx(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIFEST, *,
+                 meta: dict[str, Any] | None = None) -> Path:
     """The shipped verifier as an ONNX graph (float32, any batch size and length), exported by torch once
     into ``model_cache_dir()`` and reused. The name carries the weights' SHA-256, the base model's config
     (its SHA-256) and weights (size and time), the torch and transformers versions and the opset, so changed
     weights or a new exporter make a new file (older graphs stay: another environment may share the cache).
     It is written beside its final name and renamed into place, so a reader never sees half a file (two
-    processes exporting at once each write their own and the last rename wins: same bytes)."""
+    processes exporting at once each write their own and the last rename wins: same bytes). ``meta``: the
+    manifest as ``checked_manifest`` returned it, when the caller has checked the files already (they are
+    not hashed twice)."""
     from importlib.metadata import version
 
-    meta = checked_manifest(weights, manifest)
+    meta = meta if meta is not None else checked_manifest(weights, manifest)
     base = embedded_embedder_path()
     config = hashlib.sha256((base / "config.json").read_bytes()).hexdigest()
     weights_stat = (base / "model.safetensors").stat()
@@ -113,7 +117,7 @@ def _sweep_partials(folder: Path) -> None:
             pass  # another process's, or gone already
 
 
-def _session(path: Path):
+def _session(path: Path, meta: dict[str, Any]):
     """An ONNX Runtime session on ``path``. A graph that fails to load and fails onnx's checker is taken as
     damaged: removed and exported again, once. One that passes the checker is kept and the error raised (this
     ONNX Runtime cannot run it; exporting again would not help)."""
@@ -129,25 +133,27 @@ def _session(path: Path):
             onnx.checker.check_model(str(path))
         except Exception:  # noqa: BLE001 - damaged: export it again
             path.unlink(missing_ok=True)
-            return onnxruntime.InferenceSession(str(shipped_onnx()), options, providers=["CPUExecutionProvider"])
+            return onnxruntime.InferenceSession(str(shipped_onnx(meta=meta)), options,
+                                                providers=["CPUExecutionProvider"])
         raise RuntimeError(f"ONNX Runtime {onnxruntime.__version__} cannot run {path}: {err}") from err
 
 
-def onnx_runtime(*, strict: bool):
-    """(session, pair tokenizer, counting tokenizer) for the shipped verifier on ONNX Runtime. When it cannot
-    be made: with ``strict`` a ``VerifierError``, else (None, None, None) and a RuntimeWarning (``Verifier``
-    falls back to torch). A ``VerifierError`` of the shipped files themselves (missing, changed) is raised
-    either way: torch would fail on them too. The pair tokenizer pads to the batch's longest pair and has its
-    truncation set by ``Verifier``; the counting one neither pads nor cuts."""
+def onnx_runtime(meta: dict[str, Any], max_length: int, *, strict: bool):
+    """(session, pair tokenizer, counting tokenizer) for the shipped verifier on ONNX Runtime, its files
+    already checked (``meta``: ``checked_manifest()``). When it cannot be made: with ``strict`` a
+    ``VerifierError``, else (None, None, None) and a RuntimeWarning (``Verifier`` falls back to torch). The
+    pair tokenizer pads to the batch's longest pair and cuts pairs longer than ``max_length`` tokens, the
+    longer side first; the counting one neither pads nor cuts."""
     try:
         from tokenizers import Tokenizer
 
         if not onnx_available():
             raise RuntimeError(f"onnxruntime or onnx is not installed: {INSTALL_HINT}")
-        session = _session(shipped_onnx())
+        session = _session(shipped_onnx(meta=meta), meta)
         source = str(embedded_embedder_path() / "tokenizer.json")
         pairs, counter = Tokenizer.from_file(source), Tokenizer.from_file(source)
         pairs.enable_padding(pad_id=pairs.token_to_id("[PAD]"), pad_token="[PAD]")
+        pairs.enable_truncation(max_length, strategy="longest_first")
         counter.no_truncation()
         counter.no_padding()
         return session, pairs, counter
