@@ -166,8 +166,8 @@ def test_a_pool_line_nested_too_deep_is_a_named_error(tmp_path):
 
 def test_a_version_1_run_file_resumes_and_a_replaced_failure_keeps_its_usage(tmp_path):
     """A run file written before call lines (version 1, records without a run id) is still resumed; a failed
-    record of it replaced by ``retry_failed`` keeps its usage in that run's bill (not in the file: a later
-    report of the file cannot see it)."""
+    record of it replaced by ``retry_failed`` keeps its usage in that run's bill and in a later report of the
+    file (read from the replaced record itself: a version-1 file has no call lines)."""
     from calibration.agreement.report import read_evaluation
     from judges.run.records import sample_key
     from judges.run.run_file import run_header
@@ -183,7 +183,10 @@ def test_a_version_1_run_file_resumes_and_a_replaced_failure_keeps_its_usage(tmp
     summary = result.summary()["exact_match"]
     assert not result.failures and summary["scored"] == 2
     assert (summary["lm_calls"], summary["unrecorded_calls"], summary["input_tokens"]) == (1, 1, 5)
-    assert read_evaluation(path)[0].summary()["exact_match"]["lm_calls"] == 0  # the file holds no call line of it
+    again = read_evaluation(path)[0].summary()["exact_match"]
+    assert (again["lm_calls"], again["unrecorded_calls"], again["input_tokens"]) == (1, 1, 5)
+    resumed = evaluate(data, [metric], run_file=path, progress=False).summary()["exact_match"]
+    assert (resumed["lm_calls"], resumed["unrecorded_calls"], resumed["input_tokens"]) == (1, 1, 5)  # once, not twice
     path.write_text(json.dumps({"header": {**header, "version": 7}}) + "\n")
     with pytest.raises(ValueError, match="version 7, which this library does not read"):
         evaluate(data, [metric], run_file=path, progress=False)

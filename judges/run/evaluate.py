@@ -72,7 +72,7 @@ from judges.run.records import degraded_as_failure, sample_key
 from judges.run.result import EvaluationResult, RunStopped
 from judges.run.run_file import RunFile, run_header
 from judges.run.threads import ThreadBackend
-from judges.run.usage import add_call, add_usage, unrecorded_usage
+from judges.run.usage import add_call, add_version_1_usage, unrecorded_usage
 
 BACKENDS = ("threads", "processes", "ray")
 ON_DEGRADED = ("record", "fail")
@@ -169,10 +169,9 @@ def evaluate(
         if retry_failed:
             kept = {key: record for key, record in done.items()
                     if not record.get("error") and not (on_degraded == "fail" and record.get("degraded"))}
-            for (sample, metric), record in done.items():  # a version-1 record to be replaced has no call lines:
-                if (sample, metric) not in kept and "run" not in record:  # its own usage stays in the bill
-                    add_usage(calls.setdefault(("version 1", sample, metric), {}),
-                              {"lm_calls": record.get("lm_calls", 0), "by_model": record.get("usage") or {}})
+            for key, record in done.items():  # a version-1 record to be replaced has no call lines:
+                if key not in kept and "run" not in record:  # its own usage stays in the bill
+                    add_version_1_usage(calls, record)
             done = kept
         records = dict(done)
         run = uuid.uuid4().hex[:12]  # this run's id, in its records and call lines

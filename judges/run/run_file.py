@@ -26,7 +26,7 @@ from typing import Any
 
 from judges.metrics.base import Metric
 from judges.run.records import metric_config, score_problem
-from judges.run.usage import add_call
+from judges.run.usage import add_call, add_version_1_usage
 
 #: 2: call lines and a ``run`` id in records. A version-1 file (records only) is still read and resumed.
 RUN_FILE_VERSION = 2
@@ -103,7 +103,10 @@ def _read_lines(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]
         problem = None if record.get("score") is None else score_problem(record["score"], record["metric"])
         if problem:
             raise ValueError(f"{path}: line {number}: {problem}")
-        records[(record["sample"], record["metric"])] = record
+        key = (record["sample"], record["metric"])
+        if key in records and "run" not in records[key]:
+            add_version_1_usage(calls, records[key])
+        records[key] = record
     return header, list(records.values()), calls
 
 

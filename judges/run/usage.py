@@ -116,6 +116,14 @@ def add_call(ledger: dict[tuple[str, int, str], dict[str, Any]], run: str, call:
               {"lm_calls": 1, "by_model": {call["model"]: call}})
 
 
+def add_version_1_usage(ledger: dict[tuple[str, int, str], dict[str, Any]], record: dict[str, Any]) -> None:
+    """Count into ``ledger`` (``add_call``'s shape) the own usage of a version-1 run file's record (no ``run``
+    id, no call lines) that a later record replaces, under the run id ``"version 1"``: those calls were paid,
+    and no final record holds them."""
+    add_usage(ledger.setdefault(("version 1", record["sample"], record["metric"]), {}),
+              {"lm_calls": record.get("lm_calls", 0), "by_model": record.get("usage") or {}})
+
+
 def unrecorded_usage(calls: dict[tuple[str, int, str], dict[str, Any]],
                      records: dict[tuple[int, str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per metric, the paid calls that no final record holds (``add_usage`` totals; metrics with none left out).
