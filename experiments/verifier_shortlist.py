@@ -41,6 +41,34 @@ from judges.lm.verifier import Verifier  # noqa: E402
 TOLERANCE = 0.005
 
 
+def summeval_set(limit: int | None) -> tuple[list[list[str]], list[list[str]], np.ndarray]:
+    """SummEval's first ``limit`` summaries: (articles, summary sentences, fully-consistent labels)."""
+    data = load_summeval(limit=limit)
+    evidence = [list(s.reference_contexts) for s in data.dataset]
+    claims = [split_sentences(s.response) or [s.response] for s in data.dataset]
+    labels = np.asarray([int(y >= 5.0 - 1e-9) for y in data.labels])
+    train, test = split(labels.tolist(), 0)
+    print(f"SummEval: {len(labels)} summaries ({labels.sum()} fully consistent); train {len(train)}, test {len(test)}")
+    return evidence, claims, labels
+
+
+def summeval_row(verifier: Verifier, evidence: list[list[str]], claims: list[list[str]],
+                 labels: np.ndarray) -> tuple[float, float, float, float]:
+    """The weakest sentence's ROC-AUC on the train and the test half, the median seconds a summary and the
+    mean (unit, claim) pairs a summary."""
+    train, test = split(labels.tolist(), 0)
+    lowest, seconds, pairs = [], [], []
+    for context, sentences in zip(evidence, claims):
+        started = time.perf_counter()
+        lowest.append(min(r["probability"] for r in verifier.support(context, sentences)))
+        seconds.append(time.perf_counter() - started)
+        units = len(verifier.units(context))
+        pairs.append(len(sentences) * (units if verifier.top_units is None else min(verifier.top_units, units)))
+    lowest = np.asarray(lowest)
+    return (roc_auc(labels[train], lowest[train]), roc_auc(labels[test], lowest[test]), float(np.median(seconds)),
+            float(np.mean(pairs)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tops", default="1,2,3,4,6", help="comma-separated k (all units is always run)")
@@ -48,27 +76,13 @@ def main() -> int:
     parser.add_argument("--int8", action="store_true", help="the int8 model (the rule reads float32 runs)")
     args = parser.parse_args()
     tops = [None] + sorted({int(k) for k in args.tops.split(",")})
-    data = load_summeval(limit=args.summeval_limit)
-    evidence = [list(s.reference_contexts) for s in data.dataset]
-    claims = [split_sentences(s.response) or [s.response] for s in data.dataset]
-    labels = np.asarray([int(y >= 5.0 - 1e-9) for y in data.labels])
-    train, test = split(labels.tolist(), 0)
-    print(f"SummEval: {len(labels)} summaries ({labels.sum()} fully consistent); train {len(train)}, test {len(test)}")
+    summeval = summeval_set(args.summeval_limit)
     print(f"{'units':>6} {'train ROC-AUC':>14} {'test ROC-AUC':>13} {'median s':>9} {'pairs/summary':>14}")
     rows = {}
     for k in tops:
-        verifier = Verifier(top_units=k, quantize=args.int8)
-        lowest, seconds, pairs = [], [], []
-        for context, sentences in zip(evidence, claims):
-            started = time.perf_counter()
-            lowest.append(min(r["probability"] for r in verifier.support(context, sentences)))
-            seconds.append(time.perf_counter() - started)
-            units = len(verifier.units(context))
-            pairs.append(len(sentences) * (units if k is None else min(k, units)))
-        lowest = np.asarray(lowest)
-        rows[k] = (roc_auc(labels[train], lowest[train]), roc_auc(labels[test], lowest[test]))
-        print(f"{'all' if k is None else k:>6} {rows[k][0]:>14.4f} {rows[k][1]:>13.4f} {np.median(seconds):>9.3f}"
-              f" {np.mean(pairs):>14.1f}", flush=True)
+        rows[k] = summeval_row(Verifier(top_units=k, quantize=args.int8), *summeval)
+        print(f"{'all' if k is None else k:>6} {rows[k][0]:>14.4f} {rows[k][1]:>13.4f} {rows[k][2]:>9.3f}"
+              f" {rows[k][3]:>14.1f}", flush=True)
     chosen = next((k for k in tops[1:] if rows[k][0] >= rows[None][0] - TOLERANCE), None)
     print(f"SummEval rule (train half within {TOLERANCE} of all units): "
           + ("all units (no k qualifies)" if chosen is None else f"top_units={chosen}"))
