@@ -187,6 +187,10 @@ def test_a_version_1_run_file_resumes_and_a_replaced_failure_keeps_its_usage(tmp
     assert (again["lm_calls"], again["unrecorded_calls"], again["input_tokens"]) == (1, 1, 5)
     resumed = evaluate(data, [metric], run_file=path, progress=False).summary()["exact_match"]
     assert (resumed["lm_calls"], resumed["unrecorded_calls"], resumed["input_tokens"]) == (1, 1, 5)  # once, not twice
+    bad = {**failed, "usage": {"m": {"prompt_tokens": "five"}}}
+    path.write_text("".join(json.dumps(line) + "\n" for line in ({"header": header}, bad, {**failed, "error": None})))
+    with pytest.raises(ValueError, match="line 2: a replaced record's usage: m's prompt_tokens 'five' is not a count"):
+        read_evaluation(path)
     path.write_text(json.dumps({"header": {**header, "version": 7}}) + "\n")
     with pytest.raises(ValueError, match="version 7, which this library does not read"):
         evaluate(data, [metric], run_file=path, progress=False)

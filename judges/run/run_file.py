@@ -65,7 +65,9 @@ def read_run_records(path: str | Path) -> tuple[dict[str, Any] | None, list[dict
 def read_run_calls(path: str | Path) -> dict[tuple[str, int, str], dict[str, Any]]:
     """The paid LM calls a run file holds, summed per (run id, sample, metric) as ``add_usage`` totals: one
     line ``{"call": {"sample", "metric", "model", "prompt_tokens", "completion_tokens"}, "run": id}`` per call,
-    written as the LM answered it (``judges.run.usage.unrecorded_usage`` sets them against the records)."""
+    written as the LM answered it (``judges.run.usage.unrecorded_usage`` sets them against the records); and,
+    under the run id ``"version 1"``, the own usage of each record without a run id (a version-1 file's,
+    which has no call lines) that a later record replaced."""
     return _read_lines(Path(path))[2]
 
 
@@ -81,6 +83,7 @@ def _read_lines(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]
         raise ValueError(f"{path}: line {lines[0][0]} is nested too deeply to read") from None
     header = first.get("header") if isinstance(first, dict) and isinstance(first.get("header"), dict) else None
     records: dict[tuple[int, str], dict[str, Any]] = {}
+    where: dict[tuple[int, str], int] = {}  # the line each record came from
     calls: dict[tuple[str, int, str], dict[str, Any]] = {}
     body = lines[1:] if header is not None else lines
     for position, (number, line) in enumerate(body, start=1):
@@ -105,9 +108,26 @@ def _read_lines(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]
             raise ValueError(f"{path}: line {number}: {problem}")
         key = (record["sample"], record["metric"])
         if key in records and "run" not in records[key]:
+            problem = _usage_problem(records[key])
+            if problem:
+                raise ValueError(f"{path}: line {where[key]}: a replaced record's usage: {problem}")
             add_version_1_usage(calls, records[key])
-        records[key] = record
+        records[key], where[key] = record, number
     return header, list(records.values()), calls
+
+
+def _usage_problem(record: dict[str, Any]) -> str | None:
+    calls, usage = record.get("lm_calls", 0), record.get("usage") or {}
+    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
+        return f"lm_calls {calls!r} is not a count"
+    if not isinstance(usage, dict) or not all(isinstance(t, dict) for t in usage.values()):
+        return "'usage' is not {model: {prompt_tokens, completion_tokens}}"
+    for model, tokens in usage.items():
+        for kind in ("prompt_tokens", "completion_tokens"):
+            value = tokens.get(kind) or 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                return f"{model}'s {kind} {value!r} is not a count"
+    return None
 
 
 def _call_problem(line: dict[str, Any]) -> str | None:
