@@ -74,13 +74,15 @@ def main() -> int:
     parser.add_argument("--tops", default="1,2,3,4,6", help="comma-separated k (all units is always run)")
     parser.add_argument("--summeval-limit", type=int, default=320)
     parser.add_argument("--int8", action="store_true", help="the int8 model (the rule reads float32 runs)")
+    parser.add_argument("--chunk-tokens", type=int, default=160,
+                        help="window size (%(default)s, as when it ran; experiments/verifier_windows.py varies it)")
     args = parser.parse_args()
     tops = [None] + sorted({int(k) for k in args.tops.split(",")})
     summeval = summeval_set(args.summeval_limit)
     print(f"{'units':>6} {'train ROC-AUC':>14} {'test ROC-AUC':>13} {'median s':>9} {'pairs/summary':>14}")
     rows = {}
     for k in tops:
-        rows[k] = summeval_row(Verifier(top_units=k, quantize=args.int8), *summeval)
+        rows[k] = summeval_row(Verifier(top_units=k, quantize=args.int8, chunk_tokens=args.chunk_tokens), *summeval)
         print(f"{'all' if k is None else k:>6} {rows[k][0]:>14.4f} {rows[k][1]:>13.4f} {rows[k][2]:>9.3f}"
               f" {rows[k][3]:>14.1f}", flush=True)
     chosen = next((k for k in tops[1:] if rows[k][0] >= rows[None][0] - TOLERANCE), None)
@@ -93,7 +95,8 @@ def main() -> int:
     for name, (samples, labels) in data.items():
         for half, indices in zip(("train", "test"), split(labels, 0)):
             y = np.asarray(labels)[indices]
-            full, short = (roc_auc(y, weakest(Verifier(top_units=k, quantize=args.int8), samples, indices))
+            full, short = (roc_auc(y, weakest(Verifier(top_units=k, quantize=args.int8, chunk_tokens=args.chunk_tokens),
+                                              samples, indices))
                            for k in (None, chosen))
             print(f"{name} {half}: all units {full:.4f}, top_units={chosen} {short:.4f}", flush=True)
             kept &= half == "test" or short >= full - TOLERANCE

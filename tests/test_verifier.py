@@ -310,6 +310,8 @@ def test_text_out_of_the_verifiers_language_is_flagged_or_goes_to_the_multilingu
 
 
 def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path):
+    from dataclasses import replace
+
     from safetensors.torch import load_file
 
     from calibration.fitting.verifier_training import (
@@ -331,7 +333,9 @@ def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path):
     whole = train_verifier(tmp_path / "whole", config, progress=False)
     stopped = train_verifier(tmp_path / "resumed", config, progress=False, max_steps=3)
     assert not stopped.exists() and (tmp_path / "resumed" / "checkpoint" / "state.safetensors").is_file()
-    resumed = train_verifier(tmp_path / "resumed", config, progress=False)
+    with pytest.raises(ValueError, match="another configuration \\(differs in perturbed\\)"):
+        train_verifier(tmp_path / "resumed", replace(config, perturbed=8), progress=False)
+    resumed = train_verifier(tmp_path / "resumed", replace(config, eval_every=4), progress=False)
     a, b = load_file(str(whole)), load_file(str(resumed))
     assert set(a) == set(b) and all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
     manifest = json.loads((tmp_path / "whole" / MANIFEST_NAME).read_text())
@@ -339,6 +343,29 @@ def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path):
     assert not any(p.suffix in (".pt", ".pkl", ".bin") for p in tmp_path.rglob("*"))
     _, _, meta = load_shipped(whole, tmp_path / "whole" / MANIFEST_NAME)
     assert meta["sha256"] == manifest["sha256"]
+
+
+def test_begin_repeat_puts_the_begin_pairs_in_the_mix_that_many_times_on_one_side_of_the_split():
+    from dataclasses import replace
+
+    from calibration.data.loaders import data_dir
+    from calibration.fitting.verifier_training import TrainConfig, training_mix
+
+    try:
+        data_dir()
+    except FileNotFoundError:
+        pytest.skip("needs ../shared/data")
+    config = TrainConfig(per_source={"fever_symmetric": 40}, perturbed=0, begin_parts=("tc",), held_out=60)
+    once, twice = (training_mix(replace(config, begin_repeat=n)) for n in (1, 2))
+
+    def begin(pairs):
+        return sorted(p.group for p in pairs if p.source.startswith("begin_"))
+
+    assert begin(once[0] + once[1]) and begin(twice[0] + twice[1]) == sorted(begin(once[0] + once[1]) * 2)
+    assert not {p.group for p in twice[0]} & {p.group for p in twice[1]}  # a repeated pair never on both sides
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="begin_repeat must be an int >= 1"):
+            training_mix(replace(config, begin_repeat=bad))
 
 
 def labelled(n: int, positives: int):

@@ -61,6 +61,9 @@ class TrainConfig:
     #: (``other_words_positives``); 0 in the shipped model's mix.
     other_words: int = 0
     begin_parts: tuple[str, ...] = ("cmu", "tc")
+    #: How many times the BEGIN dev pairs go into the mix (1 in the shipped model's mix). A repeated pair's
+    #: copies share its group, so they land on one side of the split; a held-out one is scored that often.
+    begin_repeat: int = 1
     max_length: int = 160
     batch_size: int = 16
     learning_rate: float = 5e-5
@@ -118,8 +121,11 @@ def other_words_positives(n: int, seed: int) -> list[EvidencePair]:
 
 def training_mix(config: TrainConfig) -> tuple[list[EvidencePair], list[EvidencePair]]:
     """(train, held-out) pairs: the seeded mix, split so no group is on both sides."""
+    if isinstance(config.begin_repeat, bool) or not isinstance(config.begin_repeat, int) or config.begin_repeat < 1:
+        raise ValueError(f"TrainConfig: begin_repeat must be an int >= 1, got {config.begin_repeat!r}")
     corpus = training_pairs(tuple(config.per_source), config.per_source, seed=config.seed)
-    pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed) + begin_pairs(config.begin_parts)
+    pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed)
+             + begin_pairs(config.begin_parts) * config.begin_repeat
              + other_words_positives(config.other_words, config.seed))
     rng = random.Random(f"{config.seed}:split")
     groups = sorted({p.group for p in pairs})
@@ -183,7 +189,29 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def _save_checkpoint(folder: Path, model, optimizer, step: int, history: list[dict[str, Any]]) -> None:
+#: TrainConfig fields that do not change what is trained: a resumed run may set them differently.
+NOT_TRAINED_ON = ("threads", "checkpoint_every", "eval_every")
+
+
+def _trained_on(config: TrainConfig) -> dict[str, Any]:
+    """The config fields that decide the mix, the order and the updates (as JSON would read them back)."""
+    return {k: v for k, v in json.loads(json.dumps(asdict(config))).items() if k not in NOT_TRAINED_ON}
+
+
+def _check_resume(folder: Path, config: TrainConfig) -> None:
+    """Refuse to continue a checkpoint written with another configuration (it would silently follow a
+    different plan). Checkpoints written before the config was kept in them are continued as before."""
+    if not (folder / "state.json").is_file():
+        return
+    saved = json.loads((folder / "state.json").read_text(encoding="utf-8")).get("config")
+    if saved is not None and saved != _trained_on(config):
+        changed = sorted(k for k in set(saved) | set(_trained_on(config)) if saved.get(k) != _trained_on(config).get(k))
+        raise ValueError(f"train_verifier: {folder} holds a run trained with another configuration (differs in "
+                         f"{', '.join(changed)}); train into another folder, or delete that one to start again")
+
+
+def _save_checkpoint(folder: Path, model, optimizer, step: int, history: list[dict[str, Any]],
+                     config: TrainConfig) -> None:
     import torch
     from safetensors.torch import save_file
 
@@ -201,7 +229,8 @@ def _save_checkpoint(folder: Path, model, optimizer, step: int, history: list[di
     partial = folder / "state.safetensors.partial"
     save_file(tensors, str(partial))
     partial.replace(folder / "state.safetensors")
-    (folder / "state.json").write_text(json.dumps({"step": step, "history": history}), encoding="utf-8")
+    (folder / "state.json").write_text(json.dumps({"step": step, "history": history, "config": _trained_on(config)}),
+                                       encoding="utf-8")
 
 
 def _load_checkpoint(folder: Path, model, optimizer) -> tuple[int, list[dict[str, Any]]]:
@@ -231,6 +260,7 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
     from tqdm.auto import tqdm
 
     out = Path(out)
+    _check_resume(out / "checkpoint", config)
     torch.set_num_threads(config.threads)
     torch.use_deterministic_algorithms(True)
     started = time.time()
@@ -280,7 +310,7 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
             bar.write(f"step {step}: held-out ROC-AUC {_num(point['held_out_roc_auc'])}, "
                       f"copy-with-a-changed-fact ROC-AUC {_num(point['contrastive_roc_auc'])}")
         if step % config.checkpoint_every == 0 or step == last:
-            _save_checkpoint(out / "checkpoint", model, optimizer, step, history)
+            _save_checkpoint(out / "checkpoint", model, optimizer, step, history, config)
     bar.close()
     weights = out / WEIGHTS_NAME
     if step < len(plan):
