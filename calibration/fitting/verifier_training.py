@@ -204,8 +204,9 @@ def _check_resume(folder: Path, config: TrainConfig) -> None:
     if not (folder / "state.json").is_file():
         return
     saved = json.loads((folder / "state.json").read_text(encoding="utf-8")).get("config")
-    if saved is not None and saved != _trained_on(config):
-        changed = sorted(k for k in set(saved) | set(_trained_on(config)) if saved.get(k) != _trained_on(config).get(k))
+    wanted = _trained_on(config)
+    if saved is not None and saved != wanted:
+        changed = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
         raise ValueError(f"train_verifier: {folder} holds a run trained with another configuration (differs in "
                          f"{', '.join(changed)}); train into another folder, or delete that one to start again")
 

@@ -116,16 +116,20 @@ def _read_lines(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]
     return header, list(records.values()), calls
 
 
+def _not_a_count(value: Any) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int) or value < 0
+
+
 def _usage_problem(record: dict[str, Any]) -> str | None:
     calls, usage = record.get("lm_calls", 0), record.get("usage") or {}
-    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
+    if _not_a_count(calls):
         return f"lm_calls {calls!r} is not a count"
     if not isinstance(usage, dict) or not all(isinstance(t, dict) for t in usage.values()):
         return "'usage' is not {model: {prompt_tokens, completion_tokens}}"
     for model, tokens in usage.items():
         for kind in ("prompt_tokens", "completion_tokens"):
             value = tokens.get(kind) or 0
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if _not_a_count(value):
                 return f"{model}'s {kind} {value!r} is not a count"
     return None
 
@@ -139,7 +143,7 @@ def _call_problem(line: dict[str, Any]) -> str | None:
         return "the call needs an int 'sample', a 'metric' and a 'model'"
     for kind in ("prompt_tokens", "completion_tokens"):
         value = call.get(kind)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if _not_a_count(value):
             return f"{kind} {value!r} is not a count"
     return None
 
