@@ -2,6 +2,7 @@
 
     .venv/bin/python experiments/verifier_windows.py                    # ~4 min on 2 cores
     .venv/bin/python experiments/verifier_windows.py --chunk-tokens 160,64 --tops 2 --summeval-limit 80
+    .venv/bin/python experiments/verifier_windows.py --model runs/verifier-joint3/model --chunk-tokens 128 --tops 2
 
 With the shortlist (``experiments/verifier_shortlist.py``) a SummEval summary still takes ~100 ms on ONNX
 Runtime: each claim is scored against 2 units, and a unit is often a window of ~160 tokens, so a pair is
@@ -15,7 +16,8 @@ The rule for a new default, written before it ran: the reference is the current 
 units). Of the other settings, the fastest (median seconds a SummEval summary) whose SummEval train-half
 ROC-AUC is at least the reference's minus 0.005, and whose BEGIN WoW and Q2 train halves are each within
 0.005 of the reference's, becomes ``Verifier``'s default; if none is, the default stays. Test halves are
-reported, never used to choose.
+reported, never used to choose. With ``--model`` (a model folder, e.g. a retrain of
+``experiments/verifier_joint_mix.py``) only the SummEval table is printed: the rule is for the shipped verifier.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def main() -> int:
     parser.add_argument("--chunk-tokens", default="160,128,96,64", help="comma-separated window sizes")
     parser.add_argument("--tops", default="1,2", help="comma-separated top_units")
     parser.add_argument("--summeval-limit", type=int, default=320)
+    parser.add_argument("--model", default=None, help="a model folder instead of the shipped verifier (table only)")
     args = parser.parse_args()
     settings = sorted({(int(c), int(k)) for c in args.chunk_tokens.split(",") for k in args.tops.split(",")}
                       | {REFERENCE}, reverse=True)
@@ -51,9 +54,11 @@ def main() -> int:
     print(f"{'chunk':>6} {'units':>6} {'train ROC-AUC':>14} {'test ROC-AUC':>13} {'median s':>9} {'pairs/summary':>14}")
     rows = {}
     for chunk, k in settings:
-        rows[chunk, k] = summeval_row(Verifier(chunk_tokens=chunk, top_units=k), *summeval)
+        rows[chunk, k] = summeval_row(Verifier(args.model, chunk_tokens=chunk, top_units=k), *summeval)
         train, test, seconds, pairs = rows[chunk, k]
         print(f"{chunk:>6} {k:>6} {train:>14.4f} {test:>13.4f} {seconds:>9.3f} {pairs:>14.1f}", flush=True)
+    if args.model is not None:
+        return 0
     floor = rows[REFERENCE][0] - TOLERANCE
     candidates = sorted((rows[s][2], s) for s in settings if s != REFERENCE and rows[s][0] >= floor)
     print(f"SummEval rule (train half >= {floor:.4f}): {[s for _, s in candidates] or 'none'}")
