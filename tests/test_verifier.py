@@ -457,3 +457,41 @@ def test_summarization_with_the_verifier_scales_the_score_by_supported_sentences
     foreign = SummarizationScore(lm=DummyLM([]), verifier="embedded").score(
         {"response": "埃菲尔铁塔于1889年建成。", "reference_contexts": ["埃菲尔铁塔于1889年为巴黎世界博览会建成。"]})
     assert foreign.score == 0.0 and foreign.out_of_language == "zh"  # before any LM call: the DummyLM has none
+
+
+def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_or_windows(tmp_path, monkeypatch):
+    """Run-file identity holds the verifier a metric loads (its weights' hash, int8, the library's scoring
+    defaults), not only the metric's settings: a run file scored with other weights or other window sizes is
+    refused, naming what changed, instead of mixing the two kinds of score."""
+    from judges import ExactMatch, ResponseGroundedness
+    from judges.lm.verifier import verifier_identity
+    from judges.run.records import metric_config
+    from judges.run.run_file import RunFile, run_header
+
+    shipped = metric_config(FaithfulnessWithVerifier())["models"]["verifier"]
+    manifest = json.loads(SHIPPED_MANIFEST.read_text())
+    assert shipped == {"max_length": 256, "chunk_tokens": 128, "single_sentences": True, "top_units": 2,
+                       "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
+    assert metric_config(FaithfulnessWithVerifier(verifier="embedded-int8"))["models"]["verifier"]["int8"]
+    assert "models" not in metric_config(ExactMatch()) and "models" not in metric_config(ResponseGroundedness())
+    assert metric_config(ResponseGroundedness(verifier="embedded"))["models"]["verifier"] == shipped
+
+    folder = tiny_folder(tmp_path / "mine")
+    first = verifier_identity(str(folder))["weights"]
+    assert first.startswith("sha256:") and verifier_identity(str(folder))["weights"] == first
+    (folder / "config.json").write_text((folder / "config.json").read_text() + " ")  # retrained into the same folder
+    assert verifier_identity(str(folder))["weights"] != first
+    with pytest.raises(VerifierError, match="no config.json"):
+        verifier_identity(str(tmp_path))
+    both = FaithfulnessWithVerifier(multilingual_verifier=str(folder))
+    assert set(metric_config(both)["models"]) == {"verifier", "multilingual_verifier"}
+
+    metric, path = FaithfulnessWithVerifier(), tmp_path / "run.jsonl"
+    with RunFile(path, run_header(["a"], [metric.name], [metric])):
+        pass
+    with RunFile(path, run_header(["a"], [metric.name], [metric])):
+        pass  # the same verifier: resumed
+    monkeypatch.setitem(Verifier.__init__.__kwdefaults__, "chunk_tokens", 160)  # a library with other windows
+    with pytest.raises(ValueError, match=r"other metrics than this run \(faithfulness_with_verifier\.models\.verifier"
+                                         r"\.chunk_tokens: 128 in the file, 160 now\); use a new run file"):
+        RunFile(path, run_header(["a"], [metric.name], [metric]))

@@ -54,6 +54,8 @@ steps do) or train (``calibration.fitting.verifier_training``).
 from __future__ import annotations
 
 import functools
+import hashlib
+import inspect
 import os
 import threading
 from collections.abc import Sequence
@@ -65,7 +67,12 @@ import numpy as np
 from judges.data.language import split_sentences, tokenize
 from judges.lm import verifier_onnx
 from judges.lm.files import EMBEDDED
-from judges.lm.verifier_files import VerifierError, checked_manifest, load_shipped
+from judges.lm.verifier_files import (
+    VerifierError,
+    checked_manifest,
+    file_sha256,
+    load_shipped,
+)
 
 #: The shipped verifier with its linear layers quantized to int8 as it loads (``Verifier(quantize=True)``).
 EMBEDDED_INT8 = "embedded-int8"
@@ -303,6 +310,42 @@ def _supported_column(config: Any, supported_label: str | int | None, path: Path
         raise VerifierError(f"{path}: say which label means supported with supported_label= "
                             f"(labels: {sorted(names.values())})")
     return guesses[0]
+
+
+#: The scoring settings a metric's verifier runs with (``Verifier``'s defaults), part of its identity.
+SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units")
+
+
+def verifier_identity(model: str | None) -> dict[str, Any]:
+    """What a metric's verifier scores depend on, without loading it (run files refuse to resume when it
+    changed): the weights (the shipped file's SHA-256 as its manifest holds it, checked; a folder's files
+    hashed), int8 or not, and the scoring settings the library runs it with (``SCORING_SETTINGS``, its
+    defaults: 128-token windows since 2026-11-26 scored differently from the 160 before)."""
+    defaults = inspect.signature(Verifier.__init__).parameters
+    identity: dict[str, Any] = {name: defaults[name].default for name in SCORING_SETTINGS}
+    if model in (None, EMBEDDED, EMBEDDED_INT8):
+        identity.update(weights=f"groundedness-minilm sha256:{checked_manifest()['sha256']}",
+                        int8=model == EMBEDDED_INT8)
+    else:
+        identity["weights"] = _folder_digest(Path(model))
+    return identity
+
+
+def _folder_digest(path: Path) -> str:
+    """A model folder's files (not its subfolders) hashed by name and content; cached while none of them
+    changes size or time."""
+    if not (path / "config.json").is_file():
+        raise VerifierError(f"{path} is not a Hugging Face model folder (no config.json)")
+    files = sorted(p for p in path.iterdir() if p.is_file())
+    return _digest_of(tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+
+
+@functools.lru_cache(maxsize=16)
+def _digest_of(files: tuple[tuple[str, int, int], ...]) -> str:
+    digest = hashlib.sha256()
+    for name, _, _ in files:
+        digest.update(Path(name).name.encode() + b"\0" + file_sha256(Path(name)).encode())
+    return f"sha256:{digest.hexdigest()}"
 
 
 _LOADING = threading.Lock()  # evaluate's first items may ask from several threads: one load per setting

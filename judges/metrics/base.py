@@ -90,6 +90,12 @@ class Metric:
                 params[name] = list(value) if isinstance(value, tuple) else value
         return params
 
+    def model_identity(self) -> dict[str, Any]:
+        """What the scores depend on beyond ``get_params``: the models a metric loads itself (a verifier's
+        weights and scoring settings), so a run file refuses to resume with changed ones. LMs and embedders
+        passed in are runtime resources and not part of it."""
+        return {}
+
     # --- validation --------------------------------------------------------------------------
     def validate_sample(self, sample: Any, index: int | None = None):
         """Return the sample as ``sample_type``; raise SampleValidationError naming metric, index, field."""

@@ -49,8 +49,11 @@ def sample_key(sample) -> str:
 
 
 def metric_config(metric: Metric) -> dict[str, Any]:
-    """The metric's class and constructor settings (``get_params``), for run-file identity."""
-    return {"class": type(metric).__name__, "settings": jsonable(metric.get_params())}
+    """The metric's class and constructor settings (``get_params``), for run-file identity, and the models it
+    loads itself (``model_identity``) when it has any."""
+    config = {"class": type(metric).__name__, "settings": jsonable(metric.get_params())}
+    models = metric.model_identity()
+    return {**config, "models": jsonable(models)} if models else config
 
 
 def score_problem(score: Any, metric: str | None = None) -> str | None:

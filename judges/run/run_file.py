@@ -116,6 +116,27 @@ def _read_lines(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]
     return header, list(records.values()), calls
 
 
+def _what_differs(existing: dict[str, Any], wanted: dict[str, Any], key: str) -> str:
+    """The first few differences between two headers' metrics, as ": name.path: there -> here" (empty for
+    samples, which are only a hash)."""
+    if key != "metrics" or not isinstance(existing.get(key), dict):
+        return ""
+    changes: list[str] = []
+
+    def compare(there: dict[str, Any], here: dict[str, Any], path: str) -> None:
+        for name in sorted(set(there) | set(here), key=str):
+            at = f"{path}.{name}" if path else str(name)
+            if name not in there or name not in here:
+                changes.append(f"{at}: {'only now' if name in here else 'only in the file'}")
+            elif isinstance(there[name], dict) and isinstance(here[name], dict):
+                compare(there[name], here[name], at)
+            elif there[name] != here[name]:
+                changes.append(f"{at}: {json.dumps(there[name])} in the file, {json.dumps(here[name])} now")
+
+    compare(existing[key], wanted[key], "")
+    return " (" + "; ".join(changes[:3]) + (f"; {len(changes) - 3} more" if len(changes) > 3 else "") + ")"
+
+
 def _not_a_count(value: Any) -> bool:
     return isinstance(value, bool) or not isinstance(value, int) or value < 0
 
@@ -216,8 +237,8 @@ class RunFile:
         for key in ("samples", "metrics"):
             if existing.get(key) != self.header.get(key):
                 raise ValueError(
-                    f"{self.path} was written for other {key} than this run; use a new run file "
-                    f"(or delete it to start over)"
+                    f"{self.path} was written for other {key} than this run{_what_differs(existing, self.header, key)}; "
+                    "use a new run file (or delete it to start over)"
                 )
         self.done = {(r["sample"], r["metric"]): r for r in records}
 

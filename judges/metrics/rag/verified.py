@@ -27,7 +27,7 @@ import dspy
 
 from judges.data.language import detect_language, split_sentences
 from judges.lm.resolve import judge_context
-from judges.lm.verifier import Verifier, resolve_verifier
+from judges.lm.verifier import Verifier, resolve_verifier, verifier_identity
 from judges.metrics.base import Judge
 from judges.metrics.rag.claims import ClaimJudge, ExtractClaims
 
@@ -38,6 +38,7 @@ class VerifierStep:
     text in another language sent to ``multilingual_verifier`` or flagged. The metric keeps the settings as
     its own constructor parameters."""
 
+    needs_verifier: bool = False
     verifier: str | None = None
     supported_label: str | int | None = None
     threshold: float = 0.5
@@ -61,6 +62,15 @@ class VerifierStep:
 
     def model(self) -> Verifier:
         return resolve_verifier(self.verifier, supported_label=self.supported_label)
+
+    def model_identity(self) -> dict[str, Any]:
+        """The verifiers' weights and scoring settings (``verifier_identity``), when the metric uses one."""
+        if not self.needs_verifier:
+            return {}
+        identity = {"verifier": verifier_identity(self.verifier)}
+        if self.multilingual_verifier is not None:
+            identity["multilingual_verifier"] = verifier_identity(self.multilingual_verifier)
+        return identity
 
     def _verifier_for(self, language: str) -> Verifier | None:
         main = self.model()
