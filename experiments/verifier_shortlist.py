@@ -60,10 +60,10 @@ def summeval_row(verifier: Verifier, evidence: list[list[str]], claims: list[lis
     lowest, seconds, pairs = [], [], []
     for context, sentences in zip(evidence, claims):
         started = time.perf_counter()
-        lowest.append(min(r["probability"] for r in verifier.support(context, sentences)))
+        rows = verifier.support(context, sentences)
         seconds.append(time.perf_counter() - started)
-        units = len(verifier.units(context))
-        pairs.append(len(sentences) * (units if verifier.top_units is None else min(verifier.top_units, units)))
+        lowest.append(min(r["probability"] for r in rows))
+        pairs.append(sum(r["units_scored"] for r in rows))
     lowest = np.asarray(lowest)
     return (roc_auc(labels[train], lowest[train]), roc_auc(labels[test], lowest[test]), float(np.median(seconds)),
             float(np.mean(pairs)))

@@ -268,6 +268,9 @@ def test_a_shortlist_scores_each_claim_against_its_k_units_sharing_most_rare_wor
         p = everything.probabilities([(units[j], claim) for j in chosen])
         assert row["probability"] == pytest.approx(p.max(), abs=1e-6)
     assert rows[1]["sentence"] == sentences[3]  # its copy is on the list
+    assert [r["units_scored"] for r in rows] == [2, 2]
+    unshared = short.support(evidence, ["Zebras graze."])  # no word shared: every unit is scored
+    assert unshared[0]["units_scored"] == len(units) > 2
     assert short.top_units == 2 and everything.top_units is None  # 2 is the default
     assert shortlist(units, claims, len(units)) == [list(range(len(units)))] * 2
     cut = Verifier(top_units=1).support([EVIDENCE], ["It was designed by the company of Gustave Eiffel."])

@@ -197,8 +197,8 @@ class Verifier:
 
     def support(self, evidence: Sequence[str], claims: Sequence[str]) -> list[dict[str, Any]]:
         """Per claim: ``probability`` (its best unit's, see ``units``; with ``top_units``, the best of its
-        shortlist), ``chunk`` (that unit) and ``sentence`` (the unit's sentence sharing most words with the
-        claim)."""
+        shortlist), ``chunk`` (that unit), ``sentence`` (the unit's sentence sharing most words with the
+        claim) and ``units_scored`` (how many (unit, claim) pairs the model scored for it)."""
         claims = list(claims)
         if not claims:
             return []
@@ -217,7 +217,7 @@ class Verifier:
             at += len(chosen)
             best = chosen[int(np.argmax(mine))]
             rows.append({"claim": claim, "probability": float(mine.max()), "chunk": units[best],
-                         "sentence": best_sentence(units[best], claim)})
+                         "sentence": best_sentence(units[best], claim), "units_scored": len(chosen)})
         return rows
 
     def __repr__(self) -> str:
