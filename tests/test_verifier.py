@@ -17,7 +17,12 @@ from judges import (
     VerifierError,
 )
 from judges.data.language import detect_language
-from judges.lm.verifier import best_sentence, resolve_verifier, shortlist
+from judges.lm.verifier import (
+    best_sentence,
+    length_batches,
+    resolve_verifier,
+    shortlist,
+)
 from judges.lm.verifier_files import SHIPPED_MANIFEST, SHIPPED_WEIGHTS, load_shipped
 from judges.lm.verifier_onnx import onnx_available, shipped_onnx
 
@@ -498,3 +503,23 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     with pytest.raises(ValueError, match=r"other metrics than this run \(faithfulness_with_verifier\.models\.verifier"
                                          r"\.chunk_tokens: 128 in the file, 160 now\); use a new run file"):
         RunFile(path, run_header(["a"], [metric.name], [metric]))
+
+
+def test_pairs_are_batched_by_token_length_and_padding_changes_no_probability():
+    """Batches hold pairs within ``padding_ratio`` of each other's token length, shortest first, up to
+    ``batch_size``; each is padded to its own longest pair, which masks out: the probabilities are those of
+    one batch padded to the longest pair."""
+    assert length_batches([30, 150, 32, 140, 31, 200], 16, 1.25) == [[0, 4, 2], [3, 1], [5]]
+    assert length_batches([30, 150, 32, 140, 31, 200], 2, 1.25) == [[0, 4], [2], [3, 1], [5]]
+    assert length_batches([5, 9], 16, 2.0) == [[0, 1]] and length_batches([], 16, 1.25) == []
+    pairs = [(EVIDENCE, "It was completed in 1889."), ("The tower is 330 metres tall.", "It is 330 m tall."),
+             (EVIDENCE + " " + EVIDENCE, "Gustave Eiffel's company designed it for the World's Fair."),
+             ("Paris.", "Paris is in France.")]
+    for runtime in ("torch", "onnx") if onnx_available() else ("torch",):
+        one = Verifier(runtime=runtime, padding_ratio=1e9).probabilities(pairs)
+        apart = Verifier(runtime=runtime, padding_ratio=1.0, batch_size=3).probabilities(pairs)
+        alone = [Verifier(runtime=runtime).probabilities([pair])[0] for pair in pairs]
+        assert np.allclose(one, apart, atol=1e-5) and np.allclose(one, alone, atol=1e-5)
+    for bad in (0.5, True, "1.25", float("nan")):
+        with pytest.raises(ValueError, match="padding_ratio"):
+            Verifier(padding_ratio=bad)
