@@ -8,6 +8,8 @@ contrastive set)? Prints the same measurements as ``experiments/verifier_interpo
         --out runs/verifier-joint3                                 # every count x1.25: ~25% more steps
     .venv/bin/python experiments/verifier_joint_mix.py --other-words 8000 --perturbed 20000 --scale 1.25 \
         --begin-repeat 3 --out runs/verifier-joint4                # and the BEGIN dev pairs three times
+    .venv/bin/python experiments/verifier_joint_mix.py --other-words 0 --seed 1 --out runs/verifier-seed1
+                                                                   # the shipped mix, another seed: ~35 min
 
 The shipped mix (``TrainConfig()``) plus ``--other-words`` supported pairs drawn again from MNLI/SNLI
 entailments, VitaminC, ExpertQA and FactCheck-GPT (``verifier_training.other_words_positives``); everything
@@ -15,6 +17,10 @@ else (seed 0, steps per pair, schedule, held-out sets) as for the shipped model.
 every count of the mix (each source's cap, ``--perturbed``, ``--other-words``; a source holding fewer pairs
 than its cap comes whole, as before) to train longer on more distinct pairs rather than repeating them. Resumable (rerun the same
 command). The shipped verifier is measured next to it; nothing here changes the shipped files.
+
+``--seed`` trains the same mix with another seed (which pairs are drawn, their order, the head's start):
+``--other-words 0 --seed 1`` is the shipped model's recipe again, to measure how far two trainings of one mix
+land apart, the noise every rule below compares against (added 2026-11-26, before its first run).
 
 The rule for shipping it, written before it ran: BEGIN WoW's and Q2's train-half ROC-AUC each within 0.005
 of the shipped verifier's (the interpolation's rule) and the contrastive set above 0.762 (the best point
@@ -54,15 +60,18 @@ def main() -> int:
                         help="multiply every count of the mix by this (default %(default)s)")
     parser.add_argument("--begin-repeat", type=int, default=1,
                         help="how many times the BEGIN dev pairs (CMU-DoG, Topical-Chat) go into the mix")
+    parser.add_argument("--seed", type=int, default=TrainConfig().seed,
+                        help="the training seed (the shipped model: %(default)s)")
     parser.add_argument("--out", default="runs/verifier-joint")
     args = parser.parse_args()
     if args.scale <= 0:
         parser.error("--scale must be > 0")
     scaled = {name: round(count * args.scale) for name, count in TrainConfig().per_source.items()}
     config = TrainConfig(per_source=scaled, other_words=round(args.other_words * args.scale),
-                         perturbed=round(args.perturbed * args.scale), begin_repeat=args.begin_repeat)
+                         perturbed=round(args.perturbed * args.scale), begin_repeat=args.begin_repeat,
+                         seed=args.seed)
     print(f"mix: {config.per_source}, perturbed {config.perturbed}, other words {config.other_words}, "
-          f"BEGIN x{config.begin_repeat}", flush=True)
+          f"BEGIN x{config.begin_repeat}, seed {config.seed}", flush=True)
     started = time.perf_counter()
     weights = train_verifier(args.out, config)
     print(f"trained in {(time.perf_counter() - started) / 60:.1f} min: {weights}", flush=True)
