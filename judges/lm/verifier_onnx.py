@@ -1,10 +1,11 @@
 """The shipped groundedness verifier on ONNX Runtime: exported from torch once, then scored without torch.
 
     shipped_onnx()                      # the cached graph's path (exported with torch the first time)
+    shipped_onnx_int8()                 # the same graph with int8 weights (``"embedded-int8"``), made once
     onnx_runtime(checked_manifest(), 256, strict=True)  # (session, pair and counting tokenizers) for ``Verifier``
 
-``Verifier(runtime="auto")`` (the default) runs the shipped float32 verifier here when ONNX Runtime and onnx
-are installed (the ``embeddings`` extra). The graph is the same model traced by torch's exporter, kept in
+``Verifier(runtime="auto")`` (the default) runs the shipped verifier here, float32 or int8, when ONNX Runtime
+and onnx are installed (the ``embeddings`` extra). The graph is the same model traced by torch's exporter, kept in
 ``model_cache_dir()`` (``$DSPY_JUDGES_CACHE``, else ``$XDG_CACHE_HOME/dspy-judges``, else
 ``~/.cache/dspy-judges``): the shipped safetensors stay the only weights in the package. Its tokenizers
 are the base model's ``tokenizer.json`` read by ``tokenizers`` itself, the library the transformers
@@ -107,6 +108,46 @@ def shipped_onnx(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIF
     return target
 
 
+def shipped_onnx_int8(*, meta: dict[str, Any] | None = None) -> Path:
+    """The shipped graph (``shipped_onnx``) with its weights quantized to int8 by ONNX Runtime's dynamic
+    quantization (activations quantized as they come), made once beside it and reused: the name adds the
+    ONNX Runtime version that quantized it. Deterministic: the same graph gives the same bytes."""
+    import logging
+
+    import onnxruntime
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    source = shipped_onnx(meta=meta)
+    target = source.with_name(f"{source.stem}.int8-ort{onnxruntime.__version__}.onnx")
+    if target.is_file():
+        return target
+    partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
+    root = logging.getLogger()
+    quiet = logging.NullHandler()  # the quantizer's advice goes to the root logger, which would else get
+    root.addHandler(quiet)         # a handler of its own for good (logging.warning's basicConfig)
+    try:
+        try:
+            quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8)
+        except OSError as err:
+            raise GraphCacheError(f"the verifier's int8 graph cannot be written to {target.parent}: {err} (set "
+                                  "DSPY_JUDGES_CACHE to a writable folder)") from None
+        except Exception:  # noqa: BLE001 - the float32 graph may be damaged: export it again, once
+            import onnx
+
+            try:
+                onnx.checker.check_model(str(source))
+            except Exception:  # noqa: BLE001 - damaged
+                source.unlink(missing_ok=True)
+                quantize_dynamic(str(shipped_onnx(meta=meta)), str(partial), weight_type=QuantType.QInt8)
+            else:
+                raise
+        os.replace(partial, target)
+    finally:
+        root.removeHandler(quiet)
+        partial.unlink(missing_ok=True)
+    return target
+
+
 def _sweep_partials(folder: Path) -> None:
     """Remove export leftovers older than ``STALE_PARTIAL_SECONDS`` (a process killed while exporting)."""
     for old in folder.glob("groundedness-minilm.*.partial") if folder.is_dir() else ():
@@ -117,15 +158,16 @@ def _sweep_partials(folder: Path) -> None:
             pass  # another process's, or gone already
 
 
-def _session(path: Path, meta: dict[str, Any]):
-    """An ONNX Runtime session on ``path``. A graph that fails to load and fails onnx's checker is taken as
-    damaged: removed and exported again, once. One that passes the checker is kept and the error raised (this
+def _session(graph, meta: dict[str, Any]):
+    """An ONNX Runtime session on ``graph(meta=meta)`` (``shipped_onnx`` or ``shipped_onnx_int8``). A graph
+    that fails to load and fails onnx's checker is taken as damaged: removed and made again, once. One that passes the checker is kept and the error raised (this
     ONNX Runtime cannot run it; exporting again would not help)."""
     import onnx
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
+    path = graph(meta=meta)
     try:
         return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001 - ONNX Runtime raises its own error types
@@ -133,14 +175,13 @@ def _session(path: Path, meta: dict[str, Any]):
             onnx.checker.check_model(str(path))
         except Exception:  # noqa: BLE001 - damaged: export it again
             path.unlink(missing_ok=True)
-            return onnxruntime.InferenceSession(str(shipped_onnx(meta=meta)), options,
-                                                providers=["CPUExecutionProvider"])
+            return onnxruntime.InferenceSession(str(graph(meta=meta)), options, providers=["CPUExecutionProvider"])
         raise RuntimeError(f"ONNX Runtime {onnxruntime.__version__} cannot run {path}: {err}") from err
 
 
-def onnx_runtime(meta: dict[str, Any], max_length: int, *, strict: bool):
+def onnx_runtime(meta: dict[str, Any], max_length: int, *, strict: bool, int8: bool = False):
     """(session, pair tokenizer, counting tokenizer) for the shipped verifier on ONNX Runtime, its files
-    already checked (``meta``: ``checked_manifest()``). When it cannot be made: with ``strict`` a
+    already checked (``meta``: ``checked_manifest()``); ``int8``: its int8 graph (``shipped_onnx_int8``). When it cannot be made: with ``strict`` a
     ``VerifierError``, else (None, None, None) and a RuntimeWarning (``Verifier`` falls back to torch). The
     pair tokenizer pads to the batch's longest pair and cuts pairs longer than ``max_length`` tokens, the
     longer side first; the counting one neither pads nor cuts."""
@@ -149,7 +190,7 @@ def onnx_runtime(meta: dict[str, Any], max_length: int, *, strict: bool):
 
         if not onnx_available():
             raise RuntimeError(f"onnxruntime or onnx is not installed: {INSTALL_HINT}")
-        session = _session(shipped_onnx(meta=meta), meta)
+        session = _session(shipped_onnx_int8 if int8 else shipped_onnx, meta)
         source = str(embedded_embedder_path() / "tokenizer.json")
         pairs, counter = Tokenizer.from_file(source), Tokenizer.from_file(source)
         pairs.enable_padding(pad_id=pairs.token_to_id("[PAD]"), pad_token="[PAD]")
