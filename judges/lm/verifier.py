@@ -352,11 +352,12 @@ SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units
 
 
 def verifier_identity(model: str | None) -> dict[str, Any]:
-    """What a metric's verifier scores depend on (run files refuse to resume when it changed): the weights (the shipped file's SHA-256 as its manifest holds it, checked; a folder's files
-    hashed), and the scoring settings the library runs it with (``SCORING_SETTINGS``, its defaults: 128-token
-    windows since 2026-11-26 scored differently from the 160 before). int8 adds the runtime it loaded on (the
-    model is loaded for this) with its version, and the batching: its activations are quantized with one
-    scale a batch, so its probabilities move with which pairs share a batch (float32's do not)."""
+    """What a metric's verifier scores depend on (run files refuse to resume when it changed): the weights
+    (the shipped file's SHA-256 as its manifest holds it, checked; a folder's files hashed) and the scoring
+    settings the library runs it with (``SCORING_SETTINGS``, its defaults: 128-token windows since 2026-11-26
+    score differently from the 160 before). int8 adds the runtime it loaded on (loading it) with its version,
+    and the batching: its activations are quantized with one scale a batch, so its probabilities move with
+    which pairs share a batch (float32's do not)."""
     defaults = inspect.signature(Verifier.__init__).parameters
     identity: dict[str, Any] = {name: defaults[name].default for name in SCORING_SETTINGS}
     if model in (None, EMBEDDED, EMBEDDED_INT8):
@@ -404,8 +405,8 @@ def _cached(model: str | None, supported_label: str | int | None, languages: tup
 def resolve_verifier(verifier: Any = None, *, supported_label: str | int | None = None,
                      languages: Sequence[str] | None = None) -> Verifier:
     """None or ``"embedded"``: the shipped verifier; ``"embedded-int8"``: the same with int8 weights (on
-    ONNX Runtime when installed, else torch); a folder path: that model; a ``Verifier``: itself. A model loads once per
-    process and setting."""
+    ONNX Runtime when installed, else torch); a folder path: that model; a ``Verifier``: itself. A model
+    loads once per process and setting."""
     if isinstance(verifier, Verifier):
         return verifier
     if verifier is None or isinstance(verifier, (str, Path)):

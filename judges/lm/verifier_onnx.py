@@ -5,8 +5,8 @@
     onnx_runtime(checked_manifest(), 256, strict=True)  # (session, pair and counting tokenizers) for ``Verifier``
 
 ``Verifier(runtime="auto")`` (the default) runs the shipped verifier here, float32 or int8, when ONNX Runtime
-and onnx are installed (the ``embeddings`` extra). The graph is the same model traced by torch's exporter, kept in
-``model_cache_dir()`` (``$DSPY_JUDGES_CACHE``, else ``$XDG_CACHE_HOME/dspy-judges``, else
+and onnx are installed (the ``embeddings`` extra). The graph is the same model traced by torch's exporter,
+kept in ``model_cache_dir()`` (``$DSPY_JUDGES_CACHE``, else ``$XDG_CACHE_HOME/dspy-judges``, else
 ``~/.cache/dspy-judges``): the shipped safetensors stay the only weights in the package. Its tokenizers
 are the base model's ``tokenizer.json`` read by ``tokenizers`` itself, the library the transformers
 tokenizer wraps: the same token ids.
@@ -160,8 +160,9 @@ def _sweep_partials(folder: Path) -> None:
 
 def _session(graph, meta: dict[str, Any]):
     """An ONNX Runtime session on ``graph(meta=meta)`` (``shipped_onnx`` or ``shipped_onnx_int8``). A graph
-    that fails to load and fails onnx's checker is taken as damaged: removed and made again, once. One that passes the checker is kept and the error raised (this
-    ONNX Runtime cannot run it; exporting again would not help)."""
+    that fails to load and fails onnx's checker is taken as damaged: removed and made again, once. One that
+    passes the checker is kept and the error raised (this ONNX Runtime cannot run it; making it again would
+    not help)."""
     import onnx
     import onnxruntime
 
@@ -181,10 +182,10 @@ def _session(graph, meta: dict[str, Any]):
 
 def onnx_runtime(meta: dict[str, Any], max_length: int, *, strict: bool, int8: bool = False):
     """(session, pair tokenizer, counting tokenizer) for the shipped verifier on ONNX Runtime, its files
-    already checked (``meta``: ``checked_manifest()``); ``int8``: its int8 graph (``shipped_onnx_int8``). When it cannot be made: with ``strict`` a
-    ``VerifierError``, else (None, None, None) and a RuntimeWarning (``Verifier`` falls back to torch). The
-    pair tokenizer pads to the batch's longest pair and cuts pairs longer than ``max_length`` tokens, the
-    longer side first; the counting one neither pads nor cuts."""
+    already checked (``meta``: ``checked_manifest()``); ``int8``: its int8 graph (``shipped_onnx_int8``).
+    When it cannot be made: with ``strict`` a ``VerifierError``, else (None, None, None) and a RuntimeWarning
+    (``Verifier`` falls back to torch). The pair tokenizer pads to the batch's longest pair and cuts pairs
+    longer than ``max_length`` tokens, the longer side first; the counting one neither pads nor cuts."""
     try:
         from tokenizers import Tokenizer
 

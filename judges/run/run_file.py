@@ -236,10 +236,9 @@ class RunFile:
                              f"does not read (it reads {list(READS_VERSIONS)}); use a new run file")
         for key in ("samples", "metrics"):
             if existing.get(key) != self.header.get(key):
-                raise ValueError(
-                    f"{self.path} was written for other {key} than this run{_what_differs(existing, self.header, key)}; "
-                    "use a new run file (or delete it to start over)"
-                )
+                differs = _what_differs(existing, self.header, key)
+                raise ValueError(f"{self.path} was written for other {key} than this run{differs}; use a new run "
+                                 "file (or delete it to start over)")
         self.done = {(r["sample"], r["metric"]): r for r in records}
 
     def append(self, records: dict[str, Any] | Iterable[dict[str, Any]]) -> None:
