@@ -61,6 +61,7 @@ import inspect
 import os
 import threading
 from collections.abc import Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -364,17 +365,11 @@ def verifier_identity(model: str | None) -> dict[str, Any]:
         identity.update(weights=f"groundedness-minilm sha256:{checked_manifest()['sha256']}", int8=False)
         if model == EMBEDDED_INT8:
             loaded = resolve_verifier(EMBEDDED_INT8)
-            runtime = f"{loaded.runtime} {_version('onnxruntime' if loaded.runtime == 'onnx' else 'torch')}"
+            runtime = f"{loaded.runtime} {version('onnxruntime' if loaded.runtime == 'onnx' else 'torch')}"
             identity.update(int8=runtime, batch_size=loaded.batch_size, padding_ratio=loaded.padding_ratio)
     else:
         identity["weights"] = _folder_digest(Path(model))
     return identity
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import version
-
-    return version(package)
 
 
 def _folder_digest(path: Path) -> str:

@@ -117,8 +117,8 @@ def _read_lines(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]
 
 
 def _what_differs(existing: dict[str, Any], wanted: dict[str, Any], key: str) -> str:
-    """The first few differences between two headers' metrics, as ": name.path: there -> here" (empty for
-    samples, which are only a hash)."""
+    """The first few differences between two headers' metrics, as " (name.path: x in the file, y now; ...)"
+    (empty for samples, which are only a hash)."""
     if key != "metrics" or not isinstance(existing.get(key), dict):
         return ""
     changes: list[str] = []
@@ -134,6 +134,8 @@ def _what_differs(existing: dict[str, Any], wanted: dict[str, Any], key: str) ->
                 changes.append(f"{at}: {json.dumps(there[name])} in the file, {json.dumps(here[name])} now")
 
     compare(existing[key], wanted[key], "")
+    if not changes:
+        return ""
     return " (" + "; ".join(changes[:3]) + (f"; {len(changes) - 3} more" if len(changes) > 3 else "") + ")"
 
 
