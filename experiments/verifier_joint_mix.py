@@ -10,6 +10,8 @@ contrastive set)? Prints the same measurements as ``experiments/verifier_interpo
         --begin-repeat 3 --out runs/verifier-joint4                # and the BEGIN dev pairs three times
     .venv/bin/python experiments/verifier_joint_mix.py --other-words 0 --seed 1 --out runs/verifier-seed1
                                                                    # the shipped mix, another seed: ~35 min
+    .venv/bin/python experiments/verifier_joint_mix.py --other-words 8000 --perturbed 20000 --scale 1.25 \
+        --as-replies 0.5 --out runs/verifier-joint3-replies       # half the rule-made pairs as chat replies
 
 The shipped mix (``TrainConfig()``) plus ``--other-words`` supported pairs drawn again from MNLI/SNLI
 entailments, VitaminC, ExpertQA and FactCheck-GPT (``verifier_training.other_words_positives``); everything
@@ -21,6 +23,14 @@ command). The shipped verifier is measured next to it; nothing here changes the 
 ``--seed`` trains the same mix with another seed (which pairs are drawn, their order, the head's start):
 ``--other-words 0 --seed 1`` is the shipped model's recipe again, to measure how far two trainings of one mix
 land apart, the noise every rule below compares against (added 2026-11-26, before its first run).
+
+``--as-replies`` dresses that share of the rule-made pairs, of either label, as chat replies ("yes, ...", "did
+you know ...?", lower case; ``perturb.as_reply``) after they are made: the same pairs, only the claim's form
+changes (added 2026-11-26, before its first run). The question it asks: the x1.25 mix lost BEGIN WoW (train
+0.936 -> 0.926) while it gained the contrastive set (0.716 -> 0.811). BEGIN's responses are chat replies,
+often lower-cased and opened with "yes," or "i think", while every rule-made pair was a bare sentence; if
+the verifier learnt "any change to copied words = unsupported" from them, dressing both labels alike should
+win BEGIN WoW back and keep the contrastive gain. Run with the x1.25 mix (the command above), seed 0.
 
 The rule for shipping it, written before it ran: BEGIN WoW's and Q2's train-half ROC-AUC each within 0.005
 of the shipped verifier's (the interpolation's rule) and the contrastive set above 0.762 (the best point
@@ -60,6 +70,8 @@ def main() -> int:
                         help="multiply every count of the mix by this (default %(default)s)")
     parser.add_argument("--begin-repeat", type=int, default=1,
                         help="how many times the BEGIN dev pairs (CMU-DoG, Topical-Chat) go into the mix")
+    parser.add_argument("--as-replies", type=float, default=0.0,
+                        help="share of the rule-made pairs dressed as chat replies (the shipped mix: %(default)s)")
     parser.add_argument("--seed", type=int, default=TrainConfig().seed,
                         help="the training seed (the shipped model: %(default)s)")
     parser.add_argument("--out", default="runs/verifier-joint")
@@ -69,9 +81,9 @@ def main() -> int:
     scaled = {name: round(count * args.scale) for name, count in TrainConfig().per_source.items()}
     config = TrainConfig(per_source=scaled, other_words=round(args.other_words * args.scale),
                          perturbed=round(args.perturbed * args.scale), begin_repeat=args.begin_repeat,
-                         seed=args.seed)
+                         seed=args.seed, as_replies=args.as_replies)
     print(f"mix: {config.per_source}, perturbed {config.perturbed}, other words {config.other_words}, "
-          f"BEGIN x{config.begin_repeat}, seed {config.seed}", flush=True)
+          f"BEGIN x{config.begin_repeat}, as replies {config.as_replies}, seed {config.seed}", flush=True)
     started = time.perf_counter()
     weights = train_verifier(args.out, config)
     print(f"trained in {(time.perf_counter() - started) / 60:.1f} min: {weights}", flush=True)

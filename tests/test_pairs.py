@@ -15,6 +15,8 @@ import pytest
 
 from calibration.data import pairs as P
 from calibration.data.perturb import (
+    REPLY_OPENINGS,
+    as_reply,
     change_number,
     flip_direction,
     flip_negation,
@@ -325,6 +327,20 @@ def test_perturbed_pairs_make_every_kind_deterministically():
     for claim, _, kind in made:
         assert (claim in evidence) == (kind == "copy")  # negatives and trims are new text, copies are not
     assert perturbed_pairs("Too short.", random.Random(0), pool) == []
+
+
+def test_as_reply_dresses_a_claim_without_changing_its_words():
+    claim = "The Westbrook ferry first sailed in 1921, with Anna Holm at the helm."
+    words = re.findall(r"\w+", claim.lower())
+    replies = [as_reply(claim, random.Random(seed)) for seed in range(200)]
+    assert replies == [as_reply(claim, random.Random(seed)) for seed in range(200)]
+    for reply in replies:  # the claim's words in order after an opening of words of its own
+        found = re.findall(r"[\w']+", reply.lower())
+        assert found[len(found) - len(words):] == words, reply
+    assert any(r.startswith(REPLY_OPENINGS) for r in replies) and any(r.startswith("did you know") for r in replies)
+    assert any(r == r.lower() for r in replies) and any(" ," in r for r in replies) and claim not in replies
+    assert all("Anna Holm" in r for r in replies if r != r.lower())  # a name keeps its capitals
+    assert "i think the ferry sailed." in {as_reply("The ferry sailed.", random.Random(s)) for s in range(200)}
 
 
 # --- the contrastive test set ---------------------------------------------------------------------------

@@ -356,6 +356,12 @@ def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path):
     assert not stopped.exists() and (tmp_path / "resumed" / "checkpoint" / "state.safetensors").is_file()
     with pytest.raises(ValueError, match="another configuration \\(differs in perturbed\\)"):
         train_verifier(tmp_path / "resumed", replace(config, perturbed=8), progress=False)
+    state = tmp_path / "resumed" / "checkpoint" / "state.json"  # written before as_replies existed: its default
+    written = json.loads(state.read_text())
+    del written["config"]["as_replies"]
+    state.write_text(json.dumps(written))
+    with pytest.raises(ValueError, match="differs in as_replies"):
+        train_verifier(tmp_path / "resumed", replace(config, as_replies=0.5), progress=False)
     resumed = train_verifier(tmp_path / "resumed", replace(config, eval_every=4), progress=False)
     a, b = load_file(str(whole)), load_file(str(resumed))
     assert set(a) == set(b) and all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
@@ -387,6 +393,32 @@ def test_begin_repeat_puts_the_begin_pairs_in_the_mix_that_many_times_on_one_sid
     for bad in (0, 1.5, True):
         with pytest.raises(ValueError, match="begin_repeat must be an int >= 1"):
             training_mix(replace(config, begin_repeat=bad))
+
+
+def test_as_replies_dresses_that_share_of_the_rule_made_pairs_and_keeps_the_rest_of_the_mix():
+    from dataclasses import replace
+
+    from calibration.data.loaders import data_dir
+    from calibration.fitting.verifier_training import TrainConfig, training_mix
+
+    try:
+        data_dir()
+    except FileNotFoundError:
+        pytest.skip("needs ../shared/data")
+    config = TrainConfig(per_source={"fever_symmetric": 200}, perturbed=300, begin_parts=(), held_out=0)
+    bare, dressed = training_mix(config)[0], training_mix(replace(config, as_replies=0.5))[0]
+    assert len(bare) == len(dressed)
+    replies = [p for p in dressed if p.source.endswith("_reply")]
+    assert 100 < len(replies) < 200 and {p.label for p in replies} == {0, 1}
+    for p, twin in zip(dressed, bare):  # the same pairs in the same order; only a dressed claim differs
+        assert (p.evidence, p.label, p.group) == (twin.evidence, twin.label, twin.group)
+        if p.source.endswith("_reply"):  # dressed: changed, unless lower case was all it got and had
+            assert p.claim != twin.claim or twin.claim == twin.claim.lower()
+        else:
+            assert p.claim == twin.claim
+    for bad in (-0.1, 1.5, True, "half"):
+        with pytest.raises(ValueError, match="as_replies must be a share in"):
+            training_mix(replace(config, as_replies=bad))
 
 
 def labelled(n: int, positives: int):

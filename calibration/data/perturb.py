@@ -15,10 +15,14 @@ Negatives (label 0), each a function that returns None when the sentence has not
 Positives (label 1): the sentence itself ("copy"), or the sentence without a parenthetical or an
 appositive / trailing relative clause ("trim"; ``trim_sentence``), which the sentence still entails.
 
+``as_reply`` dresses a claim of either label as a chat reply ("yes, ...", "did you know ...?", lower case,
+spaced punctuation) without changing what it asserts, so that the form a reply takes says nothing about
+its label: a verifier that saw only bare copies could learn "any change to the copied words = unsupported".
+
 Everything is deterministic given the ``random.Random`` passed in. Sentences come from
 ``judges.data.language.split_sentences``.
 
-Owns: these rules and ``perturbed_pairs``. Must not read data files, fit or score anything.
+Owns: these rules, ``as_reply`` and ``perturbed_pairs``. Must not read data files, fit or score anything.
 """
 
 from __future__ import annotations
@@ -286,6 +290,42 @@ def trim_sentence(sentence: str) -> str | None:
     if trimmed == sentence.strip() or len(trimmed.split()) < 3:
         return None
     return trimmed
+
+
+# --- chat replies ---------------------------------------------------------------------------------------
+
+#: Openings of a chat reply that assert nothing of their own (written for this module, from no dataset).
+REPLY_OPENINGS = ("yes, ", "yes, and ", "yeah, ", "yep, ", "well, ", "oh, ", "actually, ", "and ", "so ",
+                  "i think ", "i heard ", "i read that ", "i believe ", "apparently ", "true, ", "right, ",
+                  "wow, ", "fun fact: ", "i know that ", "it's interesting that ")
+_QUESTION_OPENINGS = ("did you know ", "did you know that ")
+#: First words a reply's opening lower-cases; any other capitalised first word may be a name and stays.
+_COMMON_FIRST = {"the", "a", "an", "it", "its", "he", "his", "she", "her", "they", "their", "this", "these",
+                 "that", "those", "there", "in", "on", "at", "by", "for", "from", "after", "before", "during",
+                 "many", "most", "some", "one", "each", "every", "about", "over", "under", "since", "when",
+                 "as", "with", "according", "both", "all", "no", "only", "we", "our", "you", "your"}
+
+
+def as_reply(claim: str, rng: random.Random) -> str:
+    """``claim`` dressed as a chat reply, asserting the same: an opening from ``REPLY_OPENINGS`` (or "did you
+    know ...?") in 2 of 3 cases, then lower-cased in 1 of 2; the others all lower-cased; punctuation spaced
+    off ("word ,") in 1 of 6. A first word that could be a name keeps its capital unless everything is
+    lower-cased. Deterministic given ``rng``'s state."""
+    text = claim.strip()
+    opening = rng.random() < 2 / 3
+    if opening:
+        first, _, rest = text.partition(" ")
+        if first.lower() in _COMMON_FIRST:
+            text = f"{first.lower()} {rest}" if rest else first.lower()
+        if rng.random() < 0.15:
+            text = rng.choice(_QUESTION_OPENINGS) + re.sub(r"[.!]$", "", text) + "?"
+        else:
+            text = rng.choice(REPLY_OPENINGS) + text
+    if not opening or rng.random() < 0.5:
+        text = text.lower()
+    if rng.random() < 1 / 6:
+        text = re.sub(r"(?<=\w)([,.!?;:])(?=\s|$)", r" \1", text)
+    return text
 
 
 # --- pairs ----------------------------------------------------------------------------------------------

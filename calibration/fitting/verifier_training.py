@@ -37,7 +37,7 @@ import numpy as np
 
 from calibration.data.loaders import load_begin, load_begin_slice
 from calibration.data.pairs import EvidencePair, load_contrastive, training_pairs
-from calibration.data.perturb import names_in, perturbed_pairs
+from calibration.data.perturb import as_reply, names_in, perturbed_pairs
 from judges.lm.verifier_files import (
     FROZEN,
     base_classifier,
@@ -57,6 +57,10 @@ class TrainConfig:
     seed: int = 0
     per_source: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MIX))
     perturbed: int = 10000
+    #: The share of the rule-made pairs (either label) dressed as chat replies (``perturb.as_reply``) after
+    #: they are made, with a random stream of their own (the pairs stay those of the undressed mix); 0 in
+    #: the shipped model's mix.
+    as_replies: float = 0.0
     #: Supported pairs whose claim is in other words than its evidence, drawn again on top of the mix
     #: (``other_words_positives``); 0 in the shipped model's mix.
     other_words: int = 0
@@ -87,9 +91,10 @@ def begin_pairs(parts: Sequence[str]) -> list[EvidencePair]:
             if (s.retrieved_contexts[0], s.response) not in demo]
 
 
-def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int) -> list[EvidencePair]:
+def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int, as_replies: float = 0.0) -> list[EvidencePair]:
     """``n`` copy-with-a-changed-fact pairs (and exact or trimmed copies as positives) made by rules from the
-    evidence of ``pairs`` (training evidence only)."""
+    evidence of ``pairs`` (training evidence only); a share ``as_replies`` of them, of either label, with the
+    claim dressed as a chat reply (``as_reply``; source ``perturbed_<kind>_reply``)."""
     rng = random.Random(f"{seed}:perturbed")
     evidence = list(dict.fromkeys(p.evidence for p in pairs if 40 <= len(p.evidence) <= 1200))
     rng.shuffle(evidence)
@@ -100,7 +105,9 @@ def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int) -> list[Evidenc
             out.append(EvidencePair(text, claim, label, f"perturbed_{kind}", f"perturbed:{len(out)}"))
         if len(out) >= n:
             break
-    return out[:n]
+    dress = random.Random(f"{seed}:as-replies")
+    return [EvidencePair(p.evidence, as_reply(p.claim, dress), p.label, f"{p.source}_reply", p.group)
+            if dress.random() < as_replies else p for p in out[:n]]
 
 
 #: Sources whose supported claims restate their evidence in other words (entailments, verified claims).
@@ -123,8 +130,11 @@ def training_mix(config: TrainConfig) -> tuple[list[EvidencePair], list[Evidence
     """(train, held-out) pairs: the seeded mix, split so no group is on both sides."""
     if isinstance(config.begin_repeat, bool) or not isinstance(config.begin_repeat, int) or config.begin_repeat < 1:
         raise ValueError(f"TrainConfig: begin_repeat must be an int >= 1, got {config.begin_repeat!r}")
+    if isinstance(config.as_replies, bool) or not isinstance(config.as_replies, int | float) \
+            or not 0.0 <= config.as_replies <= 1.0:
+        raise ValueError(f"TrainConfig: as_replies must be a share in [0, 1], got {config.as_replies!r}")
     corpus = training_pairs(tuple(config.per_source), config.per_source, seed=config.seed)
-    pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed)
+    pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed, config.as_replies)
              + begin_pairs(config.begin_parts) * config.begin_repeat
              + other_words_positives(config.other_words, config.seed))
     rng = random.Random(f"{config.seed}:split")
@@ -200,11 +210,14 @@ def _trained_on(config: TrainConfig) -> dict[str, Any]:
 
 def _check_resume(folder: Path, config: TrainConfig) -> None:
     """Refuse to continue a checkpoint written with another configuration (it would silently follow a
-    different plan). Checkpoints written before the config was kept in them are continued as before."""
+    different plan). Checkpoints written before the config was kept in them are continued as before; a field
+    added to ``TrainConfig`` after a checkpoint was written counts there as its default."""
     if not (folder / "state.json").is_file():
         return
     saved = json.loads((folder / "state.json").read_text(encoding="utf-8")).get("config")
     wanted = _trained_on(config)
+    if saved is not None:
+        saved = {**{k: v for k, v in _trained_on(TrainConfig()).items() if k not in saved}, **saved}
     if saved is not None and saved != wanted:
         changed = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
         raise ValueError(f"train_verifier: {folder} holds a run trained with another configuration (differs in "
