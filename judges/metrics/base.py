@@ -92,8 +92,9 @@ class Metric:
 
     def model_identity(self) -> dict[str, Any]:
         """What the scores depend on beyond ``get_params``: the models a metric loads itself (a verifier's
-        weights and scoring settings), so a run file refuses to resume with changed ones. LMs and embedders
-        passed in are runtime resources and not part of it."""
+        weights and scoring settings), so a run file refuses to resume with changed ones. The LM and the
+        embedder a metric runs with are added by the run file itself (``judges.run.records.metric_config``),
+        since they may come from the run rather than the metric."""
         return {}
 
     # --- validation --------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from judges.lm.embeddings import embedder_identity
+from judges.lm.resolve import lm_identity
 from judges.metrics.base import Metric
 from judges.run.usage import TRANSIENT_ERRORS, add_usage, tracked_usage
 
@@ -48,11 +50,19 @@ def sample_key(sample) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
 
 
-def metric_config(metric: Metric) -> dict[str, Any]:
-    """The metric's class and constructor settings (``get_params``), for run-file identity, and the models it
-    loads itself (``model_identity``) when it has any."""
+def metric_config(metric: Metric, lm: Any = None, embeddings: Any = None) -> dict[str, Any]:
+    """The metric's class and constructor settings (``get_params``), for run-file identity, and its models
+    when it has any: those it loads itself (``model_identity``), the LM it judges with (``lm_identity``: its
+    own ``lm=``, else ``lm`` here, the run's, else DSPy's configured one, else the embedded one) and the
+    embedder it uses (``embedder_identity``, chosen the same way)."""
     config = {"class": type(metric).__name__, "settings": jsonable(metric.get_params())}
-    models = metric.model_identity()
+    models = dict(metric.model_identity())
+    if metric.needs_lm:
+        own = getattr(metric, "judge_lm", None)
+        models["lm"] = lm_identity(own if own is not None else lm)
+    if metric.needs_embeddings:
+        own = getattr(metric, "embeddings", None)
+        models["embedder"] = embedder_identity(own if own is not None else embeddings)
     return {**config, "models": jsonable(models)} if models else config
 
 

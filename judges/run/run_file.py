@@ -33,12 +33,14 @@ RUN_FILE_VERSION = 2
 READS_VERSIONS = (1, 2)
 
 
-def run_header(keys: Sequence[str], names: Sequence[str], metrics: Sequence[Metric]) -> dict[str, Any]:
-    """What identifies a run: the samples (by their keys) and each metric's class and settings."""
+def run_header(keys: Sequence[str], names: Sequence[str], metrics: Sequence[Metric], *, lm: Any = None,
+               embeddings: Any = None) -> dict[str, Any]:
+    """What identifies a run: the samples (by their keys) and each metric's class, settings and models
+    (``metric_config``; ``lm``, ``embeddings``: the run's, as ``evaluate`` was given them)."""
     return {
         "version": RUN_FILE_VERSION,
         "samples": hashlib.sha1("".join(keys).encode()).hexdigest()[:16],
-        "metrics": {name: metric_config(m) for name, m in zip(names, metrics)},
+        "metrics": {name: metric_config(m, lm, embeddings) for name, m in zip(names, metrics)},
     }
 
 
