@@ -31,6 +31,9 @@ changes (added 2026-11-26, before its first run). The question it asks: the x1.2
 often lower-cased and opened with "yes," or "i think", while every rule-made pair was a bare sentence; if
 the verifier learnt "any change to copied words = unsupported" from them, dressing both labels alike should
 win BEGIN WoW back and keep the contrastive gain. Run with the x1.25 mix (the command above), seed 0.
+(Noted during the run, before its results: the base model's tokenizer is uncased and splits punctuation
+off, so lower case and spacing are invisible to it; what it sees is the opening, which two thirds of the
+dressed pairs get: a third of the rule-made pairs at ``--as-replies 0.5``.)
 
 The rule for shipping it, written before it ran: BEGIN WoW's and Q2's train-half ROC-AUC each within 0.005
 of the shipped verifier's (the interpolation's rule) and the contrastive set above 0.762 (the best point

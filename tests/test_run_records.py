@@ -208,11 +208,19 @@ def test_a_run_file_knows_the_lm_and_embedder_a_metric_runs_with_and_refuses_a_r
     from judges.run.run_file import RunFile, run_header
 
     served = ServedLM("openai/judge-model", api_base="http://127.0.0.1:9/v1", api_key="sk-secret", temperature=0.0)
-    assert lm_identity(served) == {"model": "openai/judge-model", "temperature": 0.0, "max_tokens": None}
+    assert lm_identity(served) == {"model": "openai/judge-model", "temperature": 0.0, "max_tokens": None,
+                                   "adapter": "ChatAdapter"}
+    schema = lm_identity(ServedLM("openai/judge-model", response_schema="json_object"))
+    assert (schema["adapter"], schema["response_schema"], schema["max_items"]) == ("JSONAdapter", "json_object", 16)
+
+    def my_judge(prompt=None, messages=None, **kwargs):
+        return ["{}"]
+
+    assert lm_identity(my_judge)["model"].endswith(".my_judge")  # a function by name, never a repr
     assert "sk-secret" not in json.dumps(metric_config(Faithfulness(lm=served)))
     assert lm_identity("openai/judge-model")["model"] == "openai/judge-model"
     embedded = lm_identity("embedded")
-    assert embedded["model"].startswith(EMBEDDED_LM_NAME) and embedded["file"].endswith(".gguf")
+    assert embedded["model"].startswith(EMBEDDED_LM_NAME) and embedded["adapter"] == "JSONAdapter"
     with dspy.context(lm=scripted_lm(lambda prompt: {})):
         assert lm_identity(None)["model"] == "scripted/test"  # DSPy's configured LM, as the judge would run
         assert metric_config(Faithfulness(lm=served), lm="openai/other")["models"]["lm"]["model"] == "openai/judge-model"

@@ -530,6 +530,9 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     assert (int8["batch_size"], int8["padding_ratio"]) == (16, 1.25)  # int8's activation scale is per batch
     assert "models" not in metric_config(ExactMatch()) and "verifier" not in metric_config(ResponseGroundedness())["models"]
     assert metric_config(ResponseGroundedness(verifier="embedded"))["models"] == {"verifier": shipped}  # no LM
+    from calibration.fitting.compiled import CompiledJudge
+
+    assert metric_config(CompiledJudge(FaithfulnessWithVerifier()))["models"] == {"verifier": shipped}
 
     folder = tiny_folder(tmp_path / "mine")
     first = verifier_identity(str(folder))["weights"]

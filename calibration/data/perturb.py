@@ -18,6 +18,8 @@ appositive / trailing relative clause ("trim"; ``trim_sentence``), which the sen
 ``as_reply`` dresses a claim of either label as a chat reply ("yes, ...", "did you know ...?", lower case,
 spaced punctuation) without changing what it asserts, so that the form a reply takes says nothing about
 its label: a verifier that saw only bare copies could learn "any change to the copied words = unsupported".
+The shipped verifier's tokenizer is uncased and splits punctuation off, so of these it sees the openings
+only; the lower case and spacing matter to a cased model plugged in for training.
 
 Everything is deterministic given the ``random.Random`` passed in. Sentences come from
 ``judges.data.language.split_sentences``.

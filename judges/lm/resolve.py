@@ -16,8 +16,8 @@ you set it), because fetching the live one blocks for seconds of retries on an o
 variable to ``False`` before importing ``judges`` for the live table.
 
 Owns: turning a judge's ``lm`` / ``adapter`` argument into objects, one engine per model file and process
-(``local_lm``), and what a run file records of an LM (``lm_identity``). Must not run a model itself (``judges.lm.engine``) or talk HTTP
-(``judges.lm.served``).
+(``local_lm``), and what a run file records of an LM (``lm_identity``). Must not run a model itself
+(``judges.lm.engine``) or talk HTTP (``judges.lm.served``).
 """
 
 from __future__ import annotations
@@ -108,25 +108,33 @@ def resolve_lm(lm: Any = None) -> Any:
 
 
 #: The LM settings that change its answers: a run file records them (never a key, an endpoint or a limit).
-ANSWER_SETTINGS = ("temperature", "max_tokens", "max_completion_tokens", "top_p", "top_k", "seed", "n",
-                   "reasoning_effort")
+ANSWER_SETTINGS = ("temperature", "max_tokens", "max_completion_tokens", "top_p", "top_k", "seed", "n", "stop",
+                   "presence_penalty", "frequency_penalty", "logit_bias", "reasoning_effort")
 
 
-def lm_identity(lm: Any = None) -> dict[str, Any]:
+def lm_identity(lm: Any = None, adapter: Any = None) -> dict[str, Any]:
     """What a run file records of the LM a judge runs with, so that a resume with another LM is refused
     rather than mixed in: the LM ``resolve_lm(lm)`` gives (``None``: ``dspy.settings.lm`` now, else the
-    embedded one), by its model name (an in-process model's name says its weights and drafting), the
-    settings that change its answers (``ANSWER_SETTINGS``) and, in process, its model file's name. Its
-    endpoint, key and limits are left out: the same model behind another port judges the same. Cheap: the
-    in-process engine loads its model on the first call, not here."""
+    embedded one) by its model name (an in-process model's name says its weights and drafting; for a
+    ``ServedLM`` the LiteLLM string, which for a self-hosted server may be an alias), the settings that
+    change its answers (``ANSWER_SETTINGS``; a ``ServedLM``'s response schema and its bounds too) and the
+    adapter that prompts it (``resolve_adapter(lm, adapter)``). Its endpoint, key and limits are left out: the
+    same model behind another port judges the same. Cheap: the in-process engine loads its model on the
+    first call, not here."""
     resolved = resolve_lm(lm)
-    kind = type(resolved)
-    identity: dict[str, Any] = {"model": getattr(resolved, "model", None) or f"{kind.__module__}.{kind.__qualname__}"}
+    model = getattr(resolved, "model", None)
+    if not isinstance(model, str):  # a plain function by its name, any other object by its class
+        named = resolved if hasattr(resolved, "__qualname__") else type(resolved)
+        model = f"{named.__module__}.{named.__qualname__}"
+    identity: dict[str, Any] = {"model": model}
     settings = getattr(resolved, "kwargs", None)
     if isinstance(settings, dict):
         identity.update({k: settings[k] for k in ANSWER_SETTINGS if k in settings})
-    if is_local_lm(resolved):
-        identity["file"] = Path(resolved.engine.model_path).name
+    if isinstance(resolved, ServedLM) and resolved.response_schema:
+        identity.update(response_schema=resolved.response_schema, max_string_chars=resolved.max_string_chars,
+                        max_items=resolved.max_items)
+    chosen = resolve_adapter(resolved, adapter)
+    identity["adapter"] = type(chosen).__name__ if chosen is not None else "ChatAdapter"
     return identity
 
 

@@ -163,7 +163,8 @@ def evaluate(
     keys = [sample_key(s) for s in dataset]
     settings = Settings(lm=lm, embeddings=embeddings, num_threads=num_threads, retries=retries, backoff=backoff,
                         timeout=timeout, strict=strict)
-    with RunFile(run_file, run_header(keys, names, metrics, lm=lm, embeddings=embeddings)) if run_file is not None else contextlib.nullcontext() as store:
+    header = run_header(keys, names, metrics, lm=lm, embeddings=embeddings) if run_file is not None else None
+    with RunFile(run_file, header) if run_file is not None else contextlib.nullcontext() as store:
         done = dict(store.done) if store else {}
         calls = dict(store.calls) if store else {}  # (run, sample, metric) -> the paid calls of that item
         if retry_failed:

@@ -52,7 +52,7 @@ from typing import Any
 
 import dspy
 
-from judges.lm.embeddings import default_embeddings
+from judges.lm.embeddings import current_default_embeddings, default_embeddings
 from judges.lm.resolve import resolve_lm
 from judges.lm.served import PermanentLMError, ServedLM
 from judges.metrics.base import Judge, Metric
@@ -253,7 +253,8 @@ class RayBackend(Backend):
             import ray
         except ImportError:
             raise ImportError("evaluate(backend='ray') needs Ray: pip install 'dspy-judges[ray]'") from None
-        if not isinstance(settings.embeddings, (str, type(None))):
+        embeddings = settings.embeddings if settings.embeddings is not None else current_default_embeddings()
+        if not isinstance(embeddings, (str, type(None))):
             raise ValueError("evaluate(backend='ray'): give embeddings as None, 'embedded', a model folder or a model "
                              "string (an embedder object cannot be rebuilt on workers)")
         metrics = list({item.metric.name: item.metric for item in items}.values())
@@ -264,12 +265,12 @@ class RayBackend(Backend):
         if started_here:
             ray.init(address=self.ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
         try:
-            return self._drive(ray, items, metrics, specs, lm, lm_travels, on_records, on_calls)
+            return self._drive(ray, items, metrics, specs, lm, lm_travels, embeddings, on_records, on_calls)
         finally:
             if started_here:
                 ray.shutdown()
 
-    def _drive(self, ray, items, metrics, specs, lm, lm_travels, on_records, on_calls) -> str | None:
+    def _drive(self, ray, items, metrics, specs, lm, lm_travels, embeddings, on_records, on_calls) -> str | None:
         settings = self.settings
         actors_n = self.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         lm_items = [item for item in items if item.metric.needs_lm]
@@ -279,7 +280,7 @@ class RayBackend(Backend):
                 cap = min(cap, candidate.max_concurrency)
         per_actor = max(1, math.ceil(cap / actors_n)) if lm_items else 1
         actor = ray.remote(num_cpus=0)(ScoringWorker).options(max_concurrency=per_actor)
-        workers = [actor.remote(specs, lm_travels, settings.embeddings, settings.retries, settings.backoff,
+        workers = [actor.remote(specs, lm_travels, embeddings, settings.retries, settings.backoff,
                                 settings.timeout) for _ in range(actors_n)]
         plain = [item for item in items if not item.metric.needs_lm]
         batch = max(1, min(MAX_BATCH, len(plain) // (8 * actors_n) or 1))

@@ -52,14 +52,14 @@ def sample_key(sample) -> str:
 
 def metric_config(metric: Metric, lm: Any = None, embeddings: Any = None) -> dict[str, Any]:
     """The metric's class and constructor settings (``get_params``), for run-file identity, and its models
-    when it has any: those it loads itself (``model_identity``), the LM it judges with (``lm_identity``: its
-    own ``lm=``, else ``lm`` here, the run's, else DSPy's configured one, else the embedded one) and the
-    embedder it uses (``embedder_identity``, chosen the same way)."""
+    when it has any: those it loads itself (``model_identity``), the LM and adapter it judges with
+    (``lm_identity``: its own ``lm=``, else ``lm`` here, the run's, else DSPy's configured one, else the
+    embedded one) and the embedder it uses (``embedder_identity``, chosen the same way)."""
     config = {"class": type(metric).__name__, "settings": jsonable(metric.get_params())}
     models = dict(metric.model_identity())
     if metric.needs_lm:
         own = getattr(metric, "judge_lm", None)
-        models["lm"] = lm_identity(own if own is not None else lm)
+        models["lm"] = lm_identity(own if own is not None else lm, getattr(metric, "judge_adapter", None))
     if metric.needs_embeddings:
         own = getattr(metric, "embeddings", None)
         models["embedder"] = embedder_identity(own if own is not None else embeddings)
