@@ -59,6 +59,11 @@ class CompiledJudge(Metric):
         return self.judge.judge_lm
 
     @property
+    def judge_adapter(self) -> Any:
+        """The judge's own adapter (None: the one its LM calls for), as run files record it."""
+        return getattr(self.judge, "judge_adapter", None)
+
+    @property
     def embeddings(self) -> Any:
         """The judge's own embeddings setting (None: the run's)."""
         return getattr(self.judge, "embeddings", None)
