@@ -3,6 +3,7 @@ probability on every BEGIN WoW turn (the WoW part of BEGIN dev, 430 turns), by l
 moved most between the shipped verifier and the last one named. Printed as a table; nothing is fitted.
 
     .venv/bin/python experiments/verifier_leniency.py runs/verifier-joint3/model runs/verifier-joint3-replies/model
+    .venv/bin/python experiments/verifier_leniency.py runs/verifier-facts2/model --set summeval   # 320 summaries
 
 Columns: mean P on the turns people found fully attributable and on the others; the share of attributable turns
 under 0.5 and of the others at 0.5 or more. Then the ``--show`` unattributable turns whose rank rose most and
@@ -31,14 +32,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="+", help="verifier model folders (the shipped verifier is measured first)")
     parser.add_argument("--show", type=int, default=8, help="turns to print each way (default %(default)s)")
+    parser.add_argument("--set", default="begin-wow", choices=("begin-wow", "summeval"),
+                        help="BEGIN WoW (default) or SummEval consistency's first 320 summaries (1 = all experts gave 5)")
     args = parser.parse_args()
-    samples, labels = sets(summeval_limit=2)["begin-wow"]
+    samples, labels = sets(summeval_limit=320)[args.set]
     labels = np.asarray(labels)
     every = range(len(labels))
     scores = {"shipped": np.asarray(weakest(Verifier(), samples, every))}
     for folder in args.models:
         scores[folder] = np.asarray(weakest(Verifier(folder), samples, every))
-    print(f"BEGIN WoW, {len(labels)} turns, {int(labels.sum())} fully attributable\n")
+    print(f"{args.set}, {len(labels)} items, {int(labels.sum())} labelled supported\n")
     print("| verifier | mean P, attributable | mean P, not attributable | attributable under 0.5 | "
           "not attributable at 0.5 or more |")
     print("|---|---:|---:|---:|---:|")
