@@ -14,6 +14,7 @@ from collections import Counter
 import pytest
 
 from calibration.data import pairs as P
+from calibration.data.compress import compress_sentence, cut_tail, drop_age, drop_opening
 from calibration.data.perturb import (
     REPLY_OPENINGS,
     as_reply,
@@ -327,6 +328,57 @@ def test_perturbed_pairs_make_every_kind_deterministically():
     for claim, _, kind in made:
         assert (claim in evidence) == (kind == "copy")  # negatives and trims are new text, copies are not
     assert perturbed_pairs("Too short.", random.Random(0), pool) == []
+
+
+def test_compressions_keep_what_the_sentence_entails_and_refuse_what_would_say_more():
+    assert drop_opening("In 1921, the Westbrook ferry carried 40 passengers.") == "The Westbrook ferry carried 40 passengers."
+    assert drop_opening("Speaking on Monday, the mayor said the bridge would reopen.") == \
+        "The mayor said the bridge would reopen."
+    assert drop_opening("When the storm came, the boats stayed in the harbour.") == "The boats stayed in the harbour."
+    for kept in ("If the storm comes, the boats stay in the harbour.",      # a condition
+                 "According to the mayor, the bridge will reopen soon.",    # an attribution
+                 "Without the grant, the school would close in May.",       # a qualifier
+                 "Now the firm is remaking the series, to air in 2016.",    # the comma ends the main clause
+                 "Sterling, the England forward, scored twice."):          # a name, not a participle
+        assert drop_opening(kept) is None, kept
+    assert cut_tail("The ferry sailed to Bergen in June, and the crew stayed on shore.") == \
+        "The ferry sailed to Bergen in June."
+    assert cut_tail("Ada Moss founded the village school after she moved to Oslo.") == \
+        "Ada Moss founded the village school."
+    assert cut_tail("He has earned 11 caps for his country, scoring once.") is None  # no marker of its own
+    for kept in ("The mayor will reopen the bridge, but only if the council pays.",  # holds only with the rest
+                 "The harbour stayed closed for a while after the storm.",         # "for a while" is no clause
+                 "Moss, who founded the school after the war, retired in 1950.",    # the main verb comes later
+                 "The pond was quiet at dusk."):
+        assert cut_tail(kept) is None, kept
+    assert drop_age("Anna Holm, 54, was born in Bergen.") == "Anna Holm was born in Bergen."
+    assert drop_age("Anna Holm was born in Bergen.") is None
+    sentence = "In 1921, Anna Holm, 54, built the ferry in Bergen after the war ended."
+    made = {compress_sentence(sentence, random.Random(seed), trim_sentence) for seed in range(40)}
+    assert None not in made and len(made) > 2
+    assert compress_sentence(sentence, random.Random(3), trim_sentence) == \
+        compress_sentence(sentence, random.Random(3), trim_sentence)
+    for short in made:  # every compression is the sentence with parts left out, its words in order
+        words = iter(re.findall(r"\w+", sentence.lower()))
+        assert all(word in words for word in re.findall(r"\w+", short.lower())), short
+    assert compress_sentence("The pond was quiet at dusk.", random.Random(0), trim_sentence) is None
+
+
+def test_perturbed_pairs_compress_sentences_for_both_labels_and_change_nothing_without_it():
+    evidence = ("In 1921, the Westbrook ferry first sailed to Bergen, and it carried 40 passengers. Anna Holm, 54, "
+                "built it in Oslo after the war ended. The service is not run in winter, when the fjord freezes.")
+    pool = ["Tom Hale", "Oslo", "Karl Berg"]
+    assert perturbed_pairs(evidence, random.Random(0), pool, compress=0.0) == \
+        perturbed_pairs(evidence, random.Random(0), pool)
+    kinds = Counter()
+    for seed in range(30):
+        for claim, label, kind in perturbed_pairs(evidence, random.Random(seed), pool, compress=1.0):
+            kinds[kind, label] += 1
+            if kind == "compressed":
+                assert claim not in evidence.split(". ") and label == 1
+    assert kinds["compressed", 1] > 0
+    assert sum(n for (kind, label), n in kinds.items() if kind.endswith("_compressed") and label == 0) > 0
+    assert not any(label == 1 and kind.endswith("_compressed") for kind, label in kinds)
 
 
 def test_as_reply_dresses_a_claim_without_changing_its_words():

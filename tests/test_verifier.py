@@ -4,6 +4,7 @@ switch, and training (seeded, resumable) on a tiny slice."""
 import json
 import os
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -419,6 +420,27 @@ def test_as_replies_dresses_that_share_of_the_rule_made_pairs_and_keeps_the_rest
     for bad in (-0.1, 1.5, True, "half"):
         with pytest.raises(ValueError, match="as_replies must be a share in"):
             training_mix(replace(config, as_replies=bad))
+
+
+def test_compressed_adds_compressions_of_both_labels_to_the_rule_made_pairs():
+    from dataclasses import replace
+
+    from calibration.data.loaders import data_dir
+    from calibration.fitting.verifier_training import TrainConfig, training_mix
+
+    try:
+        data_dir()
+    except FileNotFoundError:
+        pytest.skip("needs ../shared/data")
+    config = TrainConfig(per_source={"fever_symmetric": 200}, perturbed=300, begin_parts=(), held_out=0)
+    mix = training_mix(replace(config, compressed=0.5))[0]
+    assert len(mix) == len(training_mix(config)[0])
+    sources = Counter(p.source for p in mix if "compressed" in p.source)
+    assert sources["perturbed_compressed"] > 0 and any(s.endswith("_compressed") and s != "perturbed_compressed"
+                                                       for s in sources)
+    for bad in (-0.1, 1.5, True, "half"):
+        with pytest.raises(ValueError, match="compressed must be a share in"):
+            training_mix(replace(config, compressed=bad))
 
 
 def labelled(n: int, positives: int):

@@ -13,7 +13,9 @@ Negatives (label 0), each a function that returns None when the sentence has not
   before/after, north/south, won/lost, larger/smaller, more/less, above/below, first/last ...).
 
 Positives (label 1): the sentence itself ("copy"), or the sentence without a parenthetical or an
-appositive / trailing relative clause ("trim"; ``trim_sentence``), which the sentence still entails.
+appositive / trailing relative clause ("trim"; ``trim_sentence``), which the sentence still entails; with
+``perturbed_pairs(compress=...)``, sentences compressed first (``calibration.data.compress``), as
+positives ("compressed") and with a fact changed ("<kind>_compressed") alike.
 
 ``as_reply`` dresses a claim of either label as a chat reply ("yes, ...", "did you know ...?", lower case,
 spaced punctuation) without changing what it asserts, so that the form a reply takes says nothing about
@@ -33,6 +35,7 @@ import random
 import re
 from collections.abc import Sequence
 
+from calibration.data.compress import compress_sentence
 from judges.data.language import split_sentences
 
 # --- numbers --------------------------------------------------------------------------------------------
@@ -333,21 +336,32 @@ def as_reply(claim: str, rng: random.Random) -> str:
 # --- pairs ----------------------------------------------------------------------------------------------
 
 NEGATIVE_KINDS = ("number", "name", "negation", "direction")
-POSITIVE_KINDS = ("copy", "trim")
+POSITIVE_KINDS = ("copy", "trim", "compressed")
 MIN_WORDS = 4
 
 
-def perturbed_pairs(evidence: str, rng: random.Random, name_pool: Sequence[str]) -> list[tuple[str, int, str]]:
+def perturbed_pairs(evidence: str, rng: random.Random, name_pool: Sequence[str],
+                    compress: float = 0.0) -> list[tuple[str, int, str]]:
     """(claim, label, kind) pairs made from ``evidence``'s sentences (those of ``MIN_WORDS`` words or
     more): at most one negative of each kind in ``NEGATIVE_KINDS`` (label 0; each on a sentence picked with
     ``rng`` among those where the rule applies), then up to as many positives (label 1): one "trim" where
     a sentence can be trimmed and "copy" of distinct sentences (at least one positive; the labels balance
     when the evidence has as many sentences as negatives). ``name_pool`` feeds ``swap_name`` (``names_in`` of other
     evidence texts is a good pool). Negatives that happen to occur verbatim in the evidence are dropped.
-    Deterministic given ``rng``'s state."""
+    With ``compress`` > 0, that share of the sentences is first replaced by a faithful compression
+    (``compress.compress_sentence``) where one exists, so compressions come with both labels: a copy of
+    one is kind "compressed", a fact changed in one is "<kind>_compressed" (with 0, no random draw is
+    added: the pairs are those made before this option). Deterministic given ``rng``'s state."""
     sentences = [s for s in split_sentences(evidence) if len(s.split()) >= MIN_WORDS]
     if not sentences:
         return []
+    shortened = [False] * len(sentences)
+    if compress > 0:
+        for index, sentence in enumerate(sentences):
+            if rng.random() < compress:
+                shorter = compress_sentence(sentence, rng, trim_sentence)
+                if shorter:
+                    sentences[index], shortened[index] = shorter, True
     rules = {
         "number": lambda s: change_number(s, rng, avoid=evidence),
         "name": lambda s: swap_name(s, rng, name_pool, avoid=evidence),
@@ -361,7 +375,7 @@ def perturbed_pairs(evidence: str, rng: random.Random, name_pool: Sequence[str])
         for index in order:
             claim = rules[kind](sentences[index])
             if claim and claim != sentences[index] and claim not in evidence:
-                pairs.append((claim, 0, kind))
+                pairs.append((claim, 0, f"{kind}_compressed" if shortened[index] else kind))
                 break
     wanted = max(1, len(pairs))
     order = list(range(len(sentences)))
@@ -372,10 +386,11 @@ def perturbed_pairs(evidence: str, rng: random.Random, name_pool: Sequence[str])
         if trimmed:
             positives.append((trimmed, 1, "trim"))
             break
+    order.sort(key=lambda i: not shortened[i])  # compressions first, so their labels balance
     for index in order:
         if len(positives) >= wanted:
             break
-        copy = (sentences[index], 1, "copy")
+        copy = (sentences[index], 1, "compressed" if shortened[index] else "copy")
         if copy not in positives:
             positives.append(copy)
     return pairs + positives[:wanted]

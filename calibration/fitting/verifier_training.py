@@ -57,6 +57,10 @@ class TrainConfig:
     #: they are made, with a random stream of their own (the pairs stay those of the undressed mix); 0 in
     #: the shipped model's mix.
     as_replies: float = 0.0
+    #: The share of evidence sentences compressed faithfully (``calibration.data.compress``) before the
+    #: rules make pairs from them, so compressions come as positives and with a changed fact alike; 0 in
+    #: the shipped model's mix.
+    compressed: float = 0.0
     #: Supported pairs whose claim is in other words than its evidence, drawn again on top of the mix
     #: (``other_words_positives``); 0 in the shipped model's mix.
     other_words: int = 0
@@ -87,17 +91,19 @@ def begin_pairs(parts: Sequence[str]) -> list[EvidencePair]:
             if (s.retrieved_contexts[0], s.response) not in demo]
 
 
-def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int, as_replies: float = 0.0) -> list[EvidencePair]:
+def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int, as_replies: float = 0.0,
+               compressed: float = 0.0) -> list[EvidencePair]:
     """``n`` copy-with-a-changed-fact pairs (and exact or trimmed copies as positives) made by rules from the
     evidence of ``pairs`` (training evidence only); a share ``as_replies`` of them, of either label, with the
-    claim dressed as a chat reply (``as_reply``; source ``perturbed_<kind>_reply``)."""
+    claim dressed as a chat reply (``as_reply``; source ``perturbed_<kind>_reply``); a share ``compressed``
+    of the evidence sentences compressed first (``perturbed_pairs(compress=)``)."""
     rng = random.Random(f"{seed}:perturbed")
     evidence = list(dict.fromkeys(p.evidence for p in pairs if 40 <= len(p.evidence) <= 1200))
     rng.shuffle(evidence)
     pool = [name for text in evidence[:3000] for name in names_in(text)]
     out: list[EvidencePair] = []
     for text in evidence:
-        for claim, label, kind in perturbed_pairs(text, rng, pool):
+        for claim, label, kind in perturbed_pairs(text, rng, pool, compress=compressed):
             out.append(EvidencePair(text, claim, label, f"perturbed_{kind}", f"perturbed:{len(out)}"))
         if len(out) >= n:
             break
@@ -126,11 +132,12 @@ def training_mix(config: TrainConfig) -> tuple[list[EvidencePair], list[Evidence
     """(train, held-out) pairs: the seeded mix, split so no group is on both sides."""
     if isinstance(config.begin_repeat, bool) or not isinstance(config.begin_repeat, int) or config.begin_repeat < 1:
         raise ValueError(f"TrainConfig: begin_repeat must be an int >= 1, got {config.begin_repeat!r}")
-    if isinstance(config.as_replies, bool) or not isinstance(config.as_replies, int | float) \
-            or not 0.0 <= config.as_replies <= 1.0:
-        raise ValueError(f"TrainConfig: as_replies must be a share in [0, 1], got {config.as_replies!r}")
+    for name in ("as_replies", "compressed"):
+        share = getattr(config, name)
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
+            raise ValueError(f"TrainConfig: {name} must be a share in [0, 1], got {share!r}")
     corpus = training_pairs(tuple(config.per_source), config.per_source, seed=config.seed)
-    pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed, config.as_replies)
+    pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed, config.as_replies, config.compressed)
              + begin_pairs(config.begin_parts) * config.begin_repeat
              + other_words_positives(config.other_words, config.seed))
     rng = random.Random(f"{config.seed}:split")
