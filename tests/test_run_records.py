@@ -236,6 +236,17 @@ def test_a_run_file_knows_the_lm_and_embedder_a_metric_runs_with_and_refuses_a_r
     (folder / "config.json").write_text('{"retrained": true}')
     assert embedder_identity(str(folder))["files"] != first["files"]
     assert metric_config(SemanticSimilarity(), embeddings="openai/emb")["models"] == {"embedder": {"embedder": "openai/emb"}}
+    from calibration.fitting.calibrators import Calibrator
+    from calibration.fitting.compiled import CompiledJudge
+    from judges import ResponseRelevancy
+
+    own = CompiledJudge(ResponseRelevancy(embeddings="openai/own"), Calibrator("stacked", True, ["embedding_similarity"]))
+    models = metric_config(own, embeddings="openai/emb")["models"]  # the feature embeds with the run's embedder
+    assert (models["embedder"], models["run_embedder"]) == ({"embedder": "openai/own"}, {"embedder": "openai/emb"})
+    assert "run_embedder" not in metric_config(CompiledJudge(ResponseRelevancy(embeddings="openai/own")),
+                                               embeddings="openai/emb")["models"]
+    assert "run_embedder" not in metric_config(CompiledJudge(ResponseRelevancy(), own.calibrator),
+                                               embeddings="openai/emb")["models"]  # one embedder: recorded once
 
     metric, path = Faithfulness(), tmp_path / "run.jsonl"
     with RunFile(path, run_header(["a"], [metric.name], [metric], lm=served)):

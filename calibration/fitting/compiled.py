@@ -68,6 +68,12 @@ class CompiledJudge(Metric):
         """The judge's own embeddings setting (None: the run's)."""
         return getattr(self.judge, "embeddings", None)
 
+    @property
+    def uses_run_embedder(self) -> bool:
+        """Whether a feature embeds with the run's embedder (``embedding_similarity`` does) whatever the
+        judge's own: the run file then records that embedder too."""
+        return "embedding_similarity" in self.calibrator.features
+
     def model_identity(self) -> dict[str, Any]:
         """The judge's own models (a verifier's weights), and the memory's embedder when it has one of its
         own (else it embeds with the run's, which the run file records as this judge's embedder)."""

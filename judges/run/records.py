@@ -54,7 +54,8 @@ def metric_config(metric: Metric, lm: Any = None, embeddings: Any = None) -> dic
     """The metric's class and constructor settings (``get_params``), for run-file identity, and its models
     when it has any: those it loads itself (``model_identity``), the LM and adapter it judges with
     (``lm_identity``: its own ``lm=``, else ``lm`` here, the run's, else DSPy's configured one, else the
-    embedded one) and the embedder it uses (``embedder_identity``, chosen the same way)."""
+    embedded one) and the embedder it uses (``embedder_identity``, chosen the same way; and the run's too when
+    the metric has its own but a feature embeds with the run's, ``uses_run_embedder``)."""
     config = {"class": type(metric).__name__, "settings": jsonable(metric.get_params())}
     models = dict(metric.model_identity())
     if metric.needs_lm:
@@ -63,6 +64,8 @@ def metric_config(metric: Metric, lm: Any = None, embeddings: Any = None) -> dic
     if metric.needs_embeddings:
         own = getattr(metric, "embeddings", None)
         models["embedder"] = embedder_identity(own if own is not None else embeddings)
+        if own is not None and getattr(metric, "uses_run_embedder", False):
+            models["run_embedder"] = embedder_identity(embeddings)  # a calibrator feature embeds with it
     return {**config, "models": jsonable(models)} if models else config
 
 
