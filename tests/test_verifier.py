@@ -248,7 +248,7 @@ def test_any_sequence_classification_folder_plugs_in_with_its_supported_label(tm
         Verifier(tmp_path)
 
 
-def test_long_evidence_is_chunked_with_overlap_and_each_claim_takes_its_best_chunk_or_sentence():
+def test_long_evidence_is_chunked_with_overlap_and_each_claim_takes_its_best_chunk_or_sentence(monkeypatch):
     verifier = resolve_verifier(None)
     sentences = [f"Fact number {i} says the river is {i} kilometres long." for i in range(40)]
     chunks = verifier.chunks([" ".join(sentences)])
@@ -267,6 +267,15 @@ def test_long_evidence_is_chunked_with_overlap_and_each_claim_takes_its_best_chu
     claim = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
     assert only_chunks.support([evidence], [claim])[0]["probability"] < 0.5 < verifier.support([evidence], [claim])[0]["probability"]
     assert best_sentence("Cats purr. Dogs bark loudly.", "the dogs bark") == "Dogs bark loudly."
+    # a unit's sentences from the split that made it: the same answer without splitting the unit again
+    assert best_sentence("Cats purr. Dogs bark loudly.", "the dogs bark", ["Cats purr.", "Dogs bark loudly."]) == \
+        "Dogs bark loudly."
+    import judges.lm.verifier as V
+
+    splits, real_split = [], V.split_sentences
+    monkeypatch.setattr(V, "split_sentences", lambda text: splits.append(text) or real_split(text))
+    verifier.support([" ".join(sentences)], ["The river is 37 kilometres long.", "Fact 2 is 2 kilometres."])
+    assert splits == [" ".join(sentences)]  # the evidence is split once; its units are never split again
 
 
 def test_a_shortlist_scores_each_claim_against_its_k_units_sharing_most_rare_words():

@@ -185,15 +185,16 @@ class Verifier:
     def chunks(self, evidence: Sequence[str]) -> list[str]:
         """Each evidence text cut into windows of whole sentences of about ``chunk_tokens`` tokens, each
         window starting at the previous one's last sentence (the overlap); a text that fits is one chunk."""
-        return self._windows([(text, split_sentences(text) or [text]) for text in evidence])
+        return [chunk for chunk, _ in self._windows([(text, split_sentences(text) or [text]) for text in evidence])]
 
-    def _windows(self, split: list[tuple[str, list[str]]]) -> list[str]:
-        """``chunks`` of texts already split into sentences (``units`` splits each text once for both)."""
+    def _windows(self, split: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
+        """``chunks`` of texts already split into sentences (``units`` splits each text once for both), each
+        with its sentences."""
         out = []
         for text, sentences in split:
             lengths = self._token_counts(sentences)
             if sum(lengths) <= self.chunk_tokens:
-                out.append(text.strip())
+                out.append((text.strip(), sentences))
                 continue
             start = 0
             while start < len(sentences):
@@ -201,21 +202,29 @@ class Verifier:
                 while end < len(sentences) and (end == start or size + lengths[end] <= self.chunk_tokens):
                     size += lengths[end]
                     end += 1
-                out.append(" ".join(sentences[start:end]))
+                out.append((" ".join(sentences[start:end]), sentences[start:end]))
                 if end >= len(sentences):
                     break
                 start = end - 1 if end - 1 > start else end
-        return [c for c in out if c]
+        return [(chunk, sentences) for chunk, sentences in out if chunk]
 
     def units(self, evidence: Sequence[str]) -> list[str]:
         """What a claim is checked against: the chunks, then (``single_sentences``) each evidence sentence not
         already a chunk of its own."""
+        return list(self._unit_sentences(evidence))
+
+    def _unit_sentences(self, evidence: Sequence[str]) -> dict[str, list[str]]:
+        """``units``, each with its sentences (split once: ``best_sentence`` need not split a unit again)."""
         split = [(text, split_sentences(text) or [text]) for text in evidence]
-        chunks = self._windows(split)
-        if not self.single_sentences:
-            return chunks
-        sentences = [s.strip() for _, each in split for s in each]
-        return list(dict.fromkeys(chunks + [s for s in sentences if s]))
+        units: dict[str, list[str]] = {}
+        for chunk, sentences in self._windows(split):
+            units.setdefault(chunk, sentences)
+        if self.single_sentences:
+            for _, each in split:
+                for sentence in each:
+                    if sentence.strip():
+                        units.setdefault(sentence.strip(), [sentence.strip()])
+        return units
 
     def support(self, evidence: Sequence[str], claims: Sequence[str]) -> list[dict[str, Any]]:
         """Per claim: ``probability`` (its best unit's, see ``units``; with ``top_units``, the best of its
@@ -224,7 +233,8 @@ class Verifier:
         claims = list(claims)
         if not claims:
             return []
-        units = self.units(evidence)
+        unit_sentences = self._unit_sentences(evidence)
+        units = list(unit_sentences)
         if not units:
             raise ValueError("Verifier.support: the evidence is empty")
         if self.top_units is None or self.top_units >= len(units):
@@ -239,7 +249,8 @@ class Verifier:
             at += len(chosen)
             best = chosen[int(np.argmax(mine))]
             rows.append({"claim": claim, "probability": float(mine.max()), "chunk": units[best],
-                         "sentence": best_sentence(units[best], claim), "units_scored": len(chosen)})
+                         "sentence": best_sentence(units[best], claim, unit_sentences[units[best]]),
+                         "units_scored": len(chosen)})
         return rows
 
     def __repr__(self) -> str:
@@ -279,10 +290,11 @@ def shortlist(units: Sequence[str], claims: Sequence[str], k: int) -> list[list[
     return out
 
 
-def best_sentence(text: str, claim: str) -> str:
-    """The sentence of ``text`` sharing most words with ``claim`` (the first among equals)."""
+def best_sentence(text: str, claim: str, sentences: Sequence[str] | None = None) -> str:
+    """The sentence of ``text`` (its ``sentences`` when already split) sharing most words with ``claim`` (the
+    first among equals)."""
     words = set(tokenize(claim))
-    sentences = split_sentences(text) or [text]
+    sentences = sentences or split_sentences(text) or [text]
     return max(sentences, key=lambda s: len(words & set(tokenize(s))))
 
 
