@@ -42,6 +42,9 @@ _SUBORDINATORS = {"after", "before", "since", "although", "though", "while", "wh
 _KEEP_OPENING = {"if", "unless", "without", "except", "only", "never", "not", "no", "hardly", "according",
                  "should", "had", "were", "whether", "assuming", "provided", "supposedly", "allegedly",
                  "reportedly", "perhaps", "maybe", "possibly", "probably", "apparently", "hypothetically"}
+#: Words that make an opening restrict what the rest claims ("In theory, ...", "In some cases, ...").
+_SCOPE = re.compile(r"\b(?:not|never|no|theory|principle|some|most|many|part|certain|case|cases|rarely|"
+                    r"sometimes|often|usually|general|hypothetically|possibly|likely)\b")
 _OPENING = re.compile(r"^([A-Za-z][\w'-]*)\b[^,]{0,90},\s+(?=\S)")
 
 #: Where a tail can be cut: a clause that adds to the first part without qualifying it.
@@ -73,7 +76,7 @@ def drop_opening(sentence: str) -> str | None:
         return None
     first = match.group(1).lower()
     opening = sentence[:match.end()].lower()
-    if first in _KEEP_OPENING or _NEVER_CUT.search(opening) or re.search(r"\b(?:not|never|no)\b", opening):
+    if first in _KEEP_OPENING or _NEVER_CUT.search(opening) or _SCOPE.search(opening):
         return None
     participle = re.fullmatch(r"[a-z]{3,}(?:ing|ed)", first) and len(opening.split()) >= 3
     if first not in _OPENING_WORDS and not participle:
