@@ -331,37 +331,49 @@ def test_perturbed_pairs_make_every_kind_deterministically():
 
 
 def test_compressions_keep_what_the_sentence_entails_and_refuse_what_would_say_more():
-    assert drop_opening("In 1921, the Westbrook ferry carried 40 passengers.") == "The Westbrook ferry carried 40 passengers."
+    assert drop_opening("In 1921, the Westbrook ferry carried passengers to Bergen.") == \
+        "The Westbrook ferry carried passengers to Bergen."
     assert drop_opening("Speaking on Monday, the mayor said the bridge would reopen.") == \
         "The mayor said the bridge would reopen."
-    assert drop_opening("When the storm came, the boats stayed in the harbour.") == "The boats stayed in the harbour."
+    assert drop_opening("After the storm ended, the boats stayed in the harbour.") == "The boats stayed in the harbour."
+    assert drop_opening("However, the mayor refused to comment on the bridge.") == "The mayor refused to comment on the bridge."
     for kept in ("If the storm comes, the boats stay in the harbour.",      # a condition
                  "According to the mayor, the bridge will reopen soon.",    # an attribution
                  "Without the grant, the school would close in May.",       # a qualifier
                  "In most cases, the school closes in May.",                # a restriction of scope
+                 "In the UK, the single peaked at number three.",           # a place
+                 "Under the proposal, income taxes would rise sharply.",    # a scope
+                 "With the exception of Smith, all the players were paid.",
+                 "In 2010, the firm had 50 employees in Oslo.",             # the number holds for 2010 only
                  "Now the firm is remaking the series, to air in 2016.",    # the comma ends the main clause
-                 "Sterling, the England forward, scored twice."):          # a name, not a participle
+                 "After the war he moved to Paris, where he met his wife.",  # what is left is no clause
+                 "On Monday, March 3, the council met again in the hall.",  # the opening goes on
+                 "Sterling, the England forward, scored twice."):
         assert drop_opening(kept) is None, kept
     assert cut_tail("The ferry sailed to Bergen in June, and the crew stayed on shore.") == \
         "The ferry sailed to Bergen in June."
-    assert cut_tail("Ada Moss founded the village school after she moved to Oslo.") == \
-        "Ada Moss founded the village school."
-    assert cut_tail("He has earned 11 caps for his country, scoring once.") is None  # no marker of its own
+    assert cut_tail("The boy's leg was injured in the fall, but he was not attacked by the animals.") == \
+        "The boy's leg was injured in the fall."
+    assert cut_tail("Ada Moss founded the village school despite strong opposition.") == "Ada Moss founded the village school."
     for kept in ("The mayor will reopen the bridge, but only if the council pays.",  # holds only with the rest
-                 "The harbour stayed closed for a while after the storm.",         # "for a while" is no clause
+                 "Officials from the ministry said Smith, and not Jones, was to blame.",
+                 "The whole village was evacuated on Monday, after the dam failed, police said.",  # reported
+                 "\u201cThe club will win the league this season, and nobody can stop us.\u201d",  # quoted
+                 "Birmingham is the most populous city in Britain after London.",  # "after" as "next to"
+                 "The village of Westbrook was named after the river that runs past it.",
+                 "When the storm reached the town, and the river burst its banks, the mayor left.",
+                 "The company was founded by Smith, Jones, and Brown in a garage.",  # a list
                  "Moss, who founded the school after the war, retired in 1950.",    # the main verb comes later
+                 "The era began with a mass extinction, in which many groups, including the reptiles, died.",
                  "The pond was quiet at dusk."):
         assert cut_tail(kept) is None, kept
     assert drop_age("Anna Holm, 54, was born in Bergen.") == "Anna Holm was born in Bergen."
     assert drop_age("Anna Holm was born in Bergen.") is None
-    sentence = "In 1921, Anna Holm, 54, built the ferry in Bergen after the war ended."
+    sentence = "Last year, Anna Holm, 54, built the ferry in Bergen, and the town paid for its engine."
     made = {compress_sentence(sentence, random.Random(seed), trim_sentence) for seed in range(40)}
     assert None not in made and len(made) > 2
     assert compress_sentence(sentence, random.Random(3), trim_sentence) == \
         compress_sentence(sentence, random.Random(3), trim_sentence)
-    for short in made:  # every compression is the sentence with parts left out, its words in order
-        words = iter(re.findall(r"\w+", sentence.lower()))
-        assert all(word in words for word in re.findall(r"\w+", short.lower())), short
     assert compress_sentence("The pond was quiet at dusk.", random.Random(0), trim_sentence) is None
 
 
@@ -369,14 +381,22 @@ def test_perturbed_pairs_compress_sentences_for_both_labels_and_change_nothing_w
     evidence = ("In 1921, the Westbrook ferry first sailed to Bergen, and it carried 40 passengers. Anna Holm, 54, "
                 "built it in Oslo after the war ended. The service is not run in winter, when the fjord freezes.")
     pool = ["Tom Hale", "Oslo", "Karl Berg"]
-    assert perturbed_pairs(evidence, random.Random(0), pool, compress=0.0) == \
-        perturbed_pairs(evidence, random.Random(0), pool)
+    # without compressions, what the code made before they existed (the shipped model's mix stays reproducible)
+    assert perturbed_pairs(evidence, random.Random(0), pool) == [
+        ("In 1923, the Westbrook ferry first sailed to Bergen, and it carried 40 passengers.", 0, "number"),
+        ("In 1921, the Westbrook ferry first sailed to Tom Hale, and it carried 40 passengers.", 0, "name"),
+        ("In 1921, the Westbrook ferry first never sailed to Bergen, and it carried 40 passengers.", 0, "negation"),
+        ("Anna Holm, 54, built it in Oslo before the war ended.", 0, "direction"),
+        ("Anna Holm, 54, built it in Oslo after the war ended.", 1, "copy"),
+        ("The service is not run in winter, when the fjord freezes.", 1, "copy"),
+        ("In 1921, the Westbrook ferry first sailed to Bergen, and it carried 40 passengers.", 1, "copy")]
+    sentences = {s.strip() for s in re.split(r"(?<=\.)\s+", evidence)}
     kinds = Counter()
     for seed in range(30):
         for claim, label, kind in perturbed_pairs(evidence, random.Random(seed), pool, compress=1.0):
             kinds[kind, label] += 1
             if kind == "compressed":
-                assert claim not in evidence.split(". ") and label == 1
+                assert claim not in sentences and label == 1
     assert kinds["compressed", 1] > 0
     assert sum(n for (kind, label), n in kinds.items() if kind.endswith("_compressed") and label == 0) > 0
     assert not any(label == 1 and kind.endswith("_compressed") for kind, label in kinds)

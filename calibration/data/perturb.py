@@ -384,7 +384,7 @@ def perturbed_pairs(evidence: str, rng: random.Random, name_pool: Sequence[str],
     for index in order:
         trimmed = trim_sentence(sentences[index])
         if trimmed:
-            positives.append((trimmed, 1, "trim"))
+            positives.append((trimmed, 1, "compressed" if shortened[index] else "trim"))
             break
     order.sort(key=lambda i: not shortened[i])  # compressions first, so their labels balance
     for index in order:
