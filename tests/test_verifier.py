@@ -382,6 +382,40 @@ def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path):
     assert meta["sha256"] == manifest["sha256"]
 
 
+def test_average_from_writes_the_average_of_late_snapshots_beside_the_same_run_and_survives_a_resume(
+        tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from safetensors.torch import load_file
+
+    from calibration.data.loaders import data_dir
+    from calibration.fitting import verifier_training
+    from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME, TrainConfig, train_verifier
+
+    try:
+        data_dir()
+    except FileNotFoundError:
+        pytest.skip("needs ../shared/data")
+    monkeypatch.setattr(verifier_training, "AVERAGE_EVERY", 2)
+    plain = TrainConfig(per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8, batch_size=8,
+                        eval_every=100, checkpoint_every=3)
+    config = replace(plain, average_from=0.3)
+    final = train_verifier(tmp_path / "plain", plain, progress=False)
+    whole = train_verifier(tmp_path / "whole", config, progress=False)
+    train_verifier(tmp_path / "resumed", config, progress=False, max_steps=4)  # stops with snapshots taken
+    train_verifier(tmp_path / "resumed", config, progress=False)
+    a, b = load_file(str(final)), load_file(str(whole))
+    assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)  # the average never feeds back
+    averaged = tmp_path / "whole" / "averaged" / WEIGHTS_NAME
+    avg, again = load_file(str(averaged)), load_file(str(tmp_path / "resumed" / "averaged" / WEIGHTS_NAME))
+    assert set(avg) == set(a) and any(not np.array_equal(avg[k].numpy(), a[k].numpy()) for k in a)
+    assert all(np.array_equal(avg[k].numpy(), again[k].numpy()) for k in avg)  # resumed: the same average
+    _, _, meta = load_shipped(averaged, averaged.parent / MANIFEST_NAME)
+    assert "snapshots" in meta["averaged"]
+    with pytest.raises(ValueError, match="average_from must be a share in"):
+        train_verifier(tmp_path / "bad", replace(plain, average_from=1.5), progress=False)
+
+
 def test_begin_repeat_puts_the_begin_pairs_in_the_mix_that_many_times_on_one_side_of_the_split():
     from dataclasses import replace
 

