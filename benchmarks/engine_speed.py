@@ -38,7 +38,7 @@ from sklearn.metrics import roc_auc_score
 
 from calibration.data.loaders import load_begin
 from judges import Faithfulness
-from judges.lm.engine import LlamaCppEngine
+from judges.lm.engine import LlamaCppEngine, weight_repacking
 from judges.lm.files import AS_IS, embedded_model_file
 from judges.lm.sampling import GreedyGrammarSampler
 
@@ -68,8 +68,9 @@ def raw_speed(threads: int, weights: str, repeats: int = 3) -> tuple[float, floa
     for prompts and generation alike (llama-cpp-python otherwise evaluates prompts on every core)."""
     from llama_cpp import Llama
 
-    llama = Llama(model_path=str(embedded_model_file(weights)), n_ctx=2048, n_threads=threads,
-                  n_threads_batch=threads, n_batch=512, verbose=False)
+    with weight_repacking():  # as the engine loads it
+        llama = Llama(model_path=str(embedded_model_file(weights)), n_ctx=2048, n_threads=threads,
+                      n_threads_batch=threads, n_batch=512, verbose=False)
     prompt = " ".join(["The quick brown fox jumps over the lazy dog."] * 50)
     tokens = llama.tokenize(prompt.encode())[:500]
     prompt_rate = generation_rate = 0.0

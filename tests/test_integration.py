@@ -267,7 +267,7 @@ def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
     the same completion token for token, while the whole vocabulary is tested on a minority of steps."""
     from llama_cpp import Llama, LlamaGrammar
 
-    from judges.lm.engine import judge_llama_class
+    from judges.lm.engine import judge_llama_class, weight_repacking
     from judges.lm.files import embedded_gguf_path
 
     schema = {"type": "object", "properties": {
@@ -282,7 +282,8 @@ def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
                "Context: 水は摂氏100度で沸騰する。\nClaims: 水は100度で沸騰する; 氷は熱い。"]
     texts = {}
     for cls in (Llama, judge_llama_class()):
-        llama = cls(model_path=str(embedded_gguf_path()), n_ctx=1024, n_threads=2, verbose=False)
+        with weight_repacking():
+            llama = cls(model_path=str(embedded_gguf_path()), n_ctx=1024, n_threads=2, verbose=False)
         texts[cls] = []
         for prompt in prompts:
             out = llama.create_chat_completion(messages=[{"role": "user", "content": prompt}], temperature=0.0,
@@ -304,13 +305,15 @@ def test_the_re_encoded_weights_are_the_shipped_model_within_rounding():
     from llama_cpp import Llama
 
     from calibration.data.loaders import load_begin_slice
+    from judges.lm.engine import weight_repacking
     from judges.lm.files import embedded_gguf_path, embedded_model_file
 
     prompts = [f"<|im_start|>user\nContext: {s.retrieved_contexts[0]}\nResponse: {s.response}\nIs the response "
                f"supported by the context?<|im_end|>\n<|im_start|>assistant\n" for s in list(load_begin_slice().dataset)[:12]]
 
     def log_probabilities(path):
-        llama = Llama(model_path=str(path), n_ctx=1024, n_threads=2, logits_all=True, verbose=False)
+        with weight_repacking():
+            llama = Llama(model_path=str(path), n_ctx=1024, n_threads=2, logits_all=True, verbose=False)
         rows = []
         for prompt in prompts:
             tokens = llama.tokenize(prompt.encode(), special=True)

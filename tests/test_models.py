@@ -8,7 +8,7 @@ import pytest
 from dspy.utils import DummyLM
 
 from judges.lm.embeddings import Embedder, resolve_embedder
-from judges.lm.engine import LlamaCppEngine
+from judges.lm.engine import LlamaCppEngine, weight_repacking
 from judges.lm.files import (
     embedded_embedder_path,
     embedded_gguf_path,
@@ -96,6 +96,32 @@ def test_engine_state_round_trips():
     assert local_lm().engine.draft_tokens == 0 and drafted.engine is not local_lm().engine
     with pytest.raises(ValueError, match="draft_tokens"):
         LlamaCppEngine(embedded_gguf_path(), draft_tokens=512)
+    assert LlamaCppEngine.load_state({**engine.dump_state(), "repack_weights": False}).repack_weights is False
+    with pytest.raises(ValueError, match="repack_weights"):
+        LlamaCppEngine(embedded_gguf_path(), repack_weights="no")
+
+
+def test_weight_repacking_is_off_where_the_cpu_offers_amx_and_restored_after(monkeypatch):
+    """llama.cpp's AMX repacked weights crash the first prompt batch on an AMX VM here (issue 20824), and
+    llama-cpp-python's Llama has no argument for it: the block sets it on the defaults Llama starts from."""
+    import llama_cpp.llama_cpp as bindings
+
+    from judges.lm import engine as engine_module
+
+    original = bindings.llama_model_default_params
+    assert original().use_extra_bufts is True  # llama.cpp's default
+    with weight_repacking(False):
+        assert bindings.llama_model_default_params().use_extra_bufts is False
+    assert bindings.llama_model_default_params is original
+    with pytest.raises(RuntimeError), weight_repacking(False):
+        raise RuntimeError("a failed load")
+    assert bindings.llama_model_default_params is original
+    for amx, repacked in ((True, False), (False, True)):
+        monkeypatch.setattr(engine_module, "cpu_offers_amx", lambda amx=amx: amx)
+        with weight_repacking():
+            assert bindings.llama_model_default_params().use_extra_bufts is repacked
+        with weight_repacking(True):
+            assert bindings.llama_model_default_params().use_extra_bufts is True
 
 
 def test_bounded_schema_caps_strings_arrays_and_ranged_integers():

@@ -8,6 +8,7 @@ threads and drafting wired in). Must not decide which model or LM a judge uses (
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -36,6 +37,49 @@ from judges.lm.threads import DecodeThreads
 
 DEFAULT_N_CTX = 4096
 DEFAULT_MAX_TOKENS = 1024
+_MODEL_PARAMS_LOCK = threading.Lock()
+
+
+def cpu_offers_amx() -> bool:
+    """Whether this CPU offers AMX int8 tiles (``/proc/cpuinfo``; False where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
+            return any(line.startswith("flags") and " amx_int8" in line for line in handle)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def weight_repacking(enabled: bool | None = None):
+    """llama.cpp models loaded inside the block have their weights repacked into its extra buffer types
+    (AMX tiles, wider SIMD layouts) when ``enabled``, and kept as the file has them when not; None turns
+    repacking off where the CPU offers AMX (``cpu_offers_amx``) and leaves it on elsewhere.
+
+    llama-cpp-python's ``Llama`` has no argument for it (llama.cpp's ``use_extra_bufts``), so the block
+    sets it on the model defaults ``Llama`` starts from; loads from other threads wait meanwhile. Why it
+    exists: on a Sapphire Rapids VM here the AMX repacked weights crash the first prompt of two or more
+    tokens (SIGSEGV in ``ggml_backend_amx_mul_mat``; llama.cpp issue 20824, open, no fix; DSPy's CI met it
+    too), while single-token steps run."""
+    if enabled is None:
+        enabled = not cpu_offers_amx()
+    if enabled:  # llama.cpp's own default
+        yield
+        return
+    import llama_cpp.llama_cpp as bindings
+
+    with _MODEL_PARAMS_LOCK:
+        defaults = bindings.llama_model_default_params
+
+        def without_extra_buffers():
+            params = defaults()
+            params.use_extra_bufts = False
+            return params
+
+        bindings.llama_model_default_params = without_extra_buffers
+        try:
+            yield
+        finally:
+            bindings.llama_model_default_params = defaults
 
 
 def _message_text(message: Message) -> str:
@@ -147,6 +191,7 @@ class LlamaCppEngine:
         adaptive_threads: bool = True,
         draft_tokens: int = 0,
         flash_attn: bool = False,
+        repack_weights: bool | None = None,
         verbose: bool = False,
     ):
         self.model_path = str(model_path)
@@ -170,6 +215,9 @@ class LlamaCppEngine:
             raise ValueError(f"LlamaCppEngine: draft_tokens must be an int in [0, n_batch), got {draft_tokens!r}")
         self.draft_tokens = draft_tokens
         self.flash_attn = bool(flash_attn)
+        if repack_weights is not None and not isinstance(repack_weights, bool):
+            raise ValueError(f"LlamaCppEngine: repack_weights must be a bool or None, got {repack_weights!r}")
+        self.repack_weights = repack_weights
         self._llamas: dict[Any, Any] = {}  # (logprobs, prompt family) -> Llama, least recently used first
         self._lock = threading.Lock()
 
@@ -190,6 +238,7 @@ class LlamaCppEngine:
             "adaptive_threads": self.adaptive_threads,
             "draft_tokens": self.draft_tokens,
             "flash_attn": self.flash_attn,
+            "repack_weights": self.repack_weights,
         }
 
     @classmethod
@@ -199,7 +248,7 @@ class LlamaCppEngine:
             raise ValueError("LlamaCppEngine state needs a 'model_path' string")
         return cls(path, **{k: state[k] for k in ("n_ctx", "n_threads", "max_string_chars", "max_items", "prefix_contexts",
                                                   "grammar_best_first", "adaptive_threads", "draft_tokens",
-                                                  "flash_attn")
+                                                  "flash_attn", "repack_weights")
                             if k in state})
 
     def _context(self, logprobs: bool = False, family: str = ""):
@@ -220,10 +269,12 @@ class LlamaCppEngine:
         if len(same_kind) >= (1 if logprobs else self.prefix_contexts):
             llama = self._llamas.pop(same_kind[0])  # the least recently used context of this kind, reused
         else:
-            llama = judge_llama_class()(model_path=self.model_path, n_ctx=self.n_ctx, n_threads=self.n_threads,
-                                   n_threads_batch=self.n_threads, n_batch=self.n_batch, logits_all=logprobs,
-                                   flash_attn=self.flash_attn, verbose=self.verbose,
-                                   grammar_best_first=self.grammar_best_first, decode_threads=self.decode_threads)
+            with weight_repacking(self.repack_weights):
+                llama = judge_llama_class()(
+                    model_path=self.model_path, n_ctx=self.n_ctx, n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads, n_batch=self.n_batch, logits_all=logprobs,
+                    flash_attn=self.flash_attn, verbose=self.verbose, grammar_best_first=self.grammar_best_first,
+                    decode_threads=self.decode_threads)
             if self.draft_tokens:  # used for greedy answers only, never where every position's logits are kept
                 llama.prompt_lookup = PromptLookup(self.draft_tokens)
         self._llamas[key] = llama
