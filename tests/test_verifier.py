@@ -53,6 +53,17 @@ def tiny_folder(path: Path, labels=("not_supported", "supported"), seed: int = 0
     return path
 
 
+@pytest.fixture
+def shared_data():
+    """Skips a test that reads ``../shared/data`` where it is not there."""
+    from calibration.data.loaders import data_dir
+
+    try:
+        return data_dir()
+    except FileNotFoundError:
+        pytest.skip("needs ../shared/data")
+
+
 def test_the_shipped_verifier_loads_and_tells_a_changed_fact_from_a_paraphrase():
     verifier = resolve_verifier(None)
     assert verifier is resolve_verifier("embedded") and verifier.languages == ("en",)
@@ -340,7 +351,7 @@ def test_text_out_of_the_verifiers_language_is_flagged_or_goes_to_the_multilingu
     assert english.verifier == "groundedness-minilm"
 
 
-def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path):
+def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path, shared_data):
     from dataclasses import replace
 
     from safetensors.torch import load_file
@@ -353,12 +364,6 @@ def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path):
     )
 
     pytest.importorskip("calibration.data.pairs")
-    from calibration.data.loaders import data_dir
-
-    try:
-        data_dir()
-    except FileNotFoundError:
-        pytest.skip("needs ../shared/data")
     config = TrainConfig(per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8, batch_size=8,
                          eval_every=3, checkpoint_every=2)
     whole = train_verifier(tmp_path / "whole", config, progress=False)
@@ -383,19 +388,14 @@ def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path):
 
 
 def test_average_from_writes_the_average_of_late_snapshots_beside_the_same_run_and_survives_a_resume(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, shared_data):
     from dataclasses import replace
 
     from safetensors.torch import load_file
 
-    from calibration.data.loaders import data_dir
     from calibration.fitting import verifier_training
     from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME, TrainConfig, train_verifier
 
-    try:
-        data_dir()
-    except FileNotFoundError:
-        pytest.skip("needs ../shared/data")
     monkeypatch.setattr(verifier_training, "AVERAGE_EVERY", 2)
     plain = TrainConfig(per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8, batch_size=8,
                         eval_every=100, checkpoint_every=3)
@@ -416,16 +416,11 @@ def test_average_from_writes_the_average_of_late_snapshots_beside_the_same_run_a
         train_verifier(tmp_path / "bad", replace(plain, average_from=1.5), progress=False)
 
 
-def test_begin_repeat_puts_the_begin_pairs_in_the_mix_that_many_times_on_one_side_of_the_split():
+def test_begin_repeat_puts_the_begin_pairs_in_the_mix_that_many_times_on_one_side_of_the_split(shared_data):
     from dataclasses import replace
 
-    from calibration.data.loaders import data_dir
     from calibration.fitting.verifier_training import TrainConfig, training_mix
 
-    try:
-        data_dir()
-    except FileNotFoundError:
-        pytest.skip("needs ../shared/data")
     config = TrainConfig(per_source={"fever_symmetric": 40}, perturbed=0, begin_parts=("tc",), held_out=60)
     once, twice = (training_mix(replace(config, begin_repeat=n)) for n in (1, 2))
 
@@ -439,16 +434,11 @@ def test_begin_repeat_puts_the_begin_pairs_in_the_mix_that_many_times_on_one_sid
             training_mix(replace(config, begin_repeat=bad))
 
 
-def test_as_replies_dresses_that_share_of_the_rule_made_pairs_and_keeps_the_rest_of_the_mix():
+def test_as_replies_dresses_that_share_of_the_rule_made_pairs_and_keeps_the_rest_of_the_mix(shared_data):
     from dataclasses import replace
 
-    from calibration.data.loaders import data_dir
     from calibration.fitting.verifier_training import TrainConfig, training_mix
 
-    try:
-        data_dir()
-    except FileNotFoundError:
-        pytest.skip("needs ../shared/data")
     config = TrainConfig(per_source={"fever_symmetric": 200}, perturbed=300, begin_parts=(), held_out=0)
     bare, dressed = training_mix(config)[0], training_mix(replace(config, as_replies=0.5))[0]
     assert len(bare) == len(dressed)
@@ -465,16 +455,11 @@ def test_as_replies_dresses_that_share_of_the_rule_made_pairs_and_keeps_the_rest
             training_mix(replace(config, as_replies=bad))
 
 
-def test_compressed_adds_compressions_of_both_labels_to_the_rule_made_pairs():
+def test_compressed_adds_compressions_of_both_labels_to_the_rule_made_pairs(shared_data):
     from dataclasses import replace
 
-    from calibration.data.loaders import data_dir
     from calibration.fitting.verifier_training import TrainConfig, training_mix
 
-    try:
-        data_dir()
-    except FileNotFoundError:
-        pytest.skip("needs ../shared/data")
     config = TrainConfig(per_source={"fever_symmetric": 200}, perturbed=300, begin_parts=(), held_out=0)
     mix = training_mix(replace(config, compressed=0.5))[0]
     assert len(mix) == len(training_mix(config)[0])
