@@ -347,9 +347,9 @@ class LlamaServer:
         self.process = subprocess.Popen(
             # the server's models load as the engine's do (weight_repacking: llama.cpp's AMX path crashes)
             [sys.executable, "-c", "import runpy\nfrom judges.lm.engine import weight_repacking\n"
-             "with weight_repacking():\n    runpy.run_module('llama_cpp.server', run_name='__main__')", "--model", str(self.model_path), "--host", "127.0.0.1",
-             "--port", str(self.port), "--model_alias", self.alias, "--n_ctx", str(self.n_ctx),
-             "--n_threads", str(self.n_threads)], stdout=self._handle, stderr=subprocess.STDOUT)
+             "with weight_repacking():\n    runpy.run_module('llama_cpp.server', run_name='__main__')",
+             "--model", str(self.model_path), "--host", "127.0.0.1", "--port", str(self.port),
+             "--model_alias", self.alias, "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads)], stdout=self._handle, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.startup_seconds
         while True:
             if self.process.poll() is not None:

@@ -40,8 +40,9 @@ DEFAULT_MAX_TOKENS = 1024
 _MODEL_PARAMS_LOCK = threading.Lock()
 
 
+@functools.cache
 def cpu_offers_amx() -> bool:
-    """Whether this CPU offers AMX int8 tiles (``/proc/cpuinfo``; False where it cannot be read)."""
+    """Whether this CPU offers AMX int8 tiles (``/proc/cpuinfo``, read once; False where it cannot be read)."""
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
             return any(line.startswith("flags") and " amx_int8" in line for line in handle)
