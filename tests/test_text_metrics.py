@@ -14,7 +14,8 @@ from judges import (
     SingleTurnSample,
     StringPresence,
 )
-from judges.data.language import split_sentences, tokenize
+from judges.data import language
+from judges.data.language import clear_sentence_cache, detect_language, split_sentences, tokenize
 
 
 def pair(response, reference):
@@ -35,6 +36,23 @@ def test_split_sentences_en_zh_ja():
     assert split_sentences("爱因斯坦出生在德国。他是物理学家！") == ["爱因斯坦出生在德国。", "他是物理学家！"]
     assert split_sentences("彼は「天才だ。」と言われた。次の文。") == ["彼は「天才だ。」と言われた。", "次の文。"]
     assert split_sentences("   ") == []
+
+
+def test_a_text_is_split_into_sentences_once_and_each_caller_gets_its_own_list(monkeypatch):
+    clear_sentence_cache()
+    segmented, real = [], language._segmenter
+    monkeypatch.setattr(language, "_segmenter", lambda lang: segmented.append(lang) or real(lang))
+    text = "The tower was finished in 1889. It is 330 metres tall."
+    first = split_sentences(text)
+    first.append("changed by its caller")
+    assert split_sentences("  " + text + "\n") == ["The tower was finished in 1889.", "It is 330 metres tall."]
+    assert segmented == ["en"]  # the second call (same text once stripped) came from the cache
+    assert detect_language(text) == "en" and detect_language(text) == "en"
+    assert detect_language.cache_info().hits >= 1
+    clear_sentence_cache()
+    assert detect_language.cache_info().currsize == 0
+    assert split_sentences(text) == ["The tower was finished in 1889.", "It is 330 metres tall."]
+    assert segmented == ["en", "en"]  # read again after the cache was emptied
 
 
 def test_bleu_identical_is_one_and_disjoint_is_zero():
