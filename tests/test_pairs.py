@@ -400,6 +400,24 @@ def test_perturbed_pairs_compress_sentences_for_both_labels_and_change_nothing_w
     assert kinds["compressed", 1] > 0
     assert sum(n for (kind, label), n in kinds.items() if kind.endswith("_compressed") and label == 0) > 0
     assert not any(label == 1 and kind.endswith("_compressed") for kind, label in kinds)
+    # compressions as positives only: every fact is changed in a sentence as it stands in the evidence
+
+    def from_whole_sentence(claim):  # one changed fact: a name of up to 2 words, a "not", a number, a direction
+        return any(abs(len(claim.split()) - len(s.split())) <= 2 and len(set(s.split()) - set(claim.split())) <= 2
+                   for s in sentences)
+
+    kinds, negatives = Counter(), {True: [], False: []}
+    for seed in range(30):
+        for compress_negatives in (True, False):
+            for claim, label, kind in perturbed_pairs(evidence, random.Random(seed), pool, compress=1.0,
+                                                      compress_negatives=compress_negatives):
+                if label == 0:
+                    negatives[compress_negatives].append(claim)
+                if not compress_negatives:
+                    kinds[kind, label] += 1
+    assert all(from_whole_sentence(claim) for claim in negatives[False])
+    assert not all(from_whole_sentence(claim) for claim in negatives[True])  # the check can tell them apart
+    assert kinds["compressed", 1] > 0 and all(label == 1 for kind, label in kinds if kind == "compressed")
 
 
 def test_as_reply_dresses_a_claim_without_changing_its_words():

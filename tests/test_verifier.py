@@ -469,6 +469,11 @@ def test_compressed_adds_compressions_of_both_labels_to_the_rule_made_pairs(shar
     for bad in (-0.1, 1.5, True, "half"):
         with pytest.raises(ValueError, match="compressed must be a share in"):
             training_mix(replace(config, compressed=bad))
+    positives_only = training_mix(replace(config, compressed=0.5, compressed_negatives=False))[0]
+    sources = Counter(p.source for p in positives_only if "compressed" in p.source)
+    assert sources["perturbed_compressed"] > 0 and set(sources) == {"perturbed_compressed"}
+    with pytest.raises(ValueError, match="compressed_negatives must be True or False"):
+        training_mix(replace(config, compressed_negatives=0))
 
 
 def labelled(n: int, positives: int):

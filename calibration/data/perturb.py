@@ -341,7 +341,7 @@ MIN_WORDS = 4
 
 
 def perturbed_pairs(evidence: str, rng: random.Random, name_pool: Sequence[str],
-                    compress: float = 0.0) -> list[tuple[str, int, str]]:
+                    compress: float = 0.0, compress_negatives: bool = True) -> list[tuple[str, int, str]]:
     """(claim, label, kind) pairs made from ``evidence``'s sentences (those of ``MIN_WORDS`` words or
     more): at most one negative of each kind in ``NEGATIVE_KINDS`` (label 0; each on a sentence picked with
     ``rng`` among those where the rule applies), then up to as many positives (label 1): one "trim" where
@@ -351,11 +351,14 @@ def perturbed_pairs(evidence: str, rng: random.Random, name_pool: Sequence[str],
     With ``compress`` > 0, that share of the sentences is first replaced by a faithful compression
     (``compress.compress_sentence``) where one exists, so compressions come with both labels: a copy of
     one is kind "compressed", a fact changed in one is "<kind>_compressed" (with 0, no random draw is
-    added: the pairs are those made before this option). Deterministic given ``rng``'s state."""
+    added: the pairs are those made before this option). ``compress_negatives=False``: the facts are changed
+    in the sentences as they stand, so compressions come as positives only. Deterministic given ``rng``'s
+    state."""
     sentences = [s for s in split_sentences(evidence) if len(s.split()) >= MIN_WORDS]
     if not sentences:
         return []
     shortened = [False] * len(sentences)
+    originals = list(sentences)
     if compress > 0:
         for index, sentence in enumerate(sentences):
             if rng.random() < compress:
@@ -368,14 +371,16 @@ def perturbed_pairs(evidence: str, rng: random.Random, name_pool: Sequence[str],
         "negation": lambda s: flip_negation(s, rng),
         "direction": lambda s: flip_direction(s, rng),
     }
+    changed = sentences if compress_negatives else originals  # the sentences whose facts are changed
     pairs: list[tuple[str, int, str]] = []
     for kind in NEGATIVE_KINDS:
         order = list(range(len(sentences)))
         rng.shuffle(order)
         for index in order:
-            claim = rules[kind](sentences[index])
-            if claim and claim != sentences[index] and claim not in evidence:
-                pairs.append((claim, 0, f"{kind}_compressed" if shortened[index] else kind))
+            claim = rules[kind](changed[index])
+            if claim and claim != changed[index] and claim not in evidence:
+                compressed = shortened[index] and compress_negatives
+                pairs.append((claim, 0, f"{kind}_compressed" if compressed else kind))
                 break
     wanted = max(1, len(pairs))
     order = list(range(len(sentences)))

@@ -65,6 +65,9 @@ class TrainConfig:
     #: rules make pairs from them, so compressions come as positives and with a changed fact alike; 0 in
     #: the shipped model's mix.
     compressed: float = 0.0
+    #: With ``compressed``: whether facts are also changed in the compressions (True) or only in the
+    #: sentences as they stand, so compressions come as positives only (False). True before this option.
+    compressed_negatives: bool = True
     #: Supported pairs whose claim is in other words than its evidence, drawn again on top of the mix
     #: (``other_words_positives``); 0 in the shipped model's mix.
     other_words: int = 0
@@ -100,18 +103,19 @@ def begin_pairs(parts: Sequence[str]) -> list[EvidencePair]:
 
 
 def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int, as_replies: float = 0.0,
-               compressed: float = 0.0) -> list[EvidencePair]:
+               compressed: float = 0.0, compressed_negatives: bool = True) -> list[EvidencePair]:
     """``n`` copy-with-a-changed-fact pairs (and exact or trimmed copies as positives) made by rules from the
     evidence of ``pairs`` (training evidence only); a share ``as_replies`` of them, of either label, with the
     claim dressed as a chat reply (``as_reply``; source ``perturbed_<kind>_reply``); a share ``compressed``
-    of the evidence sentences compressed first (``perturbed_pairs(compress=)``)."""
+    of the evidence sentences compressed first (``perturbed_pairs(compress=, compress_negatives=)``)."""
     rng = random.Random(f"{seed}:perturbed")
     evidence = list(dict.fromkeys(p.evidence for p in pairs if 40 <= len(p.evidence) <= 1200))
     rng.shuffle(evidence)
     pool = [name for text in evidence[:3000] for name in names_in(text)]
     out: list[EvidencePair] = []
     for text in evidence:
-        for claim, label, kind in perturbed_pairs(text, rng, pool, compress=compressed):
+        for claim, label, kind in perturbed_pairs(text, rng, pool, compress=compressed,
+                                                  compress_negatives=compressed_negatives):
             out.append(EvidencePair(text, claim, label, f"perturbed_{kind}", f"perturbed:{len(out)}"))
         if len(out) >= n:
             break
@@ -144,8 +148,12 @@ def training_mix(config: TrainConfig) -> tuple[list[EvidencePair], list[Evidence
         share = getattr(config, name)
         if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
             raise ValueError(f"TrainConfig: {name} must be a share in [0, 1], got {share!r}")
+    if not isinstance(config.compressed_negatives, bool):
+        raise ValueError("TrainConfig: compressed_negatives must be True or False, got "
+                         f"{config.compressed_negatives!r}")
     corpus = training_pairs(tuple(config.per_source), config.per_source, seed=config.seed)
-    pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed, config.as_replies, config.compressed)
+    pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed, config.as_replies, config.compressed,
+                                 config.compressed_negatives)
              + begin_pairs(config.begin_parts) * config.begin_repeat
              + other_words_positives(config.other_words, config.seed))
     rng = random.Random(f"{config.seed}:split")
