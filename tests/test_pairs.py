@@ -400,8 +400,8 @@ def test_perturbed_pairs_compress_sentences_for_both_labels_and_change_nothing_w
     assert kinds["compressed", 1] > 0
     assert sum(n for (kind, label), n in kinds.items() if kind.endswith("_compressed") and label == 0) > 0
     assert not any(label == 1 and kind.endswith("_compressed") for kind, label in kinds)
-    # compressions as positives only: every fact is changed in a sentence as it stands in the evidence
 
+    # compressions as positives only: every fact is changed in a sentence as it stands in the evidence
     def from_whole_sentence(claim):  # one changed fact: a name of up to 2 words, a "not", a number, a direction
         return any(abs(len(claim.split()) - len(s.split())) <= 2 and len(set(s.split()) - set(claim.split())) <= 2
                    for s in sentences)
