@@ -349,7 +349,8 @@ class LlamaServer:
             [sys.executable, "-c", "import runpy\nfrom judges.lm.engine import weight_repacking\n"
              "with weight_repacking():\n    runpy.run_module('llama_cpp.server', run_name='__main__')",
              "--model", str(self.model_path), "--host", "127.0.0.1", "--port", str(self.port),
-             "--model_alias", self.alias, "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads)], stdout=self._handle, stderr=subprocess.STDOUT)
+             "--model_alias", self.alias, "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads)],
+            stdout=self._handle, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.startup_seconds
         while True:
             if self.process.poll() is not None:
