@@ -319,6 +319,37 @@ def test_a_shortlist_scores_each_claim_against_its_k_units_sharing_most_rare_wor
             Verifier(top_units=bad)
 
 
+def test_stop_at_scores_the_shortest_unit_first_and_the_rest_only_under_it():
+    """With ``stop_at`` a claim whose shortest shortlisted unit reaches it is not scored further; its
+    probability is then at most ``1 - stop_at`` under the best of every unit's, and every claim's verdict at
+    ``stop_at`` is the one every unit gives."""
+    sentences = [f"Fact number {i} says the river is {i} kilometres long." for i in range(40)]
+    evidence = [" ".join(sentences)]
+    claims = ["Fact number 3 says the river is 3 kilometres long.", "The river is 37 kilometres long.",
+              "Fact number 5 says the lake is 9 kilometres deep."]
+    full = resolve_verifier(None).support(evidence, claims)
+    assert resolve_verifier(None).stop_at is None and [r["units_scored"] for r in full] == [2, 2, 2]
+    asked: list[list[tuple[str, str]]] = []
+    cascade = Verifier(stop_at=0.9)
+    real = cascade.probabilities
+    cascade.probabilities = lambda pairs: asked.append(list(pairs)) or real(pairs)
+    rows = cascade.support(evidence, claims)
+    units = cascade.units(evidence)
+    shortest = [min((units[j] for j in chosen), key=len) for chosen in shortlist(units, claims, 2)]
+    assert asked[0] == list(zip(shortest, claims))  # the first pass: each claim against its shortest unit
+    for row, whole in zip(rows, full):
+        assert (row["probability"] >= 0.9) == (whole["probability"] >= 0.9)
+        assert whole["probability"] - 0.1 <= row["probability"] <= whole["probability"] + 1e-9
+    stopped = [row["units_scored"] == 1 for row in rows]
+    assert all(row["chunk"] == unit for row, unit, s in zip(rows, shortest, stopped) if s)
+    assert any(stopped) and all(row["probability"] >= 0.9 for row, s in zip(rows, stopped) if s)
+    assert all(row == whole for row, whole, s in zip(rows, full, stopped) if not s)  # under 0.9: every unit
+    assert sum(len(call) for call in asked) == sum(row["units_scored"] for row in rows) < 6
+    for bad in (0, -0.1, 1.5, True, "0.9"):
+        with pytest.raises(ValueError, match="stop_at"):
+            Verifier(stop_at=bad)
+
+
 def test_the_metric_scores_sentences_without_an_lm_and_names_the_failed_claim():
     metric = FaithfulnessWithVerifier()
     assert FaithfulnesswithHHEM is FaithfulnessWithVerifier and not metric.needs_lm
@@ -579,7 +610,7 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     shipped = metric_config(FaithfulnessWithVerifier())["models"]["verifier"]
     manifest = json.loads(SHIPPED_MANIFEST.read_text())
     assert shipped == {"max_length": 256, "chunk_tokens": 128, "single_sentences": True, "top_units": 2,
-                       "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
+                       "stop_at": None, "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
     int8 = metric_config(FaithfulnessWithVerifier(verifier="embedded-int8"))["models"]["verifier"]
     assert int8["int8"].startswith(resolve_verifier("embedded-int8").runtime + " ")  # "onnx 1.32.0": they differ
     assert (int8["batch_size"], int8["padding_ratio"]) == (16, 1.25)  # int8's activation scale is per batch

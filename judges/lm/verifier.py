@@ -48,6 +48,10 @@
   train half stays within 0.005 of 160 tokens' and BEGIN WoW's and Q2's too): 0.081 s a SummEval summary
   instead of 0.105 s in the same run (the shortlist's run had timed 160 tokens at 0.086 s); SummEval's train half 0.747 -> 0.755, its test half 0.766 -> 0.754 (reported, not
   used to choose); BEGIN WoW and Q2 unchanged.
+* **Stopping early** (``stop_at``, a probability; ``None`` scores every shortlisted unit): each claim is
+  scored against its shortest unit first and against the rest only when that one is under ``stop_at``; its
+  probability is then at most ``1 - stop_at`` under the best unit's, and whether it reaches ``stop_at`` is
+  exact. Measured by ``experiments/verifier_cascade.py``.
 
 Owns: loading verifier models and scoring (evidence, claim) pairs. Must not extract claims (the metrics'
 steps do) or train (``calibration.fitting.verifier_training``).
@@ -57,7 +61,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import threading
 from collections.abc import Sequence
 from importlib.metadata import version
@@ -72,7 +75,9 @@ from judges.lm.files import EMBEDDED, folder_digest
 from judges.lm.verifier_files import (
     VerifierError,
     checked_manifest,
+    load_folder,
     load_shipped,
+    supported_column,
 )
 
 #: The shipped verifier with int8 weights (``Verifier(quantize=True)``; ``verifier_onnx.shipped_onnx_int8``).
@@ -87,17 +92,22 @@ class Verifier:
     def __init__(self, model: str | Path | None = None, *, supported_label: str | int | None = None,
                  languages: Sequence[str] | None = None, max_length: int = 256, chunk_tokens: int = 128,
                  batch_size: int = 16, single_sentences: bool = True, top_units: int | None = 2,
-                 quantize: bool = False, runtime: str = "auto", padding_ratio: float = 1.25):
+                 quantize: bool = False, runtime: str = "auto", padding_ratio: float = 1.25,
+                 stop_at: float | None = None):
         for name, value in (("max_length", max_length), ("chunk_tokens", chunk_tokens), ("batch_size", batch_size),
                             ("top_units", 1 if top_units is None else top_units)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"Verifier: {name} must be a positive int, got {value!r}")
         if isinstance(padding_ratio, bool) or not isinstance(padding_ratio, (int, float)) or not padding_ratio >= 1:
             raise ValueError(f"Verifier: padding_ratio must be a number >= 1, got {padding_ratio!r}")
+        if stop_at is not None and (isinstance(stop_at, bool) or not isinstance(stop_at, (int, float))
+                                    or not 0 < stop_at <= 1):
+            raise ValueError(f"Verifier: stop_at must be None or a number in (0, 1], got {stop_at!r}")
         if runtime not in RUNTIMES:
             raise ValueError(f"Verifier: runtime must be one of {list(RUNTIMES)}, got {runtime!r}")
         self.max_length, self.chunk_tokens, self.batch_size = max_length, chunk_tokens, batch_size
         self.top_units, self.padding_ratio = top_units, float(padding_ratio)
+        self.stop_at = None if stop_at is None else float(stop_at)
         self.single_sentences = bool(single_sentences)
         # A fast tokenizer sets its truncation and padding per call and refuses to be entered from two threads
         # at once ("Already borrowed"); evaluate() scores items on several threads.
@@ -116,10 +126,10 @@ class Verifier:
             if self._session is None:
                 self._model, self._tokenizer, self.manifest = load_shipped()
         else:
-            self._model, self._tokenizer = _folder_classifier(Path(model))
+            self._model, self._tokenizer = load_folder(Path(model))
             self.manifest = {}
             self.name, self.languages = Path(model).name, tuple(languages or ("en",))
-            self._column = _supported_column(self._model.config, supported_label, Path(model))
+            self._column = supported_column(self._model.config, supported_label, Path(model))
         if quantize:
             if self._session is None:
                 self._model = _int8(self._model)
@@ -228,8 +238,10 @@ class Verifier:
 
     def support(self, evidence: Sequence[str], claims: Sequence[str]) -> list[dict[str, Any]]:
         """Per claim: ``probability`` (its best unit's, see ``units``; with ``top_units``, the best of its
-        shortlist), ``chunk`` (that unit), ``sentence`` (the unit's sentence sharing most words with the
-        claim) and ``units_scored`` (how many (unit, claim) pairs the model scored for it)."""
+        shortlist; with ``stop_at``, the best of the units scored), ``chunk`` (that unit), ``sentence`` (the
+        unit's sentence sharing most words with the claim) and ``units_scored`` (how many (unit, claim) pairs
+        the model scored for it). With ``stop_at`` each claim is first scored against its shortest unit only,
+        and against the rest when that one is under ``stop_at``."""
         claims = list(claims)
         if not claims:
             return []
@@ -241,16 +253,25 @@ class Verifier:
             shortlists = [list(range(len(units)))] * len(claims)
         else:
             shortlists = shortlist(units, claims, self.top_units)
-        pairs = [(units[j], claim) for claim, chosen in zip(claims, shortlists) for j in chosen]
-        scores, at = self.probabilities(pairs), 0
+        scored: list[dict[int, float]] = [{} for _ in claims]
+
+        def score(wanted: list[tuple[int, int]]) -> None:
+            for (i, j), p in zip(wanted, self.probabilities([(units[j], claims[i]) for i, j in wanted])):
+                scored[i][j] = float(p)
+
+        if self.stop_at is None:
+            score([(i, j) for i, chosen in enumerate(shortlists) for j in chosen])
+        else:
+            shortest = [min(chosen, key=lambda j: (len(units[j]), j)) for chosen in shortlists]
+            score(list(enumerate(shortest)))
+            score([(i, j) for i, chosen in enumerate(shortlists) if scored[i][shortest[i]] < self.stop_at
+                   for j in chosen if j != shortest[i]])
         rows = []
-        for claim, chosen in zip(claims, shortlists):
-            mine = scores[at:at + len(chosen)]
-            at += len(chosen)
-            best = chosen[int(np.argmax(mine))]
-            rows.append({"claim": claim, "probability": float(mine.max()), "chunk": units[best],
+        for claim, mine in zip(claims, scored):
+            best = min(mine, key=lambda j: (-mine[j], j))  # the earliest unit among equals
+            rows.append({"claim": claim, "probability": mine[best], "chunk": units[best],
                          "sentence": best_sentence(units[best], claim, unit_sentences[units[best]]),
-                         "units_scored": len(chosen)})
+                         "units_scored": len(mine)})
         return rows
 
     def __repr__(self) -> str:
@@ -317,49 +338,8 @@ def _int8(model):
         return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8).eval()
 
 
-def _folder_classifier(path: Path):
-    if not (path / "config.json").is_file():
-        raise VerifierError(f"{path} is not a Hugging Face model folder (no config.json)")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    try:
-        model = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)
-        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    except (OSError, ValueError) as err:
-        raise VerifierError(f"{path} does not load as a sequence-classification model: {err}") from None
-    return model.eval(), tokenizer
-
-
-def _supported_column(config: Any, supported_label: str | int | None, path: Path) -> int | None:
-    """Which output column means supported: None for a one-logit model (sigmoid), else the label named by
-    ``supported_label``, else the one label named entailment / supported / consistent / faithful, else the one
-    whose name holds entail, support or consistent without a negation in front (not_, non-, un-, in-)."""
-    n = int(getattr(config, "num_labels", 1))
-    names = {int(k): str(v) for k, v in (getattr(config, "id2label", None) or {}).items()}
-    if isinstance(supported_label, int) and not isinstance(supported_label, bool):
-        if not 0 <= supported_label < n:
-            raise VerifierError(f"{path}: supported_label={supported_label} is not one of its {n} labels")
-        return supported_label if n > 1 else None
-    if supported_label is not None:
-        matches = [i for i, name in names.items() if name.lower() == str(supported_label).lower()]
-        if not matches:
-            raise VerifierError(f"{path}: no label named {supported_label!r} (labels: {sorted(names.values())})")
-        return matches[0]
-    if n == 1:
-        return None
-    exact = [i for i, name in names.items() if name.lower() in ("entailment", "supported", "consistent", "faithful")]
-    negated = ("not", "non", "un", "in")  # not_supported, non-entailment, unsupported, inconsistent
-    guesses = exact or [i for i, name in names.items() if any(w in name.lower() for w in ("entail", "support", "consistent"))
-                        and not name.lower().replace("-", "_").startswith(negated)]
-    if len(guesses) != 1:
-        raise VerifierError(f"{path}: say which label means supported with supported_label= "
-                            f"(labels: {sorted(names.values())})")
-    return guesses[0]
-
-
 #: The scoring settings a metric's verifier runs with (``Verifier``'s defaults), part of its identity.
-SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units")
+SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units", "stop_at")
 
 
 def verifier_identity(model: str | None) -> dict[str, Any]:

