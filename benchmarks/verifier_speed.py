@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/verifier_speed.py --verifier embedded-int8      # the int8 verifier
     .venv/bin/python benchmarks/verifier_speed.py --runtime torch               # float32 on torch, not ONNX Runtime
     .venv/bin/python benchmarks/verifier_speed.py --top-units 0                 # each claim against every unit
+    .venv/bin/python benchmarks/verifier_speed.py --stop-at 0                   # every shortlisted unit scored
 
 FaithfulnessWithVerifier with sentence claims (no LM), one item at a time as ``evaluate`` scores it, after a
 warm-up of 5 items (the model's load is timed apart). Each set is timed twice: as a run reads it (a text read
@@ -72,13 +73,15 @@ def main() -> int:
     parser.add_argument("--runtime", default="auto", choices=RUNTIMES)
     parser.add_argument("--top-units", type=int, default=inspect.signature(Verifier).parameters["top_units"].default,
                         help="score each claim against its best k units (default %(default)s, as Verifier; 0: all)")
+    parser.add_argument("--stop-at", type=float, default=inspect.signature(Verifier).parameters["stop_at"].default,
+                        help="stop scoring a claim once a unit reaches this (default %(default)s, as Verifier; 0: never)")
     args = parser.parse_args()
     started = time.perf_counter()
     verifier = Verifier(None if args.verifier == EMBEDDED else args.verifier, runtime=args.runtime,
-                        top_units=args.top_units or None)
+                        top_units=args.top_units or None, stop_at=args.stop_at or None)
     load = time.perf_counter() - started
     metric = FaithfulnessWithVerifier(verifier=args.verifier)
-    metric.model = lambda: verifier  # this Verifier's runtime and top_units (the metric names models by string)
+    metric.model = lambda: verifier  # this Verifier's runtime and settings (the metric names models by string)
     metric.score(SingleTurnSample(response="It was completed in 1889.", retrieved_contexts=["It was built in 1889."]))
     memory = [f"{rss_mb():.0f} MB with the library and the model loaded, one item scored, no data read"]
     begin = list(load_begin(parts=("wow",), limit=args.begin + 5).dataset)
@@ -88,8 +91,8 @@ def main() -> int:
                 for s in load_summeval(limit=args.summeval + 5).dataset]
 
     print(f"\nFaithfulnessWithVerifier (sentence claims, no LM), {verifier.name} on {verifier.runtime} "
-          f"({runtime_version(verifier.runtime)}), top_units={verifier.top_units}; {os.cpu_count()} CPUs; "
-          f"model load {load:.1f} s; torch imported: {'torch' in sys.modules}\n")
+          f"({runtime_version(verifier.runtime)}), top_units={verifier.top_units}, stop_at={verifier.stop_at}; "
+          f"{os.cpu_count()} CPUs; model load {load:.1f} s; torch imported: {'torch' in sys.modules}\n")
     print("| items | n | pairs scored per item (mean) | ms/item median | ms/item p95 | ms/item mean |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, samples in (("BEGIN WoW turns", lambda: begin), ("SummEval summaries vs articles", summeval)):

@@ -298,7 +298,7 @@ def test_a_shortlist_scores_each_claim_against_its_k_units_sharing_most_rare_wor
     assert shortlist(units, ["The mill by the river."], 1) == [[3]]
     sentences = [f"Fact number {i} says the river is {i} kilometres long." for i in range(40)]
     evidence = [" ".join(sentences)]
-    everything, short = Verifier(top_units=None), resolve_verifier(None)
+    everything, short = Verifier(top_units=None), Verifier(stop_at=None)  # every shortlisted unit scored
     claims = ["The river is 37 kilometres long.", "Fact number 3 says the river is 3 kilometres long."]
     units = everything.units(evidence)
     rows = short.support(evidence, claims)
@@ -310,7 +310,7 @@ def test_a_shortlist_scores_each_claim_against_its_k_units_sharing_most_rare_wor
     assert [r["units_scored"] for r in rows] == [2, 2]
     unshared = short.support(evidence, ["Zebras graze."])  # no word shared: every unit is scored
     assert unshared[0]["units_scored"] == len(units) > 2
-    assert short.top_units == 2 and everything.top_units is None  # 2 is the default
+    assert resolve_verifier(None).top_units == 2 and everything.top_units is None  # 2 is the default
     assert shortlist(units, claims, len(units)) == [list(range(len(units)))] * 2
     cut = Verifier(top_units=1).support([EVIDENCE], ["It was designed by the company of Gustave Eiffel."])
     assert cut[0]["chunk"] == "It was designed by the company of Gustave Eiffel."  # 1 of 4 units: its copy
@@ -327,10 +327,11 @@ def test_stop_at_scores_the_shortest_unit_first_and_the_rest_only_under_it():
     evidence = [" ".join(sentences)]
     claims = ["Fact number 3 says the river is 3 kilometres long.", "The river is 37 kilometres long.",
               "Fact number 5 says the lake is 9 kilometres deep."]
-    full = resolve_verifier(None).support(evidence, claims)
-    assert resolve_verifier(None).stop_at is None and [r["units_scored"] for r in full] == [2, 2, 2]
+    full = Verifier(stop_at=None).support(evidence, claims)
+    assert [r["units_scored"] for r in full] == [2, 2, 2]
     asked: list[list[tuple[str, str]]] = []
-    cascade = Verifier(stop_at=0.9)
+    cascade = Verifier()
+    assert cascade.stop_at == resolve_verifier(None).stop_at == 0.9  # the default
     real = cascade.probabilities
     cascade.probabilities = lambda pairs: asked.append(list(pairs)) or real(pairs)
     rows = cascade.support(evidence, claims)
@@ -610,7 +611,7 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     shipped = metric_config(FaithfulnessWithVerifier())["models"]["verifier"]
     manifest = json.loads(SHIPPED_MANIFEST.read_text())
     assert shipped == {"max_length": 256, "chunk_tokens": 128, "single_sentences": True, "top_units": 2,
-                       "stop_at": None, "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
+                       "stop_at": 0.9, "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
     int8 = metric_config(FaithfulnessWithVerifier(verifier="embedded-int8"))["models"]["verifier"]
     assert int8["int8"].startswith(resolve_verifier("embedded-int8").runtime + " ")  # "onnx 1.32.0": they differ
     assert (int8["batch_size"], int8["padding_ratio"]) == (16, 1.25)  # int8's activation scale is per batch
