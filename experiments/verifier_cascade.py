@@ -1,6 +1,6 @@
 """Long evidence, third step: stop scoring a claim once one of its units is clearly enough (``stop_at``)?
 
-    .venv/bin/python experiments/verifier_cascade.py                     # ~6 min on 2 cores
+    .venv/bin/python experiments/verifier_cascade.py                     # ~3 min on 2 cores
     .venv/bin/python experiments/verifier_cascade.py --summeval-limit 80 --stops 0.9
 
 A claim's probability is the best of its shortlisted units' (``Verifier.support``), and each claim is scored

@@ -346,6 +346,13 @@ def test_stop_at_scores_the_shortest_unit_first_and_the_rest_only_under_it():
     assert any(stopped) and all(row["probability"] >= 0.9 for row, s in zip(rows, stopped) if s)
     assert all(row == whole for row, whole, s in zip(rows, full, stopped) if not s)  # under 0.9: every unit
     assert sum(len(call) for call in asked) == sum(row["units_scored"] for row in rows) < 6
+    strict = cascade.support(evidence, claims, cutoff=0.99)  # a higher cut-off: nothing stops under it
+    assert [r["units_scored"] for r in strict] == [2, 2, 2]
+    assert [r["probability"] for r in strict] == pytest.approx([r["probability"] for r in full], abs=1e-6)
+    sample = SingleTurnSample(response=" ".join(claims[:2]), retrieved_contexts=evidence)
+    for threshold, scored in ((0.5, [1, 1]), (0.99, [2, 2])):  # the metric's threshold is its cut-off
+        verdicts = FaithfulnessWithVerifier(threshold=threshold).score(sample)["verdicts"]
+        assert [v["units_scored"] for v in verdicts] == scored
     for bad in (0, -0.1, 1.5, True, "0.9"):
         with pytest.raises(ValueError, match="stop_at"):
             Verifier(stop_at=bad)

@@ -55,8 +55,8 @@
   with a rule written before it ran (the smallest of 0.9 and 0.95 whose SummEval, BEGIN WoW and Q2 train
   halves stay within 0.005 of no stop): on SummEval 4.0 pairs a summary instead of 6.0 and 42 ms instead
   of 74 ms in the same run; SummEval's train half 0.7554 -> 0.7554, its test half 0.7541 -> 0.7528; BEGIN
-  WoW and Q2 unchanged to the fourth decimal but BEGIN's test half (0.9631 both); the contrastive set 0.7128
-  -> 0.7122.
+  WoW and Q2 unchanged to the fourth decimal; the contrastive set 0.7128 -> 0.7122. A metric passes its
+  ``threshold`` as ``support``'s ``cutoff``, so a threshold over 0.9 still reads exact verdicts.
 
 Owns: loading verifier models and scoring (evidence, claim) pairs. Must not extract claims (the metrics'
 steps do) or train (``calibration.fitting.verifier_training``).
@@ -241,12 +241,14 @@ class Verifier:
                         units.setdefault(sentence.strip(), [sentence.strip()])
         return units
 
-    def support(self, evidence: Sequence[str], claims: Sequence[str]) -> list[dict[str, Any]]:
+    def support(self, evidence: Sequence[str], claims: Sequence[str], *,
+                cutoff: float | None = None) -> list[dict[str, Any]]:
         """Per claim: ``probability`` (its best unit's, see ``units``; with ``top_units``, the best of its
         shortlist; with ``stop_at``, the best of the units scored), ``chunk`` (that unit), ``sentence`` (the
         unit's sentence sharing most words with the claim) and ``units_scored`` (how many (unit, claim) pairs
         the model scored for it). With ``stop_at`` each claim is first scored against its shortest unit only,
-        and against the rest when that one is under ``stop_at``."""
+        and against the rest when that one is under ``stop_at``, or under ``cutoff`` when that is higher (the
+        cut-off the caller reads the probabilities at: whether a claim reaches it stays exact)."""
         claims = list(claims)
         if not claims:
             return []
@@ -267,9 +269,10 @@ class Verifier:
         if self.stop_at is None:
             score([(i, j) for i, chosen in enumerate(shortlists) for j in chosen])
         else:
+            stop = max(self.stop_at, cutoff or 0.0)
             shortest = [min(chosen, key=lambda j: (len(units[j]), j)) for chosen in shortlists]
             score(list(enumerate(shortest)))
-            score([(i, j) for i, chosen in enumerate(shortlists) if scored[i][shortest[i]] < self.stop_at
+            score([(i, j) for i, chosen in enumerate(shortlists) if scored[i][shortest[i]] < stop
                    for j in chosen if j != shortest[i]])
         rows = []
         for claim, mine in zip(claims, scored):

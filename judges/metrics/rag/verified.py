@@ -96,7 +96,7 @@ class VerifierStep:
     def verify_claims(self, verifier: Verifier, claims: list[str], evidence: list[str]) -> dict[str, Any]:
         """``{"verdicts", "weakest", "mean_probability", "verifier"}``: per claim the verifier's row (claim,
         probability, chunk, sentence, units_scored) plus ``supported`` (P >= threshold)."""
-        rows = verifier.support(evidence, claims)
+        rows = verifier.support(evidence, claims, cutoff=self.threshold)  # stopping early keeps this verdict exact
         for row in rows:
             row["supported"] = row["probability"] >= self.threshold
         probabilities = [row["probability"] for row in rows]
