@@ -14,6 +14,16 @@ Q2 (``experiments/verifier_agreement.py``'s split), and on all of the contrastiv
 The rule that picks alpha, fixed before any number was seen, uses train halves only: the largest alpha
 whose BEGIN WoW and Q2 train-half ROC-AUC each stay within 0.005 of the shipped verifier's. The test halves
 and the contrastive set are reported for every alpha, never used to choose.
+
+2026-11-27, written before these ran: soups with trainings from scratch of other mixes, ``--continued
+runs/verifier-facts2-seed1/model`` (twice the changed facts, seed 1: contrastive 0.871, BEGIN WoW train
+0.928) and ``--continued runs/verifier-facts2-cpos/model`` (compressions as positives only: 0.846, 0.928).
+The continued model lies on a nearly straight trade from the shipped one; the average of two seeds of the
+shipped recipe scored BEGIN WoW above both seeds. Question: is a soup of the shipped model with a
+from-scratch model strong on the contrastive set off that straight trade, that is, does the rule's alpha
+(unchanged) reach contrastive >= 0.85? If it does not, the trade holds for soups too. If it does, its
+SummEval train half is measured next (it must be >= 0.735), and it is still not shippable as it stands: two
+trainings are ~67 min against the issue's hour for ``make verifier``.
 """
 
 from __future__ import annotations
