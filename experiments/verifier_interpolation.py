@@ -4,6 +4,7 @@ Wortsman et al. 2022): does a point between them keep BEGIN's dialogue turns and
     .venv/bin/python experiments/verifier_continuation.py            # writes runs/verifier-continued (~9 min)
     .venv/bin/python experiments/verifier_interpolation.py           # ~3 min on the grid below
     .venv/bin/python experiments/verifier_interpolation.py --alphas 0,0.3 --summeval    # SummEval too (~2.5 min a point)
+    .venv/bin/python experiments/verifier_interpolation.py --alphas 0,0.7 --keep runs/soups   # each point's model kept
 
 ``experiments/verifier_continuation.py`` found that a few minutes more training on positives in other words
 lifts the hand-written contrastive set from 0.716 to 0.896 ROC-AUC but costs BEGIN WoW 0.08. Here every
@@ -85,6 +86,7 @@ def main() -> int:
     parser.add_argument("--continued", default="runs/verifier-continued", help="the continued model's folder")
     parser.add_argument("--summeval", action="store_true", help="also SummEval's test half (first 320 summaries)")
     parser.add_argument("--alphas", default=",".join(map(str, GRID)), help="comma-separated points (0 must be one)")
+    parser.add_argument("--keep", default=None, help="also save each point's model in KEEP/alpha-<alpha>")
     args = parser.parse_args()
     grid = sorted({float(a) for a in args.alphas.split(",")})
     if grid[0] != 0.0:
@@ -104,6 +106,9 @@ def main() -> int:
             model.save_pretrained(folder, safe_serialization=True)
             tokenizer.save_pretrained(folder)
             rows[alpha] = measure(Verifier(folder), data)
+            if args.keep:
+                model.save_pretrained(Path(args.keep) / f"alpha-{alpha}", safe_serialization=True)
+                tokenizer.save_pretrained(Path(args.keep) / f"alpha-{alpha}")
             print(f"alpha {alpha:.1f}: " + "; ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k}: {v}"
                                                       for k, v in rows[alpha].items()), flush=True)
     base = rows[0.0]

@@ -20,6 +20,8 @@ contrastive set)? Prints the same measurements as ``experiments/verifier_interpo
         --average-from 0.75 --out runs/verifier-facts2-compressed  # and every compressible sentence compressed
     .venv/bin/python experiments/verifier_joint_mix.py --other-words 0 --perturbed 20000 --compressed 1 \
         --compressed-positives-only --out runs/verifier-facts2-cpos  # compressions as positives only
+    .venv/bin/python experiments/verifier_joint_mix.py --other-words 0 --perturbed 20000 --scale 0.7 --seed 1 \
+        --out runs/verifier-facts2-seed1-s07                       # a shorter partner for a soup: ~23 min
 
 The shipped mix (``TrainConfig()``) plus ``--other-words`` supported pairs drawn again from MNLI/SNLI
 entailments, VitaminC, ExpertQA and FactCheck-GPT (``verifier_training.other_words_positives``); everything
@@ -86,6 +88,14 @@ train half >= 0.735 (``experiments/verifier_windows.py --chunk-tokens 128 --tops
 passes is not shipped before a second seed passes too. If BEGIN WoW stays down, the compressions' cost on
 dialogue is not their negatives.
 
+``--other-words 0 --perturbed 20000 --scale 0.7 --seed 1`` (added 2026-11-27, before its first run): a soup
+(``experiments/verifier_interpolation.py``, alpha 0.7 as its unchanged rule picked) of the shipped verifier
+with the full-length run of this mix, seed 1, scored BEGIN WoW train 0.935, Q2 train 0.649, contrastive 0.842
+and SummEval train 0.739: every part of the rule below but the training time (two trainings, 34.6 + 32.4
+min). The question: does a soup with a run of the same mix cut to 0.7 of its pairs (~23 min, so the two
+trainings fit the hour) still pass, with the interpolation's rule choosing alpha and SummEval's train half
+>= 0.735? If it does, the soup becomes a candidate recipe for ``make verifier`` (and needs a second seed
+before it ships); if not, the soup's gain needs the full second training.
 The rule for shipping it, written before it ran: BEGIN WoW's and Q2's train-half ROC-AUC each within 0.005
 of the shipped verifier's (the interpolation's rule) and the contrastive set above 0.762 (the best point
 that rule allowed on the line between the shipped and the continued model); and (added on 2026-11-26,
