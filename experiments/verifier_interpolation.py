@@ -86,7 +86,7 @@ def main() -> int:
     parser.add_argument("--continued", default="runs/verifier-continued", help="the continued model's folder")
     parser.add_argument("--summeval", action="store_true", help="also SummEval's test half (first 320 summaries)")
     parser.add_argument("--alphas", default=",".join(map(str, GRID)), help="comma-separated points (0 must be one)")
-    parser.add_argument("--keep", default=None, help="also save each point's model in KEEP/alpha-<alpha>")
+    parser.add_argument("--keep", default=None, help="save each point's model in KEEP/alpha-<alpha> (else a temporary folder)")
     args = parser.parse_args()
     grid = sorted({float(a) for a in args.alphas.split(",")})
     if grid[0] != 0.0:
@@ -103,12 +103,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder, torch.inference_mode():
         for alpha in grid:
             model.load_state_dict(interpolated(shipped, continued, alpha))
-            model.save_pretrained(folder, safe_serialization=True)
-            tokenizer.save_pretrained(folder)
-            rows[alpha] = measure(Verifier(folder), data)
-            if args.keep:
-                model.save_pretrained(Path(args.keep) / f"alpha-{alpha}", safe_serialization=True)
-                tokenizer.save_pretrained(Path(args.keep) / f"alpha-{alpha}")
+            point = Path(args.keep) / f"alpha-{alpha}" if args.keep else Path(folder)  # saved once, read back
+            model.save_pretrained(point, safe_serialization=True)
+            tokenizer.save_pretrained(point)
+            rows[alpha] = measure(Verifier(str(point)), data)
             print(f"alpha {alpha:.1f}: " + "; ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k}: {v}"
                                                       for k, v in rows[alpha].items()), flush=True)
     base = rows[0.0]
