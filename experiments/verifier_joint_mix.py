@@ -24,6 +24,8 @@ contrastive set)? Prints the same measurements as ``experiments/verifier_interpo
         --out runs/verifier-facts2-seed1-s07                       # a shorter partner for a soup: ~31 min
     .venv/bin/python experiments/verifier_joint_mix.py --other-words 0 --perturbed 20000 --scale 0.5 --seed 1 \
         --out runs/verifier-facts2-seed1-s05                       # shorter still: ~22 min
+    .venv/bin/python experiments/verifier_joint_mix.py --other-words 0 --scale 0.7 \
+        --out runs/verifier-shipped-s07                            # the shipped recipe cut to 0.7: ~25 min
 
 The shipped mix (``TrainConfig()``) plus ``--other-words`` supported pairs drawn again from MNLI/SNLI
 entailments, VitaminC, ExpertQA and FactCheck-GPT (``verifier_training.other_words_positives``); everything
@@ -102,6 +104,14 @@ before it ships); if not, the soup's gain needs the full second training.
 of the rule but the hour: 34.6 + 30.6 min): a partner of ~22 min, so that the shipped recipe as it is and the
 partner fit the hour together. The question: does its soup (alpha by the interpolation's rule) still pass,
 SummEval's train half >= 0.735 included? One seed (1); a pass is not shipped before a second seed passes.
+``--other-words 0 --scale 0.7`` (added 2026-11-27 in session 18, before its first run, after the x0.5 partner's
+soup failed: contrastive 0.746): the shipped recipe itself (seed 0) cut to 0.7 of its pairs, ~25 min, as the
+other parent of a soup with the x0.7 partner (30.6 min; together ~56 min, inside the hour). The question:
+does ``experiments/verifier_interpolation.py --base runs/verifier-shipped-s07/model --continued
+runs/verifier-facts2-seed1-s07/model`` still pass the rule below at the alpha its rule picks (measured
+against the shipped verifier, as before), SummEval's train half >= 0.735 included, with the two trainings'
+measured times adding up to <= 60 min? If it does, the soup becomes ``make verifier``'s recipe (after a
+second seed of the pair passes too); if not, the shortened first parent costs what the soup gained.
 The rule for shipping it, written before it ran: BEGIN WoW's and Q2's train-half ROC-AUC each within 0.005
 of the shipped verifier's (the interpolation's rule) and the contrastive set above 0.762 (the best point
 that rule allowed on the line between the shipped and the continued model); and (added on 2026-11-26,
