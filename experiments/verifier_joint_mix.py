@@ -30,7 +30,7 @@ contrastive set)? Prints the same measurements as ``experiments/verifier_interpo
 The shipped mix (``TrainConfig()``) plus ``--other-words`` supported pairs drawn again from MNLI/SNLI
 entailments, VitaminC, ExpertQA and FactCheck-GPT (``verifier_training.other_words_positives``); everything
 else (seed 0, steps per pair, schedule, held-out sets) as for the shipped model. ``--scale`` multiplies
-every count of the mix (each source's cap, ``--perturbed``, ``--other-words``; a source holding fewer pairs
+every count of the mix (``verifier_soup.scaled``: each source's cap, ``--perturbed``, ``--other-words``; a source holding fewer pairs
 than its cap comes whole, as before) to train longer on more distinct pairs rather than repeating them. Resumable (rerun the same
 command). The shipped verifier is measured next to it; nothing here changes the shipped files.
 
@@ -112,6 +112,13 @@ runs/verifier-facts2-seed1-s07/model`` still pass the rule below at the alpha it
 against the shipped verifier, as before), SummEval's train half >= 0.735 included, with the two trainings'
 measured times adding up to <= 60 min? If it does, the soup becomes ``make verifier``'s recipe (after a
 second seed of the pair passes too); if not, the shortened first parent costs what the soup gained.
+Its answer (docs/verifier.md): yes, at alpha 0.7 (BEGIN WoW train 0.932, Q2 0.681, contrastive 0.812, SummEval
+train 0.768; 21.8 + 30.6 = 52.4 min). Then (added 2026-11-27 in session 18, before its run) the recipe again
+with the next seeds, as ``calibration.fitting.verifier_soup.train_soup("runs/verifier-soup-seed1",
+soup_recipe(seed=1))`` trains it (the shipped mix x0.7 seed 1, the changed facts x2 x0.7 seed 2, averaged at the
+recipe's fixed alpha 0.7, the interpolation's grid printed beside it). The question: does the recipe pass the
+same rule with other seeds? If it does, seed 0's soup becomes the shipped verifier and ``make verifier``'s
+recipe; if it does not, the recipe is not shipped.
 The rule for shipping it, written before it ran: BEGIN WoW's and Q2's train-half ROC-AUC each within 0.005
 of the shipped verifier's (the interpolation's rule) and the contrastive set above 0.762 (the best point
 that rule allowed on the line between the shipped and the continued model); and (added on 2026-11-26,
@@ -132,6 +139,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from verifier_agreement import sets  # noqa: E402
 from verifier_interpolation import measure  # noqa: E402
 
+from calibration.fitting.verifier_soup import scaled  # noqa: E402
 from calibration.fitting.verifier_training import (  # noqa: E402
     MANIFEST_NAME,
     WEIGHTS_NAME,
@@ -165,11 +173,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.scale <= 0:
         parser.error("--scale must be > 0")
-    scaled = {name: round(count * args.scale) for name, count in TrainConfig().per_source.items()}
-    config = TrainConfig(per_source=scaled, other_words=round(args.other_words * args.scale),
-                         perturbed=round(args.perturbed * args.scale), begin_repeat=args.begin_repeat,
-                         seed=args.seed, as_replies=args.as_replies, compressed=args.compressed,
-                         compressed_negatives=not args.compressed_positives_only, average_from=args.average_from)
+    config = scaled(TrainConfig(other_words=args.other_words, perturbed=args.perturbed, begin_repeat=args.begin_repeat,
+                                seed=args.seed, as_replies=args.as_replies, compressed=args.compressed,
+                                compressed_negatives=not args.compressed_positives_only,
+                                average_from=args.average_from), args.scale)
     print(f"mix: {config.per_source}, perturbed {config.perturbed}, other words {config.other_words}, "
           f"BEGIN x{config.begin_repeat}, as replies {config.as_replies}, compressed {config.compressed} "
           f"(negatives too: {config.compressed_negatives}), "

@@ -21,6 +21,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs extras [local,embeddings]: run `make test`"))
 
 
+@pytest.fixture
+def shared_data():
+    """Skips a test that reads ``../shared/data`` where it is not there."""
+    from calibration.data.loaders import data_dir
+
+    try:
+        return data_dir()
+    except FileNotFoundError:
+        pytest.skip("needs ../shared/data")
+
+
 # ------------------------------------------------------------------------------------------------------------
 # A real OpenAI-compatible server: llama-cpp-python's server serving the embedded GGUF on 127.0.0.1
 # ------------------------------------------------------------------------------------------------------------

@@ -53,17 +53,6 @@ def tiny_folder(path: Path, labels=("not_supported", "supported"), seed: int = 0
     return path
 
 
-@pytest.fixture
-def shared_data():
-    """Skips a test that reads ``../shared/data`` where it is not there."""
-    from calibration.data.loaders import data_dir
-
-    try:
-        return data_dir()
-    except FileNotFoundError:
-        pytest.skip("needs ../shared/data")
-
-
 def test_the_shipped_verifier_loads_and_tells_a_changed_fact_from_a_paraphrase():
     verifier = resolve_verifier(None)
     assert verifier is resolve_verifier("embedded") and verifier.languages == ("en",)

@@ -298,7 +298,7 @@ def _add_snapshot(average: dict[str, Any] | None, model, averaged: int) -> dict[
     return average
 
 
-def _write_weights(folder: Path, state: dict[str, Any], manifest: dict[str, Any]) -> Path:
+def write_weights(folder: Path, state: dict[str, Any], manifest: dict[str, Any]) -> Path:
     """``state`` as float16 safetensors in ``folder`` with its manifest (the SHA-256 filled in)."""
     import torch
     from safetensors.torch import save_file
@@ -389,10 +389,10 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
                                  "their attribution wherever this model is published"}
     state = trainable_state(model)
     if average is not None:
-        _write_weights(out / "averaged", {**state, **average},
+        write_weights(out / "averaged", {**state, **average},
                        {**manifest, "averaged": f"{averaged} snapshots, every {AVERAGE_EVERY} steps after step "
                                                 f"{average_start} of {len(plan)}"})
-    return _write_weights(out, state, manifest)
+    return write_weights(out, state, manifest)
 
 
 def planned_steps(config: TrainConfig) -> int:
