@@ -32,8 +32,8 @@ test: $(STAMP)
 test-unit: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not integration"
 
-# Train the groundedness verifier again from scratch (~25 min on 2 cores, resumable) and install it into
-# judges/lm/weights/; never part of `make test`.
+# Train the groundedness verifier again from scratch (a soup of two trainings and their average, ~55 min on
+# 2 cores, resumable) and install it into judges/lm/weights/; never part of `make test`.
 verifier: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/dspy-judges train-verifier --out runs/verifier --install
 

@@ -45,13 +45,23 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 from verifier_agreement import sets, split  # noqa: E402
 
-from calibration.fitting.verifier_training import contrastive_set, roc_auc  # noqa: E402
+from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME, contrastive_set, roc_auc  # noqa: E402
 from judges.data.language import split_sentences  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 from judges.lm.verifier_files import load_shipped  # noqa: E402
 
 TOLERANCE = 0.005
 GRID = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
+
+
+def state_of(folder: str) -> dict:
+    """The tensors of a model folder: a Hugging Face one, or a trained verifier's (``train_verifier`` or
+    ``train_soup``: the fine-tuned tensors and their manifest) on the base weights."""
+    from transformers import AutoModelForSequenceClassification
+
+    if (Path(folder) / WEIGHTS_NAME).is_file():
+        return load_shipped(Path(folder) / WEIGHTS_NAME, Path(folder) / MANIFEST_NAME)[0].state_dict()
+    return AutoModelForSequenceClassification.from_pretrained(folder, local_files_only=True).state_dict()
 
 
 def interpolated(shipped: dict, continued: dict, alpha: float) -> dict:
@@ -87,7 +97,8 @@ def measure(verifier: Verifier, data: dict) -> dict[str, float | str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--continued", default="runs/verifier-continued", help="the continued model's folder")
+    parser.add_argument("--continued", default="runs/verifier-continued",
+                        help="the continued model's folder (Hugging Face, or a trained verifier's)")
     parser.add_argument("--summeval", action="store_true", help="also SummEval's test half (first 320 summaries)")
     parser.add_argument("--alphas", default=",".join(map(str, GRID)), help="comma-separated points (0 must be one)")
     parser.add_argument("--base", default=None, help="the model at alpha 0 (default: the shipped verifier)")
@@ -97,13 +108,10 @@ def main() -> int:
     if grid[0] != 0.0:
         raise SystemExit("--alphas must include 0 (the shipped verifier, the rule's reference)")
     import torch
-    from transformers import AutoModelForSequenceClassification
 
     model, tokenizer, _ = load_shipped()
-    if args.base:
-        model = AutoModelForSequenceClassification.from_pretrained(args.base, local_files_only=True)
-    shipped = {k: v.clone() for k, v in model.state_dict().items()}
-    continued = AutoModelForSequenceClassification.from_pretrained(args.continued, local_files_only=True).state_dict()
+    shipped = {k: v.clone() for k, v in (state_of(args.base) if args.base else model.state_dict()).items()}
+    continued = state_of(args.continued)
     data = {name: value for name, value in sets(summeval_limit=320 if args.summeval else 2).items()
             if args.summeval or name != "summeval"}
     rows = {}

@@ -43,14 +43,18 @@ def test_the_recipe_is_the_measured_one_and_its_weights_are_checked():
         SoupRecipe((TrainConfig(),), (0.5, 0.5))
 
 
-def test_train_soup_averages_two_resumable_trainings(tmp_path, shared_data):
+def test_train_soup_averages_two_resumable_trainings(tmp_path, monkeypatch, shared_data):
+    from dataclasses import replace
+
     from safetensors.torch import load_file
 
+    from calibration.fitting import verifier_soup
     from calibration.fitting.verifier_soup import SoupRecipe, train_soup
-    from calibration.fitting.verifier_training import MANIFEST_NAME, train_verifier
+    from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME, train_verifier
 
-    pytest.importorskip("calibration.data.pairs")
-    recipe = SoupRecipe((tiny(0), tiny(1, perturbed=24)), (0.25, 0.75))
+    recipe = SoupRecipe((tiny(0), tiny(1, perturbed=24)), (0.25, 0.75), fit_temperature=False)
+    (tmp_path / "soup").mkdir()
+    (tmp_path / "soup" / WEIGHTS_NAME).write_bytes(b"an older model")  # not to be taken for this run's
     stopped = train_soup(tmp_path / "soup", recipe, progress=False, max_steps=3)
     assert not stopped.exists() and (tmp_path / "soup" / "parent-0" / "checkpoint" / "state.json").is_file()
     soup = train_soup(tmp_path / "soup", recipe, progress=False)  # continues the first, then trains the second
@@ -67,3 +71,69 @@ def test_train_soup_averages_two_resumable_trainings(tmp_path, shared_data):
     assert manifest["recipe"]["parents"][1]["perturbed"] == 24 and manifest["stored_as"] == "float16"
     _, _, meta = load_shipped(soup, soup.parent / MANIFEST_NAME)  # a loadable verifier, checked by its SHA-256
     assert meta["sha256"] == manifest["sha256"]
+    before = soup.read_bytes()
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished parent was trained again")
+
+    monkeypatch.setattr(verifier_soup, "train_verifier", no_training)
+    assert train_soup(tmp_path / "soup", recipe, progress=False).read_bytes() == before  # reused, averaged again
+    with pytest.raises(ValueError, match="another configuration \\(differs in perturbed\\)"):
+        train_soup(tmp_path / "soup", SoupRecipe((replace(tiny(0), perturbed=8), tiny(1)), (0.5, 0.5)), progress=False)
+    monkeypatch.undo()
+    (tmp_path / "soup" / "parent-0" / MANIFEST_NAME).write_text("{}")  # cut while written: made again from its checkpoint
+    assert train_soup(tmp_path / "soup", recipe, progress=False).read_bytes() == before
+
+
+def test_the_command_trains_the_soup_resumes_and_installs_it(tmp_path, monkeypatch, capsys, shared_data):
+    from calibration.fitting.verifier_soup import SoupRecipe
+    from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME
+    from judges_app.cli import main
+    from judges_app.cli import train_verifier as command
+
+    monkeypatch.setattr(command, "soup_recipe", lambda seed, threads: SoupRecipe((tiny(seed), tiny(seed + 1)), (0.3, 0.7),
+                                                                                 fit_temperature=False))
+    monkeypatch.setattr(command, "SHIPPED_DIR", tmp_path / "installed")
+    assert main(["train-verifier", "--out", str(tmp_path / "run"), "--max-steps", "2"]) == 0
+    assert "stopped at --max-steps 2" in capsys.readouterr().out and not (tmp_path / "installed").exists()
+    assert main(["train-verifier", "--out", str(tmp_path / "run"), "--install"]) == 0
+    out = capsys.readouterr().out
+    assert "parent 0 (weight 0.3)" in out and "parent 1 (weight 0.7)" in out
+    for name in (WEIGHTS_NAME, MANIFEST_NAME):
+        assert (tmp_path / "installed" / name).read_bytes() == (tmp_path / "run" / name).read_bytes()
+
+
+def test_the_temperature_rescales_the_head_only_and_lowers_the_held_out_log_loss(tmp_path, shared_data):
+    from dataclasses import replace
+
+    from safetensors.torch import load_file
+
+    from calibration.fitting.verifier_soup import HEAD, SoupRecipe, average_files, temperature, train_soup
+    from calibration.fitting.verifier_training import MANIFEST_NAME, training_mix
+
+    parents = (tiny(0), replace(tiny(0), held_out=12))  # one's held-out pairs partly in the other's training
+    plain = train_soup(tmp_path / "plain", SoupRecipe(parents, (0.5, 0.5), fit_temperature=False), progress=False)
+    for i in range(2):  # the same parents, not trained again
+        (tmp_path / "hot" / f"parent-{i}").mkdir(parents=True)
+        for path in (tmp_path / "plain" / f"parent-{i}").iterdir():
+            if path.is_file():
+                (tmp_path / "hot" / f"parent-{i}" / path.name).write_bytes(path.read_bytes())
+    hot = train_soup(tmp_path / "hot", SoupRecipe(parents, (0.5, 0.5)), progress=False)
+    a, b = load_file(str(plain)), load_file(str(hot))
+    fitted = json.loads((tmp_path / "hot" / MANIFEST_NAME).read_text())["temperature"]
+    t = fitted["t"]
+    assert np.exp(-3) <= t <= np.exp(3) and t != 1 and fitted["log_loss"] <= fitted["log_loss_at_1"]
+    mixes = [training_mix(c) for c in parents]
+    trained = {(p.evidence, p.claim) for train, _ in mixes for p in train}
+    held = list({(p.evidence, p.claim): p for _, pairs in mixes for p in pairs if (p.evidence, p.claim) not in trained}.values())
+    leaked = [p for _, pairs in mixes for p in pairs if (p.evidence, p.claim) in trained]
+    assert leaked and fitted["held_out_pairs"] == len(held) > 0  # one parent's held-out pairs the other trained on: out
+    files = [tmp_path / "plain" / f"parent-{i}" / plain.name for i in range(2)]
+    average = average_files(files, (0.5, 0.5))
+    for name in a:
+        expected = (average[name] * t).half() if name in HEAD else a[name]
+        assert np.array_equal(b[name].numpy(), expected.numpy()), name
+    again, before, after = temperature(average, held, parents[0].max_length)
+    assert (again, before, after) == pytest.approx((t, fitted["log_loss_at_1"], fitted["log_loss"]))
+    with pytest.raises(ValueError, match="need both labels"):
+        temperature(average, [p for p in held if p.label == 1], parents[0].max_length)

@@ -7,6 +7,13 @@ resumable; the average is remade from their files, so a rerun after an interrupt
 
 ``soup_recipe()`` is the recipe measured in docs/verifier.md ("Tried: soups ..."): the shipped mix and the mix
 with twice the rule-made changed facts, each cut to 0.7 of its pairs, weight 0.7 on the second.
+
+Averaging shrinks the logits (two heads on features that differ): the soups' copies scored 0.76-0.79 where
+each parent scored them 0.94, so ``Verifier(stop_at=0.9)`` would stop on few claims. The average's head
+(``classifier.weight`` and ``.bias``) is therefore multiplied by a temperature T, the one that minimises the
+log loss of ``sigmoid(T * logit)`` on the parents' held-out pairs that neither parent trained on (the two
+mixes share pairs: one parent's held-out pair may be in the other's training): every rank and every verdict
+at 0.5 stays as the plain average gives it; only how far a probability sits from 0.5 changes.
 """
 
 from __future__ import annotations
@@ -15,7 +22,24 @@ import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME, TrainConfig, train_verifier, write_weights
+import numpy as np
+
+from calibration.data.pairs import EvidencePair
+from calibration.fitting.verifier_training import (
+    MANIFEST_NAME,
+    NOT_TRAINED_ON,
+    WEIGHTS_NAME,
+    TrainConfig,
+    logits,
+    train_verifier,
+    trained_on,
+    training_mix,
+    write_weights,
+)
+from judges.lm.verifier_files import VerifierError, base_classifier, checked_manifest
+
+#: The head's tensors a temperature multiplies (the logit is their affine map of the pooled features).
+HEAD = ("classifier.weight", "classifier.bias")
 
 #: Every count of both mixes is multiplied by this (``scaled``): the two trainings fit the issue's hour.
 SOUP_SCALE = 0.7
@@ -38,6 +62,8 @@ class SoupRecipe:
     parents: tuple[TrainConfig, ...]
     #: Each parent's weight in the average (they sum to 1).
     weights: tuple[float, ...]
+    #: Multiply the average's head by the temperature fitted on the parents' held-out pairs (``temperature``).
+    fit_temperature: bool = True
 
     def __post_init__(self) -> None:
         if len(self.parents) < 1 or len(self.parents) != len(self.weights):
@@ -52,7 +78,7 @@ def soup_recipe(seed: int = 0, threads: int = 2) -> SoupRecipe:
     ``seed + 1``), both scaled by ``SOUP_SCALE``, weights ``1 - SOUP_ALPHA`` and ``SOUP_ALPHA``."""
     first = scaled(TrainConfig(seed=seed, threads=threads), SOUP_SCALE)
     second = scaled(TrainConfig(seed=seed + 1, perturbed=2 * TrainConfig().perturbed, threads=threads), SOUP_SCALE)
-    return SoupRecipe((first, second), (1 - SOUP_ALPHA, SOUP_ALPHA))
+    return SoupRecipe((first, second), (round(1 - SOUP_ALPHA, 12), SOUP_ALPHA))
 
 
 def average_files(files: list[Path], weights: tuple[float, ...]) -> dict:
@@ -67,18 +93,64 @@ def average_files(files: list[Path], weights: tuple[float, ...]) -> dict:
     return {name: sum(w * state[name].float() for w, state in zip(weights, states)) for name in states[0]}
 
 
+def temperature(state: dict, pairs: list[EvidencePair], max_length: int) -> tuple[float, float, float]:
+    """(T, log loss at T = 1, log loss at T): the factor on the logit of the model with ``state`` (its tensors
+    as stored, float16) that minimises the log loss of ``sigmoid(T * logit)`` on ``pairs``, T in [e^-3, e^3]."""
+    import torch
+    from scipy.optimize import minimize_scalar
+
+    labels = np.array([p.label for p in pairs], dtype=float)
+    if len(set(labels.tolist())) != 2:
+        raise ValueError(f"temperature: the held-out pairs need both labels, got {len(pairs)} pairs of one")
+    torch.manual_seed(0)
+    model, tokenizer = base_classifier(num_labels=1)
+    model.load_state_dict({k: v.half().float() for k, v in state.items()}, strict=False)
+    z = logits(model, tokenizer, pairs, max_length).astype(float)
+
+    def loss(log_t: float) -> float:
+        t = np.exp(log_t)
+        return float(np.mean(labels * np.logaddexp(0, -t * z) + (1 - labels) * np.logaddexp(0, t * z)))
+
+    best = minimize_scalar(loss, bounds=(-3.0, 3.0), method="bounded", options={"xatol": 1e-6})
+    return float(np.exp(best.x)), loss(0.0), loss(float(best.x))
+
+
+def finished(folder: Path, config: TrainConfig) -> Path | None:
+    """The weights file of a training of ``config`` that already finished in ``folder`` (checked against its
+    manifest's SHA-256), so that a rerun does not train it again; None when there is none yet, or when the
+    file or its manifest is cut or changed (``train_verifier`` then writes them again from its checkpoint). A
+    finished training of another configuration there is an error; a field added to ``TrainConfig`` after
+    that training counts there as its default, as a checkpoint's does."""
+    weights = folder / WEIGHTS_NAME
+    if not weights.is_file():
+        return None
+    try:
+        saved = checked_manifest(weights, folder / MANIFEST_NAME)["config"]
+    except (VerifierError, KeyError):
+        return None
+    saved = {**trained_on(TrainConfig()), **{k: v for k, v in saved.items() if k not in NOT_TRAINED_ON}}
+    if saved != trained_on(config):
+        changed = sorted(k for k in set(saved) | set(trained_on(config)) if saved.get(k) != trained_on(config).get(k))
+        raise ValueError(f"train_soup: {folder} holds a model trained with another configuration (differs in "
+                         f"{', '.join(changed)}); train into another folder, or delete that one to start again")
+    return weights
+
+
 def train_soup(out: str | Path, recipe: SoupRecipe | None = None, *, progress: bool = True,
                max_steps: int | None = None) -> Path:
     """Train each parent into ``out/parent-<i>`` (``train_verifier``; ``max_steps`` stops each one early, a
-    rerun continues), then write their weighted average into ``out``; returns the weights file, which does not
-    exist yet when a training stopped early."""
+    rerun continues), then write their weighted average into ``out``; returns the weights file, or, when a
+    training stopped early, that training's weights file, which does not exist yet."""
+    import torch
+
     out = Path(out)
     recipe = recipe or soup_recipe()
     files = []
     for i, config in enumerate(recipe.parents):
-        weights = train_verifier(out / f"parent-{i}", config, progress=progress, max_steps=max_steps)
+        weights = (finished(out / f"parent-{i}", config)
+                   or train_verifier(out / f"parent-{i}", config, progress=progress, max_steps=max_steps))
         if not weights.is_file():
-            return out / WEIGHTS_NAME
+            return weights
         files.append(weights)
     manifests = [json.loads((path.parent / MANIFEST_NAME).read_text(encoding="utf-8")) for path in files]
     first = manifests[0]
@@ -89,5 +161,15 @@ def train_soup(out: str | Path, recipe: SoupRecipe | None = None, *, progress: b
                                                                "pairs_per_source", "history", "seconds_this_run")}}
                             for w, m in zip(recipe.weights, manifests)],
                 "steps": sum(m["steps"] for m in manifests), "train_pairs": sum(m["train_pairs"] for m in manifests),
-                "history": manifests[-1]["history"], "data_licences": first["data_licences"]}
-    return write_weights(out, average_files(files, recipe.weights), manifest)
+                "data_licences": first["data_licences"]}
+    state = average_files(files, recipe.weights)
+    if recipe.fit_temperature:
+        mixes = [training_mix(config) for config in recipe.parents]
+        trained = {(p.evidence, p.claim) for train, _ in mixes for p in train}
+        held = list({(p.evidence, p.claim): p for _, pairs in mixes for p in pairs
+                     if (p.evidence, p.claim) not in trained}.values())
+        torch.set_num_threads(recipe.parents[0].threads)  # the same count gives the same T, as in training
+        t, before, after = temperature(state, held, recipe.parents[0].max_length)
+        state.update({name: state[name] * t for name in HEAD})
+        manifest["temperature"] = {"t": t, "held_out_pairs": len(held), "log_loss_at_1": before, "log_loss": after}
+    return write_weights(out, state, manifest)

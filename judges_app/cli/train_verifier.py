@@ -1,9 +1,11 @@
 """`dspy-judges train-verifier`: train the groundedness verifier again from scratch (seeded, resumable).
 
-    dspy-judges train-verifier --out runs/verifier            # ~25 min on 2 cores; a rerun continues
+    dspy-judges train-verifier --out runs/verifier            # ~55 min on 2 cores; a rerun continues
     dspy-judges train-verifier --out runs/verifier --install  # then copy the files into judges/lm/weights/
+    dspy-judges train-verifier --recipe single --out runs/verifier-single   # one training of the full mix
 
-Must not hold the training itself (``calibration.fitting.verifier_training``).
+The shipped recipe is a soup (``calibration.fitting.verifier_soup``): two trainings from the base weights,
+then their weighted average. Must not hold the training itself.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
+from calibration.fitting.verifier_soup import soup_recipe, train_soup
 from calibration.fitting.verifier_training import (
     MANIFEST_NAME,
     TrainConfig,
@@ -22,17 +25,26 @@ from judges.lm.verifier_files import SHIPPED_DIR
 from judges_app.cli.common import add_debug_option, positive_int
 
 
+def _last_check(manifest: dict) -> dict:
+    return manifest["history"][-1] if manifest.get("history") else {}
+
+
 def run(args) -> int:
-    config = TrainConfig(seed=args.seed, threads=args.threads)
-    weights = train_verifier(args.out, config, max_steps=args.max_steps)
+    if args.recipe == "soup":
+        weights = train_soup(args.out, soup_recipe(seed=args.seed, threads=args.threads), max_steps=args.max_steps)
+    else:
+        weights = train_verifier(args.out, TrainConfig(seed=args.seed, threads=args.threads), max_steps=args.max_steps)
     if not weights.is_file():
-        print(f"stopped at --max-steps {args.max_steps}; the checkpoint is in {Path(args.out) / 'checkpoint'} "
-              f"(rerun the same command to continue)")
+        print(f"stopped at --max-steps {args.max_steps}; the checkpoints are under {Path(args.out)} "
+              f"(rerun without --max-steps, or with a larger one, to continue)")
         return 0
     manifest = json.loads((Path(args.out) / MANIFEST_NAME).read_text(encoding="utf-8"))
-    last = manifest["history"][-1] if manifest["history"] else {}
     print(f"wrote {weights} ({weights.stat().st_size / 1e6:.1f} MB, sha256 {manifest['sha256'][:12]}); "
-          f"{manifest['steps']} steps on {manifest['train_pairs']} pairs; last check: {last}")
+          f"{manifest['steps']} steps on {manifest['train_pairs']} pairs")
+    for i, parent in enumerate(manifest.get("parents", [manifest])):
+        name = f"parent {i} (weight {parent['weight']})" if "weight" in parent else "the training"
+        print(f"  {name}: {parent['steps']} steps, {parent['seconds_this_run'] / 60:.1f} min in its last run; "
+              f"last check: {_last_check(parent)}")
     if args.install:
         SHIPPED_DIR.mkdir(parents=True, exist_ok=True)
         for path in (weights, Path(args.out) / MANIFEST_NAME):
@@ -43,11 +55,15 @@ def run(args) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train-verifier", help="train the groundedness verifier again from scratch (seeded, resumable)")
-    p.add_argument("--out", default="runs/verifier", help="folder for the checkpoint and the trained files")
+    p.add_argument("--out", default="runs/verifier", help="folder for the checkpoints and the trained files")
+    p.add_argument("--recipe", choices=("soup", "single"), default="soup",
+                   help="soup: the shipped recipe, two trainings and their average (seeds SEED and SEED+1); "
+                        "single: one training of the full shipped mix (the recipe before 2026-11-27)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=positive_int, default=2,
                    help="torch threads (the same count gives the same tensors; the shipped model used 2)")
-    p.add_argument("--max-steps", type=positive_int, default=None, help="stop after this many batches (resumable)")
+    p.add_argument("--max-steps", type=positive_int, default=None,
+                   help="stop each training after this many batches (resumable)")
     p.add_argument("--install", action="store_true", help="copy the trained files into judges/lm/weights/")
     add_debug_option(p)
     p.set_defaults(run=run)
