@@ -27,12 +27,11 @@ import numpy as np
 from calibration.data.pairs import EvidencePair
 from calibration.fitting.verifier_training import (
     MANIFEST_NAME,
-    NOT_TRAINED_ON,
     WEIGHTS_NAME,
     TrainConfig,
+    differs_from,
     logits,
     train_verifier,
-    trained_on,
     training_mix,
     write_weights,
 )
@@ -128,9 +127,7 @@ def finished(folder: Path, config: TrainConfig) -> Path | None:
         saved = checked_manifest(weights, folder / MANIFEST_NAME)["config"]
     except (VerifierError, KeyError):
         return None
-    saved = {**trained_on(TrainConfig()), **{k: v for k, v in saved.items() if k not in NOT_TRAINED_ON}}
-    if saved != trained_on(config):
-        changed = sorted(k for k in set(saved) | set(trained_on(config)) if saved.get(k) != trained_on(config).get(k))
+    if changed := differs_from(saved, config):
         raise ValueError(f"train_soup: {folder} holds a model trained with another configuration (differs in "
                          f"{', '.join(changed)}); train into another folder, or delete that one to start again")
     return weights

@@ -230,23 +230,26 @@ def _num(value: float | None) -> str:
 NOT_TRAINED_ON = ("threads", "checkpoint_every", "eval_every")
 
 
-def trained_on(config: TrainConfig) -> dict[str, Any]:
+def _trained_on(config: TrainConfig) -> dict[str, Any]:
     """The config fields that decide the mix, the order and the updates (as JSON would read them back)."""
     return {k: v for k, v in json.loads(json.dumps(asdict(config))).items() if k not in NOT_TRAINED_ON}
 
 
+def differs_from(saved: dict[str, Any], config: TrainConfig) -> list[str]:
+    """The trained-on fields in which a config as JSON kept it (a checkpoint's, a manifest's) differs from
+    ``config``; a field added to ``TrainConfig`` after it was written counts there as its default."""
+    saved = {**_trained_on(TrainConfig()), **{k: v for k, v in saved.items() if k not in NOT_TRAINED_ON}}
+    wanted = _trained_on(config)
+    return sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
+
+
 def _check_resume(folder: Path, config: TrainConfig) -> None:
     """Refuse to continue a checkpoint written with another configuration (it would silently follow a
-    different plan). Checkpoints written before the config was kept in them are continued as before; a field
-    added to ``TrainConfig`` after a checkpoint was written counts there as its default."""
+    different plan). Checkpoints written before the config was kept in them are continued as before."""
     if not (folder / "state.json").is_file():
         return
     saved = json.loads((folder / "state.json").read_text(encoding="utf-8")).get("config")
-    wanted = trained_on(config)
-    if saved is not None:
-        saved = {**{k: v for k, v in trained_on(TrainConfig()).items() if k not in saved}, **saved}
-    if saved is not None and saved != wanted:
-        changed = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
+    if saved is not None and (changed := differs_from(saved, config)):
         raise ValueError(f"train_verifier: {folder} holds a run trained with another configuration (differs in "
                          f"{', '.join(changed)}); train into another folder, or delete that one to start again")
 
@@ -271,7 +274,7 @@ def _save_checkpoint(folder: Path, model, optimizer, step: int, history: list[di
     partial = folder / "state.safetensors.partial"
     save_file(tensors, str(partial))
     partial.replace(folder / "state.safetensors")
-    (folder / "state.json").write_text(json.dumps({"step": step, "history": history, "config": trained_on(config),
+    (folder / "state.json").write_text(json.dumps({"step": step, "history": history, "config": _trained_on(config),
                                                    "averaged": averaged}), encoding="utf-8")
 
 
