@@ -41,6 +41,7 @@ import numpy as np
 from calibration.data.loaders import load_begin, load_begin_slice
 from calibration.data.pairs import EvidencePair, load_contrastive, training_pairs
 from calibration.data.perturb import as_reply, names_in, perturbed_pairs
+from calibration.fitting.verifier_bias import BIAS_FEATURES, LexicalBias
 from judges.lm.files import file_sha256
 from judges.lm.verifier_files import FROZEN, base_classifier, trainable_state
 
@@ -76,6 +77,9 @@ class TrainConfig:
     #: ``AVERAGE_EVERY`` steps) into ``<out>/averaged/``: the same run, not a different one (the average
     #: never feeds back into training). 0 (no average) for the shipped model.
     average_from: float = 0.0
+    #: The weight of a lexical bias model's log-odds added to the logit in the loss (a product of experts,
+    #: ``verifier_bias.LexicalBias``, fitted on the training pairs): 0 (plain) for the shipped model.
+    debias: float = 0.0
     begin_parts: tuple[str, ...] = ("cmu", "tc")
     #: How many times the BEGIN dev pairs go into the mix (1 in the shipped model's mix). A repeated pair's
     #: copies share its group, so they land on one side of the split; a held-out one is scored that often.
@@ -145,7 +149,7 @@ def training_mix(config: TrainConfig) -> tuple[list[EvidencePair], list[Evidence
     """(train, held-out) pairs: the seeded mix, split so no group is on both sides."""
     if isinstance(config.begin_repeat, bool) or not isinstance(config.begin_repeat, int) or config.begin_repeat < 1:
         raise ValueError(f"TrainConfig: begin_repeat must be an int >= 1, got {config.begin_repeat!r}")
-    for name in ("as_replies", "compressed", "average_from"):
+    for name in ("as_replies", "compressed", "average_from", "debias"):
         share = getattr(config, name)
         if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
             raise ValueError(f"TrainConfig: {name} must be a share in [0, 1], got {share!r}")
@@ -356,6 +360,8 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
         for _ in range(step):
             schedule.step()
     labels = torch.tensor([float(p.label) for p in train])
+    bias = LexicalBias.fit(train) if config.debias > 0 else None
+    offsets = torch.tensor(config.debias * bias.logits(train), dtype=torch.float32) if bias else torch.zeros(len(train))
     loss_fn = torch.nn.BCEWithLogitsLoss()
     model.train()
     last = min(len(plan), max_steps) if max_steps is not None else len(plan)
@@ -364,7 +370,7 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
         batch = plan[step]
         features = tokenizer.pad({k: [encoded[k][i] for i in batch] for k in encoded.keys()}, return_tensors="pt")
         batch_logits = model(**features).logits[:, 0]
-        loss = loss_fn(batch_logits, labels[batch])
+        loss = loss_fn(batch_logits + offsets[batch], labels[batch])
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
         optimizer.step()
@@ -395,6 +401,7 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
                 "head": "one logit, sigmoid = P(supported)", "frozen": list(FROZEN), "stored_as": "float16",
                 "config": asdict(config), "steps": step, "train_pairs": len(train), "held_out_pairs": len(held),
                 "pairs_per_source": dict(sorted(counts.items())), "history": history,
+                **({"bias": {"features": list(BIAS_FEATURES), **asdict(bias)}} if bias else {}),
                 "seconds_this_run": round(time.time() - started, 1),
                 "data_licences": "see ../shared/data/verifier/*/SOURCE.md and ../shared/data/begin/SOURCE.md; keep "
                                  "their attribution wherever this model is published"}
