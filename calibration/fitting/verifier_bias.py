@@ -52,7 +52,8 @@ class LexicalBias:
 
     #: source -> (coefficients in ``BIAS_FEATURES`` order, intercept).
     models: dict[str, tuple[tuple[float, ...], float]]
-    #: The mean log-odds over the pairs it was fitted on, taken off ``logits``.
+    #: The mean of ``logits`` before centring over every pair it was fitted on (0 for those without a model),
+    #: taken off the log-odds of the pairs with a model.
     centre: float
     #: source -> ROC-AUC of its model on the pairs it was fitted on: how much of its labels overlap explains.
     roc_auc: dict[str, float]
@@ -72,11 +73,15 @@ class LexicalBias:
             model = LogisticRegression(C=1.0, max_iter=1000).fit(x[rows], labels[rows])
             models[source] = (tuple(float(c) for c in model.coef_[0]), float(model.intercept_[0]))
             fit[source] = float(roc_auc_score(labels[rows], model.decision_function(x[rows])))
+        if not models:
+            raise ValueError("LexicalBias.fit: no source outside the rule-made pairs has both labels: nothing to "
+                             "fit a bias model on (train with debias=0)")
         raw = cls(models, 0.0, fit).logits(pairs, x)
         return cls(models, float(raw.mean()), fit)
 
     def logits(self, pairs: Sequence[EvidencePair], features: np.ndarray | None = None) -> np.ndarray:
-        """Each pair's log-odds under its source's model (0 for a source without one), minus ``centre``."""
+        """Each pair's log-odds under its source's model minus ``centre``; 0 (nothing added) for a source without
+        a model."""
         x = lexical_features(pairs) if features is None else features
         out = np.zeros(len(pairs))
         for i, pair in enumerate(pairs):

@@ -9,7 +9,8 @@ layer but the word embeddings fine-tuned with binary cross-entropy on (evidence,
 the public corpora of ``calibration.data.pairs`` (q2_wow held out), rule-made copy-with-a-changed-fact
 pairs (``calibration.data.perturb``) so that copied words alone never mean supported, and BEGIN dev turns
 of the parts named in ``begin_parts`` (the other parts stay held out for measuring). One pass over the mix,
-batches of similar length (dynamic padding), AdamW with linear warm-up and decay.
+batches of similar length (dynamic padding), AdamW with linear warm-up and decay; with ``debias``, the loss
+reads the logit plus a lexical bias model's log-odds (``verifier_bias``: a product of experts).
 
 Reproducible: the mix, its order, the head's initialisation and dropout follow ``seed``; with the same
 thread count (``threads``) the same tensors come out. Resumable: every ``checkpoint_every`` steps the model,
