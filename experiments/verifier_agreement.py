@@ -13,7 +13,8 @@ Each set is split 50/50 (seeded, by label). On the train half every cheap signal
 best balanced accuracy, and the best of them is "the best cheap signal"; the verifier's cut-off is fitted
 there too. The contrastive set is never fitted on (its CONTRASTIVE.md forbids it): all of it is the test,
 and every cut-off and calibrator applied to it comes from begin-wow's train half. The test half measures: ROC-AUC (bootstrap 95% CI), balanced accuracy at the fitted cut-off, and
-accuracy on the hard slice (the test items the best cheap signal gets wrong). The stacked calibrator
+accuracy on the hard slice (the test items the best cheap signal gets wrong) and the ROC-AUC inside it
+(threshold-free: the slices are lopsided, so their accuracy moves with the cut-off). The stacked calibrator
 (``calibration.fitting.calibrators``: the verifier's weakest-sentence probability plus the cheap signals,
 forward selection under the one-SE rule) is fitted on the train half (in-domain) and on all of begin-wow
 (transfer), and measured on the test halves. The embedded LM judge (Faithfulness, SmolLM2-135M) runs on
@@ -37,6 +38,7 @@ from calibration.data.pairs import load_contrastive, load_q2_wow  # noqa: E402
 from calibration.fitting.calibrators import Calibrator  # noqa: E402
 from calibration.fitting.heldout import best_threshold  # noqa: E402
 from calibration.fitting.signals import FEATURES  # noqa: E402
+from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges import Faithfulness, SingleTurnSample  # noqa: E402
 
 CHEAP = ("token_overlap", "weakest_sentence", "specifics_supported", "bigram_support", "embedding_similarity",
@@ -108,8 +110,8 @@ def main() -> int:
 
     print(f"\nGroundedness: the shipped verifier against the cheap signals (seed {args.seed}; test halves; "
           "ROC-AUC with bootstrap 95% CI)\n")
-    print("| set | n test | scorer | ROC-AUC | balanced accuracy | hard slice accuracy |")
-    print("|---|---:|---|---|---:|---|")
+    print("| set | n test | scorer | ROC-AUC | balanced accuracy | hard slice accuracy | hard slice ROC-AUC |")
+    print("|---|---:|---|---|---:|---|---:|")
     summary = []
     for set_name in data:
         x, y = columns[set_name], labels[set_name]
@@ -129,9 +131,11 @@ def main() -> int:
             column = x[:, names.index(feature)]
             report = agreement(y[test], column[test], threshold=cuts[feature][0], n_bootstrap=1000, seed=args.seed)
             hard = (np.mean([(column[i] >= cuts[feature][0]) == bool(y[i]) for i in wrong]) if wrong else float("nan"))
+            inside = roc_auc(y[wrong], column[wrong]) if wrong else None
             results[feature] = report.value("roc_auc")
             print(f"| {set_name} | {len(test)} | {label} | {cell(report, 'roc_auc')} | "
-                  f"{report.value('balanced_accuracy'):.3f} | {hard:.2f} (of {len(wrong)}) |")
+                  f"{report.value('balanced_accuracy'):.3f} | {hard:.2f} (of {len(wrong)}) | "
+                  f"{'n/a' if inside is None else f'{inside:.3f}'} |")
         stacked = Calibrator("stacked", binary=True, features=list(CHEAP)).fit(
             fit_x[fit_rows, names.index("verifier_weakest")], fit_y[fit_rows], fit_x[fit_rows][:, :len(CHEAP)])
         inputs = ["verifier_weakest", *stacked.features]
@@ -143,7 +147,7 @@ def main() -> int:
             report = agreement(y[test], scores, threshold=0.5, n_bootstrap=1000, seed=args.seed)
             kept = ", ".join((["verifier"] if model.use_raw else []) + [f.replace("_", " ") for f in model.features])
             print(f"| {set_name} | {len(test)} | {label} (kept: {kept}) | {cell(report, 'roc_auc')} | "
-                  f"{report.value('balanced_accuracy'):.3f} | |")
+                  f"{report.value('balanced_accuracy'):.3f} | | |")
             if model is stacked:
                 single = max(agreement(y[test], x[test, names.index(f)], n_bootstrap=1).value("roc_auc") or 0 for f in inputs)
                 summary.append((set_name, report.value("roc_auc"), single))
@@ -154,9 +158,9 @@ def main() -> int:
             if len({int(y[i]) for i, _ in ok}) == 2:
                 report = agreement([y[i] for i, _ in ok], [s for _, s in ok], n_bootstrap=1000, seed=args.seed)
                 print(f"| {set_name} | {len(ok)} | embedded LM judge (Faithfulness, SmolLM2-135M; first {len(ok)} test "
-                      f"items) | {cell(report, 'roc_auc')} | {report.value('balanced_accuracy'):.3f} | |")
+                      f"items) | {cell(report, 'roc_auc')} | {report.value('balanced_accuracy'):.3f} | | |")
         margin = results["verifier_weakest"] - max(results[f] for f in ("token_overlap", "weakest_sentence", best))
-        print(f"| {set_name} | | verifier (weakest) minus the best of the cheap rows above | {margin:+.3f} | | |")
+        print(f"| {set_name} | | verifier (weakest) minus the best of the cheap rows above | {margin:+.3f} | | | |")
     print("\nStacked calibrator vs its best single input (in-domain, test halves): "
           + "; ".join(f"{s}: {a:.3f} vs {b:.3f}" for s, a, b in summary))
     print("Cheap signals + verifier per item, every set: " + ", ".join(f"{s} {t * 1000:.0f} ms" for s, t in timing.items()))
