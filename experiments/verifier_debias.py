@@ -67,7 +67,7 @@ def hf_folder(weights_folder: Path, into: Path) -> str:
     return str(into)
 
 
-def rows_for(name: str, column: np.ndarray, cheap: np.ndarray, y: np.ndarray) -> dict[str, float]:
+def rows_for(column: np.ndarray, cheap: np.ndarray, y: np.ndarray) -> dict[str, float]:
     """ROC-AUC, hard-slice accuracy and hard-slice ROC-AUC of ``column`` on the train and the test half."""
     train, test = split(y.tolist(), 0)
     cuts = [best_threshold(cheap[train, f], y[train]) for f in range(cheap.shape[1])]
@@ -75,10 +75,12 @@ def rows_for(name: str, column: np.ndarray, cheap: np.ndarray, y: np.ndarray) ->
     cut = best_threshold(column[train], y[train])[0]
     out: dict[str, float] = {}
     for half, rows in (("train", train), ("test", test)):
-        wrong = np.asarray([i for i in rows if (cheap[i, best] >= cuts[best][0]) != bool(y[i])])
+        wrong = np.asarray([i for i in rows if (cheap[i, best] >= cuts[best][0]) != bool(y[i])], dtype=int)
+        inside = roc_auc(y[wrong], column[wrong]) if len(wrong) else None
         out[f"{half} roc"] = roc_auc(y[rows], column[rows])
-        out[f"{half} hard"] = float(np.mean((column[wrong] >= cut) == y[wrong].astype(bool)))
-        out[f"{half} hard roc"] = roc_auc(y[wrong], column[wrong]) or float("nan")
+        right = (column[wrong] >= cut) == y[wrong].astype(bool)
+        out[f"{half} hard"] = float(np.mean(right)) if len(wrong) else float("nan")
+        out[f"{half} hard roc"] = float("nan") if inside is None else inside
         out[f"{half} hard n"] = len(wrong)
     return out
 
@@ -108,12 +110,13 @@ def main() -> int:
             for s in SETS:
                 samples, y = data[s]
                 column = np.array(weakest(verifier, samples, range(len(samples))))
-                row[s] = rows_for(s, column, cheap[s], np.asarray(y))
+                row[s] = rows_for(column, cheap[s], np.asarray(y))
             samples, y = data["contrastive"]
             row["contrastive"] = roc_auc(y, weakest(verifier, samples, range(len(samples))))
             results[label] = row
-            print(f"{label}: " + "; ".join(f"{s} " + ", ".join(f"{k} {v:.3f}" for k, v in row[s].items() if "n" != k[-1])
-                                           for s in SETS) + f"; contrastive {row['contrastive']:.3f}", flush=True)
+            cells = {s: ", ".join(f"{k} {v:.3f}" for k, v in row[s].items() if not k.endswith(" n")) for s in SETS}
+            print(f"{label}: " + "; ".join(f"{s} {cells[s]}" for s in SETS) + f"; contrastive {row['contrastive']:.3f}",
+                  flush=True)
     print("\n| model | set | train ROC-AUC | train hard acc. (n) | train hard ROC-AUC | test ROC-AUC | "
           "test hard acc. (n) | test hard ROC-AUC |")
     print("|---|---|---|---|---|---|---|---|")

@@ -31,7 +31,7 @@ def mix() -> list[EvidencePair]:
     """Overlap predicts mnli's label; snli's label is the other way round; the rule-made and one-label sources
     get no model."""
     copied, other = "The bridge was opened by the mayor in 1932.", "Cats sleep most of the afternoon away."
-    pairs = [pair(copied if i % 2 else other, i % 2, "mnli", i) for i in range(20)]
+    pairs = [pair(copied if i % 4 else other, int(i % 4 > 0), "mnli", i) for i in range(20)]  # 15 : 5
     pairs += [pair(copied if i % 2 else other, 1 - i % 2, "snli", i) for i in range(20)]
     pairs += [pair(copied, 0, "perturbed_number", i) for i in range(6)] + [pair(copied, 1, "perturbed_copy", 9)]
     pairs += [pair(other, 1, "expertqa", i) for i in range(4)]
@@ -45,9 +45,9 @@ def test_each_source_gets_its_own_model_and_the_rule_made_pairs_none():
     assert bias.models["mnli"][0][0] > 0 > bias.models["snli"][0][0]
     z = bias.logits(pairs)
     modelled = np.array([p.source in bias.models for p in pairs])
-    # the centre is the mean over every pair, those without a model counting 0; it is taken off the others only
-    assert z[modelled].sum() == pytest.approx(bias.centre * (~modelled).sum(), abs=1e-9)
-    assert z[~modelled].tolist() == [0.0] * int((~modelled).sum())
+    assert abs(bias.centre) > 0.1  # mnli's lopsided labels move the mean log-odds off 0 ...
+    assert z[modelled].mean() == pytest.approx(0.0, abs=1e-9)  # ... and the centre takes it off those pairs
+    assert z[~modelled].tolist() == [0.0] * int((~modelled).sum())  # nothing is added to the others
     assert bias.logits([pair("anything", 1, "vitaminc_real", 0)]).tolist() == [0.0]  # nor to an unseen source
     with pytest.raises(ValueError, match="no source outside the rule-made pairs has both labels"):
         LexicalBias.fit([p for p in pairs if p.source.startswith("perturbed_") or p.source == "expertqa"])
@@ -65,7 +65,8 @@ def test_debiased_training_keeps_its_bias_model_and_resumes_only_as_itself(tmp_p
         train_verifier(tmp_path / "debiased", config, progress=False)
     weights = train_verifier(tmp_path / "debiased", debiased, progress=False)
     manifest = json.loads((weights.parent / "groundedness-minilm.json").read_text())
-    assert manifest["bias"]["features"] == list(BIAS_FEATURES) and set(manifest["bias"]["models"]) == {"fever_symmetric"}
+    assert manifest["bias"]["features"] == list(BIAS_FEATURES)
+    assert set(manifest["bias"]["models"]) == {"fever_symmetric"}
     assert "bias" not in json.loads((plain.parent / "groundedness-minilm.json").read_text())
     from safetensors.numpy import load_file
 

@@ -11,7 +11,8 @@ plus a fixed bias model's log-odds against the label, so the model is pushed to 
 does not already explain; it is scored alone. Here the bias model sees only how much of the claim's words
 (``token_support``) and word pairs (``novel_bigrams``) the evidence holds: the shortcut, and nothing a
 changed number or name would show (``specifics_supported`` is left out on purpose: a changed fact is a
-reason, not a shortcut).
+reason, not a shortcut). Each source's intercept carries its label prior too, so a source's prior is taken
+out of the loss with its overlap.
 
 Owns: the bias features and model. Must not train the verifier (``verifier_training`` does).
 """
@@ -29,8 +30,8 @@ from judges.metrics.grounding import novel_bigrams, token_support
 
 #: The bias model's inputs, in its coefficients' order.
 BIAS_FEATURES = ("token_support", "bigram_support")
-#: Sources (prefixes) the bias model leaves alone: the rule-made pairs (``calibration.data.perturb``).
-UNBIASED = ("perturbed_",)
+#: Sources (prefixes) given no bias model: the rule-made pairs (``calibration.data.perturb``).
+NO_BIAS_MODEL = ("perturbed_",)
 
 
 def lexical_features(pairs: Sequence[EvidencePair]) -> np.ndarray:
@@ -38,7 +39,8 @@ def lexical_features(pairs: Sequence[EvidencePair]) -> np.ndarray:
     rows = []
     for pair in pairs:
         count, novel = novel_bigrams(pair.claim, pair.evidence)
-        rows.append((token_support(pair.claim, set(tokenize(pair.evidence))), 1.0 - len(novel) / count if count else 1.0))
+        words = token_support(pair.claim, set(tokenize(pair.evidence)))
+        rows.append((words, 1.0 - len(novel) / count if count else 1.0))  # a one-word claim: no pair, 1.0
     return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(BIAS_FEATURES))
 
 
@@ -52,8 +54,8 @@ class LexicalBias:
 
     #: source -> (coefficients in ``BIAS_FEATURES`` order, intercept).
     models: dict[str, tuple[tuple[float, ...], float]]
-    #: The mean of ``logits`` before centring over every pair it was fitted on (0 for those without a model),
-    #: taken off the log-odds of the pairs with a model.
+    #: The mean log-odds over the pairs with a model that it was fitted on, taken off theirs (until 2026-11-27
+    #: evening: the mean over every pair, those without a model counting 0).
     centre: float
     #: source -> ROC-AUC of its model on the pairs it was fitted on: how much of its labels overlap explains.
     roc_auc: dict[str, float]
@@ -65,19 +67,19 @@ class LexicalBias:
 
         x = lexical_features(pairs)
         labels = np.asarray([p.label for p in pairs])
-        models, fit = {}, {}
-        for source in sorted({p.source for p in pairs if not p.source.startswith(UNBIASED)}):
+        models, auc = {}, {}
+        for source in sorted({p.source for p in pairs if not p.source.startswith(NO_BIAS_MODEL)}):
             rows = np.asarray([i for i, p in enumerate(pairs) if p.source == source])
             if len(set(labels[rows].tolist())) < 2:
                 continue
             model = LogisticRegression(C=1.0, max_iter=1000).fit(x[rows], labels[rows])
             models[source] = (tuple(float(c) for c in model.coef_[0]), float(model.intercept_[0]))
-            fit[source] = float(roc_auc_score(labels[rows], model.decision_function(x[rows])))
+            auc[source] = float(roc_auc_score(labels[rows], model.decision_function(x[rows])))
         if not models:
             raise ValueError("LexicalBias.fit: no source outside the rule-made pairs has both labels: nothing to "
                              "fit a bias model on (train with debias=0)")
-        raw = cls(models, 0.0, fit).logits(pairs, x)
-        return cls(models, float(raw.mean()), fit)
+        raw = cls(models, 0.0, auc).logits(pairs, x)
+        return cls(models, float(np.mean([z for z, p in zip(raw, pairs) if p.source in models])), auc)
 
     def logits(self, pairs: Sequence[EvidencePair], features: np.ndarray | None = None) -> np.ndarray:
         """Each pair's log-odds under its source's model minus ``centre``; 0 (nothing added) for a source without

@@ -78,8 +78,7 @@ class TrainConfig:
     #: ``AVERAGE_EVERY`` steps) into ``<out>/averaged/``: the same run, not a different one (the average
     #: never feeds back into training). 0 (no average) for the shipped model.
     average_from: float = 0.0
-    #: The weight of a lexical bias model's log-odds added to the logit in the loss (a product of experts,
-    #: ``verifier_bias.LexicalBias``, fitted on the training pairs): 0 (plain) for the shipped model.
+    #: The weight on a lexical bias model's log-odds added to the logit in the loss (``verifier_bias``); 0: plain.
     debias: float = 0.0
     begin_parts: tuple[str, ...] = ("cmu", "tc")
     #: How many times the BEGIN dev pairs go into the mix (1 in the shipped model's mix). A repeated pair's
@@ -362,7 +361,7 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
             schedule.step()
     labels = torch.tensor([float(p.label) for p in train])
     bias = LexicalBias.fit(train) if config.debias > 0 else None
-    offsets = torch.tensor(config.debias * bias.logits(train), dtype=torch.float32) if bias else torch.zeros(len(train))
+    offsets = None if bias is None else torch.tensor(config.debias * bias.logits(train), dtype=torch.float32)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     model.train()
     last = min(len(plan), max_steps) if max_steps is not None else len(plan)
@@ -371,7 +370,7 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
         batch = plan[step]
         features = tokenizer.pad({k: [encoded[k][i] for i in batch] for k in encoded.keys()}, return_tensors="pt")
         batch_logits = model(**features).logits[:, 0]
-        loss = loss_fn(batch_logits + offsets[batch], labels[batch])
+        loss = loss_fn(batch_logits if offsets is None else batch_logits + offsets[batch], labels[batch])
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
         optimizer.step()
@@ -402,7 +401,7 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
                 "head": "one logit, sigmoid = P(supported)", "frozen": list(FROZEN), "stored_as": "float16",
                 "config": asdict(config), "steps": step, "train_pairs": len(train), "held_out_pairs": len(held),
                 "pairs_per_source": dict(sorted(counts.items())), "history": history,
-                **({"bias": {"features": list(BIAS_FEATURES), **asdict(bias)}} if bias else {}),
+                **({"bias": {"features": list(BIAS_FEATURES), **asdict(bias)}} if bias is not None else {}),
                 "seconds_this_run": round(time.time() - started, 1),
                 "data_licences": "see ../shared/data/verifier/*/SOURCE.md and ../shared/data/begin/SOURCE.md; keep "
                                  "their attribution wherever this model is published"}
