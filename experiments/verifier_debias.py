@@ -67,15 +67,21 @@ def hf_folder(weights_folder: Path, into: Path) -> str:
     return str(into)
 
 
+def hard_slice(cheap: np.ndarray, y: np.ndarray, train: np.ndarray, rows: np.ndarray) -> tuple[int, np.ndarray]:
+    """The best cheap signal (the column of ``cheap`` whose cut-off fitted on ``train`` has the best balanced
+    accuracy there) and the ``rows`` it gets wrong at that cut-off."""
+    cuts = [best_threshold(cheap[train, f], y[train]) for f in range(cheap.shape[1])]
+    best = max(range(cheap.shape[1]), key=lambda f: cuts[f][1])
+    return best, np.asarray([i for i in rows if (cheap[i, best] >= cuts[best][0]) != bool(y[i])], dtype=int)
+
+
 def rows_for(column: np.ndarray, cheap: np.ndarray, y: np.ndarray) -> dict[str, float]:
     """ROC-AUC, hard-slice accuracy and hard-slice ROC-AUC of ``column`` on the train and the test half."""
     train, test = split(y.tolist(), 0)
-    cuts = [best_threshold(cheap[train, f], y[train]) for f in range(cheap.shape[1])]
-    best = max(range(cheap.shape[1]), key=lambda f: cuts[f][1])
     cut = best_threshold(column[train], y[train])[0]
     out: dict[str, float] = {}
     for half, rows in (("train", train), ("test", test)):
-        wrong = np.asarray([i for i in rows if (cheap[i, best] >= cuts[best][0]) != bool(y[i])], dtype=int)
+        wrong = hard_slice(cheap, y, train, rows)[1]
         inside = roc_auc(y[wrong], column[wrong]) if len(wrong) else None
         out[f"{half} roc"] = roc_auc(y[rows], column[rows])
         right = (column[wrong] >= cut) == y[wrong].astype(bool)

@@ -24,7 +24,7 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from verifier_agreement import CHEAP, sets, split  # noqa: E402
-from verifier_debias import SETS, hf_folder  # noqa: E402
+from verifier_debias import SETS, hard_slice, hf_folder  # noqa: E402
 from verifier_interpolation import weakest  # noqa: E402
 
 from calibration.fitting.heldout import best_threshold  # noqa: E402
@@ -37,9 +37,7 @@ def row(column: np.ndarray, cheap: np.ndarray, y: np.ndarray) -> str:
     from scipy.stats import spearmanr
 
     train, test = split(y.tolist(), 0)
-    cuts = [best_threshold(cheap[train, f], y[train]) for f in range(cheap.shape[1])]
-    best = max(range(cheap.shape[1]), key=lambda f: cuts[f][1])
-    wrong = np.asarray([i for i in test if (cheap[i, best] >= cuts[best][0]) != bool(y[i])], dtype=int)
+    best, wrong = hard_slice(cheap, y, train, test)
     cut = best_threshold(column[train], y[train])[0]
     said = column >= cut
     supported, other = wrong[y[wrong] == 1], wrong[y[wrong] == 0]
