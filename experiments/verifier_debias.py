@@ -126,9 +126,11 @@ def measure(out: Path, parent_label: str) -> dict[str, dict]:
     return results
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="runs/verifier-debias")
+def train_and_measure(doc: str, default_out: str, recipe: SoupRecipe, parent_label: str) -> tuple[Path, dict]:
+    """The candidate experiments' command line (``--out``, ``--parent-0``, ``--measure-only``): trains the
+    candidate soup of ``recipe`` (a finished first parent copied in or reused) and ``measure``s it."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=default_out)
     parser.add_argument("--parent-0", default=None, help="a finished first parent of the shipped recipe to reuse")
     parser.add_argument("--measure-only", action="store_true", help="the candidate is trained already")
     args = parser.parse_args()
@@ -137,9 +139,13 @@ def main() -> int:
         shutil.copytree(args.parent_0, out / "parent-0", ignore=shutil.ignore_patterns("checkpoint"))
     if not args.measure_only:
         started = time.time()
-        train_soup(out, debiased_recipe())
+        train_soup(out, recipe)
         print(f"candidate trained in {(time.time() - started) / 60:.1f} min", flush=True)
-    results = measure(out, "debiased parent alone")
+    return out, measure(out, parent_label)
+
+
+def main() -> int:
+    _, results = train_and_measure(__doc__, "runs/verifier-debias", debiased_recipe(), "debiased parent alone")
     base, new = results["shipped soup"], results["candidate soup"]
     rises = [new[s]["train hard"] > base[s]["train hard"] for s in SETS]
     mean_gain = np.mean([new[s]["train hard"] - base[s]["train hard"] for s in SETS])

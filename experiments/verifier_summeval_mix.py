@@ -28,11 +28,8 @@ falls by no more than 0.03, and (4) the contrastive set stays >= 0.790 (the ship
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,11 +38,11 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from verifier_agreement import sets  # noqa: E402
-from verifier_debias import SETS, hf_folder, measure  # noqa: E402
+from verifier_debias import SETS, hf_folder, train_and_measure  # noqa: E402
 from verifier_interpolation import weakest  # noqa: E402
 
 from calibration.fitting.signals import FEATURES  # noqa: E402
-from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe, train_soup  # noqa: E402
+from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe  # noqa: E402
 from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 
@@ -76,19 +73,7 @@ def second_summeval(out: Path) -> dict[str, float | None]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="runs/verifier-summeval")
-    parser.add_argument("--parent-0", default=None, help="a finished first parent of the shipped recipe to reuse")
-    parser.add_argument("--measure-only", action="store_true", help="the candidate is trained already")
-    args = parser.parse_args()
-    out = Path(args.out)
-    if args.parent_0 and not (out / "parent-0").exists():
-        shutil.copytree(args.parent_0, out / "parent-0", ignore=shutil.ignore_patterns("checkpoint"))
-    if not args.measure_only:
-        started = time.time()
-        train_soup(out, summeval_recipe())
-        print(f"candidate trained in {(time.time() - started) / 60:.1f} min", flush=True)
-    results = measure(out, "SummEval parent alone")
+    out, results = train_and_measure(__doc__, "runs/verifier-summeval", summeval_recipe(), "SummEval parent alone")
     second_summeval(out)
     base, new = results["shipped soup"], results["candidate soup"]
     gain = new["summeval"]["train roc"] - base["summeval"]["train roc"]
