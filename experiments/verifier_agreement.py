@@ -36,7 +36,7 @@ from calibration.agreement.stats import agreement  # noqa: E402
 from calibration.data.loaders import load_begin, load_summeval  # noqa: E402
 from calibration.data.pairs import load_contrastive, load_q2_wow  # noqa: E402
 from calibration.fitting.calibrators import Calibrator  # noqa: E402
-from calibration.fitting.heldout import best_threshold  # noqa: E402
+from calibration.fitting.heldout import best_threshold, hard_item_positions  # noqa: E402
 from calibration.fitting.signals import FEATURES  # noqa: E402
 from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges import Faithfulness, SingleTurnSample  # noqa: E402
@@ -122,7 +122,8 @@ def main() -> int:
             fit_x, fit_y, fit_rows = columns["begin-wow"], labels["begin-wow"], halves["begin-wow"][0]
         cuts = {f: best_threshold(fit_x[fit_rows, names.index(f)], fit_y[fit_rows]) for f in names}
         best = max(CHEAP, key=lambda f: cuts[f][1])
-        wrong = [i for i in test if (x[i, names.index(best)] >= cuts[best][0]) != bool(y[i])]
+        wrong = list(np.asarray(test)[hard_item_positions(fit_x[fit_rows, :len(CHEAP)], fit_y[fit_rows],
+                                                          x[test, :len(CHEAP)], y[test], [cuts[f] for f in CHEAP])])
         rows = [("token overlap", "token_overlap"), ("weakest-sentence support", "weakest_sentence"),
                 (f"best cheap signal on train: {best.replace('_', ' ')}", best),
                 ("verifier, weakest sentence", "verifier_weakest"), ("verifier, mean over sentences", "verifier_mean")]

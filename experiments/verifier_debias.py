@@ -42,7 +42,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from verifier_agreement import CHEAP, sets, split  # noqa: E402
 from verifier_interpolation import state_of, weakest  # noqa: E402
 
-from calibration.fitting.heldout import best_threshold  # noqa: E402
+from calibration.fitting.heldout import best_threshold, hard_item_positions  # noqa: E402
 from calibration.fitting.signals import FEATURES  # noqa: E402
 from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe, train_soup  # noqa: E402
 from calibration.fitting.verifier_training import roc_auc  # noqa: E402
@@ -69,10 +69,10 @@ def hf_folder(weights_folder: Path, into: Path) -> str:
 
 def hard_slice(cheap: np.ndarray, y: np.ndarray, train: np.ndarray, rows: np.ndarray) -> tuple[int, np.ndarray]:
     """The best cheap signal (the column of ``cheap`` whose cut-off fitted on ``train`` has the best balanced
-    accuracy there) and the ``rows`` it gets wrong at that cut-off."""
+    accuracy there) and the ``rows`` it gets wrong at that cut-off (``heldout.hard_item_positions``)."""
     cuts = [best_threshold(cheap[train, f], y[train]) for f in range(cheap.shape[1])]
-    best = max(range(cheap.shape[1]), key=lambda f: cuts[f][1])
-    return best, np.asarray([i for i in rows if (cheap[i, best] >= cuts[best][0]) != bool(y[i])], dtype=int)
+    wrong = hard_item_positions(cheap[train], y[train], cheap[rows], y[rows], cuts)
+    return max(range(len(cuts)), key=lambda f: cuts[f][1]), np.asarray(rows, dtype=int)[wrong]
 
 
 def rows_for(column: np.ndarray, cheap: np.ndarray, y: np.ndarray) -> dict[str, float]:
