@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 
 def words(texts):
     return [len(text.split()) for text in texts]
@@ -29,6 +31,9 @@ def test_summary_pairs_label_only_what_the_summary_score_gives_and_skip_the_meas
     from calibration.data.summary_pairs import HELD_OUT_ARTICLES, copied, summary_pairs
 
     assert summary_pairs(0, seed=0) == summary_pairs(-1, seed=0) == []
+    for bad in (1.5, True, "10"):
+        with pytest.raises(ValueError, match=r"n \(TrainConfig.summeval\) must be an int"):
+            summary_pairs(bad, seed=0)
     pairs = summary_pairs(40, seed=0, token_counts=words, chunk_tokens=60)
     data = load_summeval()
     held = list(dict.fromkeys(m["article_id"] for m in data.meta))[:HELD_OUT_ARTICLES]

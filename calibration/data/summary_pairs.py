@@ -94,7 +94,9 @@ def summary_pairs(n: int, seed: int, token_counts: Callable[[list[str]], list[in
     """Up to ``n`` supported summary sentences (drawn with ``seed`` when there are more), each with its
     rule-made negative where a rule applies, and every naturally unsupported sentence (see the module
     docstring); sources ``summeval_supported``, ``summeval_changed_<kind>``, ``summeval_unsupported``.
-    ``token_counts`` defaults to ``base_token_counts()``."""
+    ``token_counts`` defaults to ``base_token_counts()``. ``n`` <= 0 gives none; a non-integer is a ValueError."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"summary_pairs: n (TrainConfig.summeval) must be an int, got {n!r}")
     if n <= 0:
         return []
     token_counts = token_counts or base_token_counts()
