@@ -32,12 +32,8 @@ from verifier_agreement import sets, split  # noqa: E402
 from verifier_interpolation import weakest  # noqa: E402
 
 from calibration.data.pairs import training_pairs  # noqa: E402
-from calibration.fitting.verifier_training import (  # noqa: E402
-    begin_pairs,
-    contrastive_set,
-    roc_auc,
-    rule_pairs,
-)
+from calibration.fitting.verifier_mix import begin_pairs, contrastive_set, rule_pairs  # noqa: E402
+from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 from judges.lm.verifier_files import load_shipped  # noqa: E402
 

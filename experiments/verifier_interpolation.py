@@ -45,7 +45,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 from verifier_agreement import sets, split  # noqa: E402
 
-from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME, contrastive_set, roc_auc  # noqa: E402
+from calibration.fitting.verifier_mix import contrastive_set  # noqa: E402
+from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME, roc_auc  # noqa: E402
 from judges.data.language import split_sentences  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 from judges.lm.verifier_files import load_shipped  # noqa: E402

@@ -28,7 +28,7 @@ contrastive set)? Prints the same measurements as ``experiments/verifier_interpo
         --out runs/verifier-shipped-s07                            # the shipped recipe cut to 0.7: ~25 min
 
 The shipped mix (``TrainConfig()``) plus ``--other-words`` supported pairs drawn again from MNLI/SNLI
-entailments, VitaminC, ExpertQA and FactCheck-GPT (``verifier_training.other_words_positives``); everything
+entailments, VitaminC, ExpertQA and FactCheck-GPT (``verifier_mix.other_words_positives``); everything
 else (seed 0, steps per pair, schedule, held-out sets) as for the shipped model. ``--scale`` multiplies
 every count of the mix (``verifier_soup.scaled``: each source's cap, ``--perturbed``, ``--other-words``; a source holding fewer pairs
 than its cap comes whole, as before) to train longer on more distinct pairs rather than repeating them. Resumable (rerun the same

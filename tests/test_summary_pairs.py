@@ -63,7 +63,8 @@ def test_summary_pairs_label_only_what_the_summary_score_gives_and_skip_the_meas
 
 def test_train_config_summeval_adds_the_pairs_and_scaled_scales_them(shared_data):
     from calibration.fitting.verifier_soup import scaled
-    from calibration.fitting.verifier_training import TrainConfig, training_mix
+    from calibration.fitting.verifier_mix import training_mix
+    from calibration.fitting.verifier_training import TrainConfig
 
     config = TrainConfig(per_source={"fever_symmetric": 40}, perturbed=0, begin_parts=(), held_out=60, summeval=30)
     train, held = training_mix(config)

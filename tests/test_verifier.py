@@ -447,7 +447,8 @@ def test_average_from_writes_the_average_of_late_snapshots_beside_the_same_run_a
 def test_begin_repeat_puts_the_begin_pairs_in_the_mix_that_many_times_on_one_side_of_the_split(shared_data):
     from dataclasses import replace
 
-    from calibration.fitting.verifier_training import TrainConfig, training_mix
+    from calibration.fitting.verifier_mix import training_mix
+    from calibration.fitting.verifier_training import TrainConfig
 
     config = TrainConfig(per_source={"fever_symmetric": 40}, perturbed=0, begin_parts=("tc",), held_out=60)
     once, twice = (training_mix(replace(config, begin_repeat=n)) for n in (1, 2))
@@ -465,7 +466,8 @@ def test_begin_repeat_puts_the_begin_pairs_in_the_mix_that_many_times_on_one_sid
 def test_as_replies_dresses_that_share_of_the_rule_made_pairs_and_keeps_the_rest_of_the_mix(shared_data):
     from dataclasses import replace
 
-    from calibration.fitting.verifier_training import TrainConfig, training_mix
+    from calibration.fitting.verifier_mix import training_mix
+    from calibration.fitting.verifier_training import TrainConfig
 
     config = TrainConfig(per_source={"fever_symmetric": 200}, perturbed=300, begin_parts=(), held_out=0)
     bare, dressed = training_mix(config)[0], training_mix(replace(config, as_replies=0.5))[0]
@@ -486,7 +488,8 @@ def test_as_replies_dresses_that_share_of_the_rule_made_pairs_and_keeps_the_rest
 def test_compressed_adds_compressions_of_both_labels_to_the_rule_made_pairs(shared_data):
     from dataclasses import replace
 
-    from calibration.fitting.verifier_training import TrainConfig, training_mix
+    from calibration.fitting.verifier_mix import training_mix
+    from calibration.fitting.verifier_training import TrainConfig
 
     config = TrainConfig(per_source={"fever_symmetric": 200}, perturbed=300, begin_parts=(), held_out=0)
     mix = training_mix(replace(config, compressed=0.5))[0]
@@ -502,6 +505,34 @@ def test_compressed_adds_compressions_of_both_labels_to_the_rule_made_pairs(shar
     assert sources["perturbed_compressed"] > 0 and set(sources) == {"perturbed_compressed"}
     with pytest.raises(ValueError, match="compressed_negatives must be True or False"):
         training_mix(replace(config, compressed_negatives=0))
+
+
+
+@pytest.mark.parametrize(("field", "bad", "says"), [
+    ("seed", 1.5, "seed must be an int"), ("perturbed", -1, "perturbed must be an int >= 0"),
+    ("summeval", 2.5, "summeval must be an int >= 0"), ("summeval", True, "summeval must be an int >= 0"),
+    ("other_words", "10", "other_words must be an int >= 0"), ("batch_size", 0, "batch_size must be an int >= 1"),
+    ("threads", 0, "threads must be an int >= 1"), ("warmup", 1.5, "warmup must be a share in"),
+    ("debias", float("nan"), "debias must be a share in"), ("learning_rate", 0, "learning_rate must be a finite number > 0"),
+    ("learning_rate", float("inf"), "learning_rate must be a finite"), ("weight_decay", -0.1, "weight_decay must be"),
+    ("per_source", [("mnli", 10)], "per_source must be a dict"),
+    ("per_source", {"q2_wow": 10}, r"per_source\['q2_wow'\] is held out for evaluation"),
+    ("per_source", {"nope": 10}, r"per_source\['nope'\] is not one of"),
+    ("per_source", {"mnli": -1}, r"per_source\['mnli'\] must be an int >= 0"),
+    ("begin_parts", "cmu", "begin_parts must be a sequence of"), ("begin_parts", ("cmu", "x"), "begin_parts must be"),
+])
+def test_train_config_checks_each_field_as_it_is_made(field, bad, says):
+    """Up front, before any data is read: the error names TrainConfig and the field (and the source, for
+    per_source), whether the config is made directly or with ``replace``."""
+    from dataclasses import replace
+
+    from calibration.fitting.verifier_training import TrainConfig
+
+    with pytest.raises(ValueError, match=f"TrainConfig: {says}"):
+        TrainConfig(**{field: bad})
+    with pytest.raises(ValueError, match=f"TrainConfig: {says}"):
+        replace(TrainConfig(), **{field: bad})
+    assert TrainConfig(begin_parts=["tc"]).begin_parts == ("tc",)
 
 
 def labelled(n: int, positives: int):

@@ -19,7 +19,8 @@ def tiny(seed: int, perturbed: int = 16):
 
 def test_scaled_multiplies_every_count_of_the_mix_and_nothing_else():
     from calibration.fitting.verifier_soup import scaled
-    from calibration.fitting.verifier_training import DEFAULT_MIX, TrainConfig
+    from calibration.fitting.verifier_config import DEFAULT_MIX
+    from calibration.fitting.verifier_training import TrainConfig
 
     config = scaled(TrainConfig(seed=3, other_words=100), 0.7)
     assert config.per_source == {k: round(v * 0.7) for k, v in DEFAULT_MIX.items()}
@@ -109,7 +110,8 @@ def test_the_temperature_rescales_the_head_only_and_lowers_the_held_out_log_loss
     from safetensors.torch import load_file
 
     from calibration.fitting.verifier_soup import HEAD, SoupRecipe, average_files, temperature, train_soup
-    from calibration.fitting.verifier_training import MANIFEST_NAME, training_mix
+    from calibration.fitting.verifier_mix import training_mix
+    from calibration.fitting.verifier_training import MANIFEST_NAME
 
     parents = (tiny(0), replace(tiny(0), held_out=12))  # one's held-out pairs partly in the other's training
     plain = train_soup(tmp_path / "plain", SoupRecipe(parents, (0.5, 0.5), fit_temperature=False), progress=False)

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration.data.pairs import EvidencePair
+from calibration.fitting.verifier_mix import training_mix
 from calibration.fitting.verifier_training import (
     MANIFEST_NAME,
     WEIGHTS_NAME,
@@ -32,7 +33,6 @@ from calibration.fitting.verifier_training import (
     differs_from,
     logits,
     train_verifier,
-    training_mix,
     write_weights,
 )
 from judges.lm.verifier_files import VerifierError, base_classifier, checked_manifest

