@@ -18,7 +18,10 @@ accuracy on the hard slice (the test items the best cheap signal gets wrong) and
 (``calibration.fitting.calibrators``: the verifier's weakest-sentence probability plus the cheap signals,
 forward selection under the one-SE rule) is fitted on the train half (in-domain) and on all of begin-wow
 (transfer), and measured on the test halves. The embedded LM judge (Faithfulness, SmolLM2-135M) runs on
-the first ``--lm-items`` test items of each set only (it takes ~2 s an item).
+the first ``--lm-items`` test items of each set only (it takes ~2 s an item). Two verifier rows are the
+metric's own scores: ``FaithfulnessWithVerifier()``'s (the mean over sentences, its default ``aggregate``)
+and ``FaithfulnessWithVerifier(aggregate="share")``'s (the share of sentences at P >= 0.5, Ragas's formula and
+the default before 2026-11-27), so the table measures what a user of the metric gets.
 """
 
 from __future__ import annotations
@@ -39,11 +42,13 @@ from calibration.fitting.calibrators import Calibrator  # noqa: E402
 from calibration.fitting.heldout import best_threshold, hard_item_positions  # noqa: E402
 from calibration.fitting.signals import FEATURES  # noqa: E402
 from calibration.fitting.verifier_training import roc_auc  # noqa: E402
-from judges import Faithfulness, SingleTurnSample  # noqa: E402
+from judges import Faithfulness, FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 
 CHEAP = ("token_overlap", "weakest_sentence", "specifics_supported", "bigram_support", "embedding_similarity",
          "embedding_alignment")
 VERIFIER = ("verifier_weakest", "verifier_mean")
+#: Columns that are not calibration signals: the metric's score with ``aggregate="share"``.
+SHARE = "metric_share"
 
 
 def sets(summeval_limit: int | None) -> dict[str, tuple[list[SingleTurnSample], list[int]]]:
@@ -94,7 +99,8 @@ def main() -> int:
     parser.add_argument("--lm-items", type=int, default=40)
     parser.add_argument("--summeval-limit", type=int, default=None)
     args = parser.parse_args()
-    names = CHEAP + VERIFIER
+    names = CHEAP + VERIFIER + (SHARE,)
+    share_metric = FaithfulnessWithVerifier(aggregate="share")
     data = sets(args.summeval_limit)
     columns: dict[str, np.ndarray] = {}
     labels: dict[str, np.ndarray] = {}
@@ -102,7 +108,8 @@ def main() -> int:
     timing = {}
     for set_name, (samples, y) in data.items():
         started = time.perf_counter()
-        columns[set_name] = np.array([[FEATURES[f](s) for f in names] for s in samples], float)
+        columns[set_name] = np.array([[FEATURES[f](s) for f in CHEAP + VERIFIER] + [share_metric.score(s).score]
+                                      for s in samples], float)
         timing[set_name] = (time.perf_counter() - started) / len(samples)
         labels[set_name], halves[set_name] = np.asarray(y), split(y, args.seed)
     transfer = Calibrator("stacked", binary=True, features=list(CHEAP)).fit(
@@ -126,7 +133,11 @@ def main() -> int:
                                                           x[test, :len(CHEAP)], y[test], [cuts[f] for f in CHEAP])])
         rows = [("token overlap", "token_overlap"), ("weakest-sentence support", "weakest_sentence"),
                 (f"best cheap signal on train: {best.replace('_', ' ')}", best),
-                ("verifier, weakest sentence", "verifier_weakest"), ("verifier, mean over sentences", "verifier_mean")]
+                ("verifier, weakest sentence", "verifier_weakest"),
+                ("verifier, mean over sentences (FaithfulnessWithVerifier's score: aggregate='mean', the default)",
+                 "verifier_mean"),
+                ("verifier, share of sentences at P >= 0.5 (aggregate='share': Ragas's formula, the default before "
+                 "2026-11-27)", SHARE)]
         results = {}
         for label, feature in rows:
             column = x[:, names.index(feature)]

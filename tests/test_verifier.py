@@ -208,7 +208,7 @@ def test_a_process_scoring_with_the_cached_graph_never_imports_torch(tmp_path):
     script = ("import sys; from judges import FaithfulnessWithVerifier, SingleTurnSample; "
               "r = FaithfulnessWithVerifier().score(SingleTurnSample(response='It was completed in 1889.', "
               "retrieved_contexts=['It was built in 1889.'])); "
-              "print(r.score, 'torch' in sys.modules, 'transformers' in sys.modules)")
+              "print(r.supported_share, 'torch' in sys.modules, 'transformers' in sys.modules)")
     root = Path(__file__).resolve().parents[1]
     first = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True, timeout=300)
     second = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True, timeout=300)
@@ -354,16 +354,35 @@ def test_the_metric_scores_sentences_without_an_lm_and_names_the_failed_claim():
                               retrieved_contexts=[EVIDENCE])
     result = metric.score(sample)
     assert result.claims_source == "sentences" and len(result.verdicts) == 2
-    assert result.weakest == min(r["probability"] for r in result.verdicts)
-    assert result.score == sum(r["probability"] >= 0.5 for r in result.verdicts) / 2
+    probabilities = [r["probability"] for r in result.verdicts]
+    assert result.weakest == min(probabilities) and result.score == pytest.approx(sum(probabilities) / 2)
+    assert result.supported_share == sum(p >= 0.5 for p in probabilities) / 2
+    assert FaithfulnessWithVerifier(aggregate="share").score(sample).score == result.supported_share
+    assert FaithfulnessWithVerifier(aggregate="weakest").score(sample).score == result.weakest
     text = metric.feedback(result)
-    assert "weakest claim P=" in text
+    assert "weakest claim P=" in text and f"(mean; {sum(p >= 0.5 for p in probabilities)} of 2 claims at P >= 0.5)" in text
     if not result.verdicts[1]["supported"]:
         assert "950 metres" in text and "closest evidence" in text
     assert metric.score({"response": "", "retrieved_contexts": [EVIDENCE]}).undefined_reason
     with pytest.raises(ValueError, match="claims="):
         FaithfulnessWithVerifier(claims="words")
+    with pytest.raises(ValueError, match=r"faithfulness_with_verifier: aggregate='median' is not one of"):
+        FaithfulnessWithVerifier(aggregate="median")
     assert FaithfulnessWithVerifier(claims="lm").needs_lm
+
+
+def test_a_judge_saved_before_aggregate_existed_loads_scoring_as_it_was_saved():
+    """Saved compiled judges of FaithfulnessWithVerifier scored the share of supported claims; without
+    ``aggregate`` in the file they load with ``"share"``, not today's default, so their calibrator still fits."""
+    from calibration.fitting.compiled import CompiledJudge, checked_params, checksum
+
+    body = CompiledJudge(FaithfulnessWithVerifier(aggregate="weakest")).to_dict()
+    assert CompiledJudge.from_dict(body).judge.aggregate == "weakest"
+    del body["judge"]["params"]["aggregate"]
+    body["checksum"] = checksum({k: v for k, v in body.items() if k != "checksum"})
+    assert CompiledJudge.from_dict(body).judge.aggregate == "share"
+    assert FaithfulnessWithVerifier().aggregate == "mean"
+    assert checked_params(FaithfulnessWithVerifier, {"threshold": 0.7}) == {"aggregate": "share", "threshold": 0.7}
 
 
 def test_text_out_of_the_verifiers_language_is_flagged_or_goes_to_the_multilingual_model(tmp_path):

@@ -193,7 +193,8 @@ def registered_judge_class(name: Any) -> type[Metric]:
 def checked_params(judge_class: type, params: Any) -> dict[str, Any]:
     """``params`` checked against ``judge_class``'s constructor before it is called: a JSON object whose
     keys are named settings of the constructor (no runtime resource such as ``lm``), with every
-    required setting present."""
+    required setting present. A setting the class added later (``saved_before``) and the file lacks takes
+    the value the judge was saved with, not today's default."""
     if not isinstance(params, dict):
         raise ValueError(f"compiled judge file: the params of {judge_class.__name__} must be an object, "
                          f"got {type(params).__name__}")
@@ -207,7 +208,7 @@ def checked_params(judge_class: type, params: Any) -> dict[str, Any]:
                      if signature.parameters[name].default is inspect.Parameter.empty and name not in params)
     if missing:
         raise ValueError(f"compiled judge file: {judge_class.__name__} needs the parameters {missing}")
-    return dict(params)
+    return {**getattr(judge_class, "saved_before", {}), **params}
 
 
 def checksum(body: dict[str, Any]) -> str:

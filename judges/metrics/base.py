@@ -74,6 +74,9 @@ class Metric:
 
     #: Constructor arguments that are runtime resources, not settings (never saved with a judge).
     _runtime_params: ClassVar[tuple[str, ...]] = ("lm", "adapter", "embeddings", "arg_comparison")
+    #: Settings added after judges were first saved, each with the value that scores as those judges did:
+    #: a saved judge without one is rebuilt with it, not with today's default.
+    saved_before: ClassVar[dict[str, Any]] = {}
 
     def get_params(self) -> dict[str, Any]:
         """The constructor's settings as given (scikit-learn's convention): enough to rebuild the metric
