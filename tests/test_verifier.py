@@ -539,6 +539,7 @@ def test_compressed_adds_compressions_of_both_labels_to_the_rule_made_pairs(shar
     ("per_source", {"nope": 10}, r"per_source\['nope'\] is not one of"),
     ("per_source", {"mnli": -1}, r"per_source\['mnli'\] must be an int >= 0"),
     ("begin_parts", "cmu", "begin_parts must be a sequence of"), ("begin_parts", ("cmu", "x"), "begin_parts must be"),
+    ("precision", "float16", "precision must be 'float32' or 'bfloat16'"),
 ])
 def test_train_config_checks_each_field_as_it_is_made(field, bad, says):
     """Up front, before any data is read: the error names TrainConfig and the field (and the source, for
@@ -552,6 +553,22 @@ def test_train_config_checks_each_field_as_it_is_made(field, bad, says):
     with pytest.raises(ValueError, match=f"TrainConfig: {says}"):
         replace(TrainConfig(), **{field: bad})
     assert TrainConfig(begin_parts=["tc"]).begin_parts == ("tc",)
+
+
+
+def test_training_in_bfloat16_runs_and_differs_from_float32(tmp_path, shared_data):
+    """``precision="bfloat16"`` autocasts the forward passes (weights stay float32): the same run, other tensors."""
+    from safetensors.torch import load_file
+
+    from calibration.fitting.verifier_training import TrainConfig, train_verifier
+
+    config = TrainConfig(per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8, batch_size=8,
+                         eval_every=1000)
+    plain = load_file(str(train_verifier(tmp_path / "f32", config, progress=False)))
+    half = load_file(str(train_verifier(tmp_path / "bf16", TrainConfig(**{**config.__dict__, "precision": "bfloat16"}),
+                                        progress=False)))
+    assert set(plain) == set(half) and all(half[k].dtype == plain[k].dtype for k in plain)
+    assert any(not (plain[k] == half[k]).all() for k in plain)
 
 
 def labelled(n: int, positives: int):

@@ -235,7 +235,8 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
     while step < last:
         batch = plan[step]
         features = tokenizer.pad({k: [encoded[k][i] for i in batch] for k in encoded.keys()}, return_tensors="pt")
-        batch_logits = model(**features).logits[:, 0]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.precision == "bfloat16"):
+            batch_logits = model(**features).logits[:, 0].float()
         loss = loss_fn(batch_logits if offsets is None else batch_logits + offsets[batch], labels[batch])
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
