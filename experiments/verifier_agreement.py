@@ -47,8 +47,10 @@ from judges import Faithfulness, FaithfulnessWithVerifier, SingleTurnSample  # n
 CHEAP = ("token_overlap", "weakest_sentence", "specifics_supported", "bigram_support", "embedding_similarity",
          "embedding_alignment")
 VERIFIER = ("verifier_weakest", "verifier_mean")
-#: Columns that are not calibration signals: the metric's score with ``aggregate="share"``.
-SHARE = "metric_share"
+#: Columns that are not calibration signals: the metric's own score (the mean) and its ``supported_share``,
+#: both from one ``FaithfulnessWithVerifier().score`` per item (an item it does not score, such as one out of
+#: the verifier's language, has the score it gives, 0.0, in both).
+METRIC = ("metric_mean", "metric_share")
 
 
 def sets(summeval_limit: int | None) -> dict[str, tuple[list[SingleTurnSample], list[int]]]:
@@ -99,8 +101,8 @@ def main() -> int:
     parser.add_argument("--lm-items", type=int, default=40)
     parser.add_argument("--summeval-limit", type=int, default=None)
     args = parser.parse_args()
-    names = CHEAP + VERIFIER + (SHARE,)
-    share_metric = FaithfulnessWithVerifier(aggregate="share")
+    names = CHEAP + VERIFIER + METRIC
+    metric = FaithfulnessWithVerifier()
     data = sets(args.summeval_limit)
     columns: dict[str, np.ndarray] = {}
     labels: dict[str, np.ndarray] = {}
@@ -108,8 +110,9 @@ def main() -> int:
     timing = {}
     for set_name, (samples, y) in data.items():
         started = time.perf_counter()
-        columns[set_name] = np.array([[FEATURES[f](s) for f in CHEAP + VERIFIER] + [share_metric.score(s).score]
-                                      for s in samples], float)
+        scored = [metric.score(s) for s in samples]
+        columns[set_name] = np.array([[FEATURES[f](s) for f in CHEAP + VERIFIER] + [r.score, r.get("supported_share", r.score)]
+                                      for s, r in zip(samples, scored)], float)
         timing[set_name] = (time.perf_counter() - started) / len(samples)
         labels[set_name], halves[set_name] = np.asarray(y), split(y, args.seed)
     transfer = Calibrator("stacked", binary=True, features=list(CHEAP)).fit(
@@ -135,9 +138,9 @@ def main() -> int:
                 (f"best cheap signal on train: {best.replace('_', ' ')}", best),
                 ("verifier, weakest sentence", "verifier_weakest"),
                 ("verifier, mean over sentences (FaithfulnessWithVerifier's score: aggregate='mean', the default)",
-                 "verifier_mean"),
+                 "metric_mean"),
                 ("verifier, share of sentences at P >= 0.5 (aggregate='share': Ragas's formula, the default before "
-                 "2026-11-27)", SHARE)]
+                 "2026-11-27)", "metric_share")]
         results = {}
         for label, feature in rows:
             column = x[:, names.index(feature)]
