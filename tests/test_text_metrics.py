@@ -38,6 +38,35 @@ def test_split_sentences_en_zh_ja():
     assert split_sentences("   ") == []
 
 
+@pytest.mark.parametrize("text, expected", [
+    # English with few function words: names, numbers, an accented name, "et al.", a Japanese name in kana
+    ("Mount Kelvar rises 2,950 meters above sea level.", "en"),
+    ("Our company employs more than 10,000 people worldwide.", "en"),
+    ("José Álvarez scored twice against Leeds.", "en"),
+    ("Smith et al. measured the effect in 2019.", "en"),
+    ("The drink Calpico (カルピス) is sold in Japan and in many other countries.", "en"),
+    ("Go Dodgers!", "en"),  # too short to tell
+    # Other languages in Latin letters
+    ("Le musée est fermé le lundi et les jours fériés.", "latin"),
+    ("Die Brücke wurde im Jahr 1932 für den Verkehr geöffnet.", "latin"),
+    ("El tren sale de la estación a las ocho y llega tarde.", "latin"),
+    ("Il ponte è stato costruito nel 1932 e sono venuti in molti.", "latin"),
+    ("A ponte foi construída em 1932 e não tem portagem.", "latin"),
+    ("De brug is in 1932 geopend en het verkeer was druk.", "latin"),
+    ("Jembatan itu dibuka pada tahun 1932 dan tidak ada tol.", "latin"),
+    ("Most został otwarty w 1932 roku i nie ma opłat.", "latin"),
+    ("Köprü 1932 yılında açıldı ve çok kalabalık oldu.", "latin"),
+    ("Most byl otevřen v roce 1932 a je to památka.", "latin"),
+    # Other scripts
+    ("这座桥于1932年通车。", "zh"),
+    ("この橋は1932年に開通した。", "ja"),
+    ("Мост открыли в 1932 году.", "other"),
+    ("1932 — 2020", ""),
+])
+def test_the_language_rule_tells_english_of_names_and_numbers_from_other_languages(text, expected):
+    assert detect_language(text) == expected
+
+
 def test_a_text_is_split_into_sentences_once_and_each_caller_gets_its_own_list(monkeypatch):
     clear_sentence_cache()
     segmented, real = [], language._segmenter

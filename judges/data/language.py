@@ -109,29 +109,55 @@ def clear_sentence_cache() -> None:
 _ENGLISH_WORDS = frozenset("the a an of and or to in on at for with by from is are was were be been has have had it "
                            "this that these those not no he she they we you i his her their its as which who what "
                            "when where will would can could do does did".split())
+# Function words of French, German, Spanish, Italian, Portuguese, Dutch, Indonesian, Polish, Czech and
+# Turkish, leaving out the ones English text also spells: English words (is, in, a, do), words, names and
+# abbreviations (un for UN, com for .com, los/las for Los Angeles/Las Vegas, et/al for et al., van, con, per,
+# non, come, son, war, um, er, dan, co, po) and single letters.
+_OTHER_LATIN_WORDS = frozenset(
+    "de le la les des du une est sont dans pour pas que qui sur avec ce cette il elle nous vous ils au aux ne se "
+    "sa ses leur mais ou été être je tu suis "  # fr
+    "der die das und ist sind nicht ein eine einer eines dem den mit für auf zu von sich auch es wir ihr sie ich "
+    "wurde im oder aber "  # de
+    "el del una unos y su sus lo pero como más fue está "  # es
+    "gli della delle dei di che è sono nel alla anche ma più da "  # it
+    "os das dos uma é são em para não seu sua foi "  # pt
+    "het een en zijn niet met voor dat ook wij zij ik maar "  # nl
+    "yang di ke dari ini itu untuk dengan tidak ada adalah akan pada juga "  # id
+    "się nie na jest że od jak ale tak był była "  # pl
+    "je že ve jsou byl jako pro "  # cs
+    "bir ve bu için ile çok olan gibi".split()) - _ENGLISH_WORDS  # tr
 _LETTER = re.compile(r"[^\W\d_]")
 
 
 @functools.lru_cache(maxsize=SENTENCE_CACHE_SIZE)
 def detect_language(text: str) -> str:
-    """The language of ``text`` as far as rules can tell: ``"ja"`` (any kana), ``"zh"`` (Han without kana),
-    ``"en"`` (Latin letters, with English function words among the words), ``"latin"`` (Latin letters,
-    few English function words: French, German ...), ``"other"`` (mostly another script: Cyrillic,
-    Hangul, Arabic ...), ``""`` (no letters). The last ``SENTENCE_CACHE_SIZE`` texts' answers are kept,
-    as ``split_sentences`` keeps their sentences (``clear_sentence_cache`` empties both)."""
+    """The language of ``text`` as far as rules can tell: ``"ja"`` / ``"zh"`` (a quarter or more of the
+    letters Han or kana; ``"ja"`` when there is any kana), ``"other"`` (mostly another script: Cyrillic,
+    Hangul, Arabic ...), ``"latin"`` (Latin letters in another language than English: at least two function
+    words of French, German, Spanish, Italian, Portuguese, Dutch, Indonesian, Polish, Czech or Turkish and
+    as many as English ones; or no English function word and two or more words in lower case with accented
+    letters), ``"en"`` (any other text in Latin letters: an English sentence of names and numbers with one
+    function word in nine, or with an accented name, stays English), ``""`` (no letters). The last
+    ``SENTENCE_CACHE_SIZE`` texts' answers are kept, as ``split_sentences`` keeps their sentences
+    (``clear_sentence_cache`` empties both)."""
     letters = _LETTER.findall(text)
     if not letters:
         return ""
-    if re.search("[\u3040-\u30ff]", text):
-        return "ja"
     cjk = sum(1 for ch in letters if _CJK_CHAR.match(ch))
     latin = sum(1 for ch in letters if ch.isascii() or "\u00c0" <= ch <= "\u024f")
     if cjk >= max(1, latin // 4) and cjk >= len(letters) / 4:
-        return "zh"
+        return "ja" if re.search("[\u3040-\u30ff]", text) else "zh"
     if latin < len(letters) / 2:
         return "other"
     words = tokenize(text)
     if len(words) < 4:
         return "en"  # too short to tell English from other Latin-script languages; names and numbers mostly
     english = sum(1 for w in words if w in _ENGLISH_WORDS)
-    return "en" if english / len(words) >= 0.12 else "latin"
+    other = sum(1 for w in words if w in _OTHER_LATIN_WORDS)
+    if other >= max(2, english):
+        return "latin"
+    accented = sum(1 for w in tokenize(text, lower=False)  # in words that are not capitalised, as names are
+                   if not w[0].isupper() and any("\u00c0" <= ch <= "\u024f" for ch in w))
+    if english == 0 and accented >= 2:
+        return "latin"
+    return "en"
