@@ -30,6 +30,8 @@ def test_scaled_multiplies_every_count_of_the_mix_and_nothing_else():
 
 
 def test_the_recipe_is_the_measured_one_and_its_weights_are_checked():
+    from dataclasses import replace
+
     from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe
     from calibration.fitting.verifier_training import TrainConfig
 
@@ -38,6 +40,10 @@ def test_the_recipe_is_the_measured_one_and_its_weights_are_checked():
     assert (first.seed, second.seed) == (1, 2) and recipe.weights == pytest.approx((0.3, 0.7))
     assert (first.perturbed, second.perturbed) == (7000, 14000) and first.per_source == second.per_source
     assert first.other_words == second.other_words == 0
+    assert (first.precision, second.precision) == ("float32", "float32")  # the shipped model's
+    faster = soup_recipe(seed=1, precision="bfloat16")
+    assert [replace(p, precision="float32") for p in faster.parents] == list(recipe.parents)
+    assert {p.precision for p in faster.parents} == {"bfloat16"} and faster.weights == recipe.weights
     with pytest.raises(ValueError, match="sum to 1"):
         SoupRecipe((TrainConfig(), TrainConfig()), (0.5, 0.6))
     with pytest.raises(ValueError, match="one weight per parent"):
@@ -92,11 +98,19 @@ def test_the_command_trains_the_soup_resumes_and_installs_it(tmp_path, monkeypat
     from judges_app.cli import main
     from judges_app.cli import train_verifier as command
 
-    monkeypatch.setattr(command, "soup_recipe", lambda seed, threads: SoupRecipe((tiny(seed), tiny(seed + 1)), (0.3, 0.7),
-                                                                                 fit_temperature=False))
+    asked = []
+
+    def recipe(seed, threads, precision):
+        asked.append(precision)
+        return SoupRecipe((tiny(seed), tiny(seed + 1)), (0.3, 0.7), fit_temperature=False)
+
+    monkeypatch.setattr(command, "soup_recipe", recipe)
     monkeypatch.setattr(command, "SHIPPED_DIR", tmp_path / "installed")
     assert main(["train-verifier", "--out", str(tmp_path / "run"), "--max-steps", "2"]) == 0
     assert "stopped at --max-steps 2" in capsys.readouterr().out and not (tmp_path / "installed").exists()
+    assert main(["train-verifier", "--out", str(tmp_path / "other"), "--max-steps", "1", "--precision", "bfloat16"]) == 0
+    assert asked == ["float32", "bfloat16"]
+    capsys.readouterr()
     assert main(["train-verifier", "--out", str(tmp_path / "run"), "--install"]) == 0
     out = capsys.readouterr().out
     assert "parent 0 (weight 0.3)" in out and "parent 1 (weight 0.7)" in out

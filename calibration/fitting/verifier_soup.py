@@ -74,11 +74,14 @@ class SoupRecipe:
             raise ValueError(f"SoupRecipe: weights must lie in [0, 1] and sum to 1, got {self.weights}")
 
 
-def soup_recipe(seed: int = 0, threads: int = 2) -> SoupRecipe:
+def soup_recipe(seed: int = 0, threads: int = 2, precision: str = "float32") -> SoupRecipe:
     """The measured recipe: the shipped mix (seed ``seed``) and twice its rule-made changed facts (seed
-    ``seed + 1``), both scaled by ``SOUP_SCALE``, weights ``1 - SOUP_ALPHA`` and ``SOUP_ALPHA``."""
-    first = scaled(TrainConfig(seed=seed, threads=threads), SOUP_SCALE)
-    second = scaled(TrainConfig(seed=seed + 1, perturbed=2 * TrainConfig().perturbed, threads=threads), SOUP_SCALE)
+    ``seed + 1``), both scaled by ``SOUP_SCALE``, weights ``1 - SOUP_ALPHA`` and ``SOUP_ALPHA``. The shipped
+    model is float32's; ``precision="bfloat16"`` trains both parents under autocast, about 35 min instead of
+    ~55 on a CPU with bfloat16 units, and landed within 0.004 ROC-AUC of it (docs/verifier.md)."""
+    first = scaled(TrainConfig(seed=seed, threads=threads, precision=precision), SOUP_SCALE)
+    second = scaled(TrainConfig(seed=seed + 1, perturbed=2 * TrainConfig().perturbed, threads=threads,
+                                precision=precision), SOUP_SCALE)
     return SoupRecipe((first, second), (round(1 - SOUP_ALPHA, 12), SOUP_ALPHA))
 
 
