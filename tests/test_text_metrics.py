@@ -46,6 +46,16 @@ def test_split_sentences_en_zh_ja():
     ("Smith et al. measured the effect in 2019.", "en"),
     ("The drink Calpico (カルピス) is sold in Japan and in many other countries.", "en"),
     ("Go Dodgers!", "en"),  # too short to tell
+    # ... and with words other languages spell the same: names, acronyms, variables, contractions
+    ("Solve for x and y: y = 2x + 3 and y = x - 1.", "en"),
+    ("La La Land wins Oscar for best picture", "en"),
+    ("El Niño hit Peru; La Niña followed.", "en"),
+    ("MIT researchers met at the OS conference.", "en"),
+    ("De Niro and Di Caprio met at La Scala.", "en"),
+    ("Patients with low SES die earlier, per CDC data.", "en"),
+    ("Pros and cons: pro bono work, em dash, en dash.", "en"),
+    ("oh really yeah i've never seen either one of them", "en"),
+    ("They went en route to the de facto capital.", "en"),
     # Other languages in Latin letters
     ("Le musée est fermé le lundi et les jours fériés.", "latin"),
     ("Die Brücke wurde im Jahr 1932 für den Verkehr geöffnet.", "latin"),
@@ -57,9 +67,13 @@ def test_split_sentences_en_zh_ja():
     ("Most został otwarty w 1932 roku i nie ma opłat.", "latin"),
     ("Köprü 1932 yılında açıldı ve çok kalabalık oldu.", "latin"),
     ("Most byl otevřen v roce 1932 a je to památka.", "latin"),
+    ("Voy a la playa con mi hermano mañana.", "latin"),
+    ("Io vado a Roma con mia madre domani.", "latin"),
+    ("e\u0301te\u0301 tre\u0300s chaud a\u0300 Paris cette anne\u0301e", "latin"),  # accents as combining marks
     # Other scripts
     ("这座桥于1932年通车。", "zh"),
     ("この橋は1932年に開通した。", "ja"),
+    ("ｶﾀｶﾅﾃﾞｽﾈ 漢字", "ja"),  # half-width katakana
     ("Мост открыли в 1932 году.", "other"),
     ("1932 — 2020", ""),
 ])

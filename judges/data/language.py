@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 
 # Han (CJK unified ideographs, extension A, compatibility), Hiragana, Katakana (+ phonetic extensions,
 # half-width forms).
@@ -106,58 +107,75 @@ def clear_sentence_cache() -> None:
     detect_language.cache_clear()
 
 
-_ENGLISH_WORDS = frozenset("the a an of and or to in on at for with by from is are was were be been has have had it "
-                           "this that these those not no he she they we you i his her their its as which who what "
-                           "when where will would can could do does did".split())
-# Function words of French, German, Spanish, Italian, Portuguese, Dutch, Indonesian, Polish, Czech and
-# Turkish, leaving out the ones English text also spells: English words (is, in, a, do), words, names and
-# abbreviations (un for UN, com for .com, los/las for Los Angeles/Las Vegas, et/al for et al., van, con, per,
-# non, come, son, war, um, er, dan, co, po) and single letters.
+_ENGLISH_WORDS = frozenset("the an of and or to on at for with by from are was were be been has have had it "
+                           "this that these those not he she they we you his her their its which who what "
+                           "when where will would can could does did".split())
+#: Function words English shares with the languages below (a, in, is, no, do, as, i): counted on neither side.
+_SHARED_WORDS = frozenset("a in is no do as i".split())
+# Function words and common pronouns of French, German, Spanish, Italian, Portuguese, Dutch, Indonesian,
+# Polish, Czech and Turkish, leaving out the ones English text also spells: English words, and words, names
+# and abbreviations that English text writes in lower case (un for UN, com for .com, los/las for Los
+# Angeles/Las Vegas, et/al for et al., ve for I've, die, den, met, pro, ale, os, dos, em, lo, ma, na, van,
+# con, per, non, come, son, war, um, er, dan, co, po, me) and single letters (y for a variable). Only words
+# written in lower case count, and a sentence's first word (``detect_language``), so names and acronyms
+# inside a sentence (La, El, Da, Che, MIT, OS) do not.
 _OTHER_LATIN_WORDS = frozenset(
     "de le la les des du une est sont dans pour pas que qui sur avec ce cette il elle nous vous ils au aux ne se "
-    "sa ses leur mais ou été être je tu suis "  # fr
-    "der die das und ist sind nicht ein eine einer eines dem den mit für auf zu von sich auch es wir ihr sie ich "
-    "wurde im oder aber "  # de
-    "el del una unos y su sus lo pero como más fue está "  # es
-    "gli della delle dei di che è sono nel alla anche ma più da "  # it
-    "os das dos uma é são em para não seu sua foi "  # pt
-    "het een en zijn niet met voor dat ook wij zij ik maar "  # nl
-    "yang di ke dari ini itu untuk dengan tidak ada adalah akan pada juga "  # id
-    "się nie na jest że od jak ale tak był była "  # pl
-    "je že ve jsou byl jako pro "  # cs
-    "bir ve bu için ile çok olan gibi".split()) - _ENGLISH_WORDS  # tr
+    "sa leur mais ou été être je tu suis "  # fr
+    "der das und ist sind nicht ein eine einer eines dem mit für auf zu von sich auch es wir ihr sie ich "
+    "wurde im oder aber mein dich mich "  # de
+    "el del una unos su sus pero como más fue está yo mi muy también qué "  # es
+    "gli della delle dei di che è sono nel alla anche più da io mio mia ho questo "  # it
+    "das uma é são para não seu sua foi eu meu minha "  # pt
+    "het een en zijn niet voor dat ook wij zij ik maar "  # nl
+    "yang di ke dari ini itu untuk dengan tidak ada adalah akan pada juga saya "  # id
+    "się nie jest że od jak ale tak był była "  # pl
+    "je že jsou byl jako "  # cs
+    "bir bu için ile çok olan gibi".split()) - _ENGLISH_WORDS - _SHARED_WORDS  # tr
 _LETTER = re.compile(r"[^\W\d_]")
+_KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 
 
 @functools.lru_cache(maxsize=SENTENCE_CACHE_SIZE)
 def detect_language(text: str) -> str:
     """The language of ``text`` as far as rules can tell: ``"ja"`` / ``"zh"`` (a quarter or more of the
     letters Han or kana; ``"ja"`` when there is any kana), ``"other"`` (mostly another script: Cyrillic,
-    Hangul, Arabic ...), ``"latin"`` (Latin letters in another language than English: at least two function
-    words of French, German, Spanish, Italian, Portuguese, Dutch, Indonesian, Polish, Czech or Turkish and
-    as many as English ones; or no English function word and two or more words in lower case with accented
-    letters), ``"en"`` (any other text in Latin letters: an English sentence of names and numbers with one
-    function word in nine, or with an accented name, stays English), ``""`` (no letters). The last
-    ``SENTENCE_CACHE_SIZE`` texts' answers are kept, as ``split_sentences`` keeps their sentences
-    (``clear_sentence_cache`` empties both)."""
+    Hangul, Arabic ...), ``"latin"`` (Latin letters in another language than English: among the words in
+    lower case and each sentence's first word, the function words of French, German, Spanish, Italian,
+    Portuguese, Dutch, Indonesian, Polish, Czech or Turkish and the words with accented letters are two or
+    more and outnumber the English function words), ``"en"`` (any other text in Latin letters: an English
+    sentence of names and numbers with one function word in nine, or with an accented name, stays English;
+    so does a short foreign sentence with one such word), ``""`` (no letters). The text is read in
+    Unicode's composed form (NFC). The last ``SENTENCE_CACHE_SIZE`` texts' answers are kept, as
+    ``split_sentences`` keeps their sentences (``clear_sentence_cache`` empties both)."""
+    text = unicodedata.normalize("NFC", text)
     letters = _LETTER.findall(text)
     if not letters:
         return ""
     cjk = sum(1 for ch in letters if _CJK_CHAR.match(ch))
     latin = sum(1 for ch in letters if ch.isascii() or "\u00c0" <= ch <= "\u024f")
     if cjk >= max(1, latin // 4) and cjk >= len(letters) / 4:
-        return "ja" if re.search("[\u3040-\u30ff]", text) else "zh"
+        return "ja" if _KANA.search(text) else "zh"
     if latin < len(letters) / 2:
         return "other"
     words = tokenize(text)
     if len(words) < 4:
         return "en"  # too short to tell English from other Latin-script languages; names and numbers mostly
     english = sum(1 for w in words if w in _ENGLISH_WORDS)
-    other = sum(1 for w in words if w in _OTHER_LATIN_WORDS)
-    if other >= max(2, english):
-        return "latin"
-    accented = sum(1 for w in tokenize(text, lower=False)  # in words that are not capitalised, as names are
-                   if not w[0].isupper() and any("\u00c0" <= ch <= "\u024f" for ch in w))
-    if english == 0 and accented >= 2:
-        return "latin"
-    return "en"
+    foreign = sum(1 for w in _lower_case_words(text)
+                  if w in _OTHER_LATIN_WORDS or any("\u00c0" <= ch <= "\u024f" for ch in w))
+    return "latin" if foreign >= 2 and foreign > english else "en"
+
+
+def _lower_case_words(text: str) -> list[str]:
+    """The words of ``text`` written in lower case, and each sentence's first word when only its first
+    letter is a capital (lower-cased): capitalised names and acronyms inside a sentence are left out."""
+    out, first = [], True
+    for token in tokenize(text, lower=False, keep_punct=True):
+        if not token[0].isalnum():
+            first = first or token in ".!?¡¿"
+            continue
+        if token.islower() or (first and token[:1].isupper() and (len(token) == 1 or token[1:].islower())):
+            out.append(token.lower())
+        first = False
+    return out
