@@ -109,8 +109,9 @@ def test_the_command_trains_the_soup_resumes_and_installs_it(tmp_path, monkeypat
     assert main(["train-verifier", "--out", str(tmp_path / "run"), "--max-steps", "2"]) == 0
     assert "stopped at --max-steps 2" in capsys.readouterr().out and not (tmp_path / "installed").exists()
     assert main(["train-verifier", "--out", str(tmp_path / "other"), "--max-steps", "1", "--precision", "bfloat16"]) == 0
-    assert asked == ["float32", "bfloat16"]
-    capsys.readouterr()
+    assert asked == ["float32", "bfloat16"] and "note:" not in capsys.readouterr().out
+    assert main(["train-verifier", "--out", str(tmp_path / "other"), "--precision", "bfloat16", "--install"]) == 0
+    assert "trained in bfloat16; the one shipped with the package is float32's" in capsys.readouterr().out
     assert main(["train-verifier", "--out", str(tmp_path / "run"), "--install"]) == 0
     out = capsys.readouterr().out
     assert "parent 0 (weight 0.3)" in out and "parent 1 (weight 0.7)" in out

@@ -53,6 +53,9 @@ def run(args) -> int:
         for path in (weights, Path(args.out) / MANIFEST_NAME):
             shutil.copy2(path, SHIPPED_DIR / path.name)
         print(f"installed into {SHIPPED_DIR}")
+        if args.precision != "float32":
+            print(f"note: this model was trained in {args.precision}; the one shipped with the package is float32's "
+                  f"(`make verifier` trains it again), so agreement numbers in docs/verifier.md are not this file's")
     return 0
 
 
