@@ -555,9 +555,10 @@ def test_train_config_checks_each_field_as_it_is_made(field, bad, says):
     assert TrainConfig(begin_parts=["tc"]).begin_parts == ("tc",)
 
 
-
 def test_training_in_bfloat16_runs_and_differs_from_float32(tmp_path, shared_data):
     """``precision="bfloat16"`` autocasts the forward passes (weights stay float32): the same run, other tensors."""
+    from dataclasses import replace
+
     from safetensors.torch import load_file
 
     from calibration.fitting.verifier_training import TrainConfig, train_verifier
@@ -565,8 +566,7 @@ def test_training_in_bfloat16_runs_and_differs_from_float32(tmp_path, shared_dat
     config = TrainConfig(per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8, batch_size=8,
                          eval_every=1000)
     plain = load_file(str(train_verifier(tmp_path / "f32", config, progress=False)))
-    half = load_file(str(train_verifier(tmp_path / "bf16", TrainConfig(**{**config.__dict__, "precision": "bfloat16"}),
-                                        progress=False)))
+    half = load_file(str(train_verifier(tmp_path / "bf16", replace(config, precision="bfloat16"), progress=False)))
     assert set(plain) == set(half) and all(half[k].dtype == plain[k].dtype for k in plain)
     assert any(not (plain[k] == half[k]).all() for k in plain)
 

@@ -25,6 +25,10 @@ DEFAULT_MIX = {"vitaminc_real": 22000, "vitaminc_synthetic": 12000, "mnli": 9815
                "fever_symmetric": 1420, "factcheck_gpt": 3000, "expertqa": 3000, "halueval_qa": 6000}
 
 
+#: The precisions a training may run its forward passes in (``TrainConfig.precision``).
+PRECISIONS = ("float32", "bfloat16")
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     seed: int = 0
@@ -92,7 +96,7 @@ class TrainConfig:
         if isinstance(self.weight_decay, bool) or not isinstance(self.weight_decay, int | float) \
                 or not 0 <= self.weight_decay < math.inf:
             raise ValueError(f"TrainConfig: weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
-        if self.precision not in ("float32", "bfloat16"):
+        if self.precision not in PRECISIONS:
             raise ValueError(f"TrainConfig: precision must be 'float32' or 'bfloat16', got {self.precision!r}")
         if not isinstance(self.compressed_negatives, bool):
             raise ValueError(f"TrainConfig: compressed_negatives must be True or False, got {self.compressed_negatives!r}")

@@ -16,6 +16,7 @@ import json
 import shutil
 from pathlib import Path
 
+from calibration.fitting.verifier_config import PRECISIONS
 from calibration.fitting.verifier_soup import soup_recipe, train_soup
 from calibration.fitting.verifier_training import (
     MANIFEST_NAME,
@@ -68,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=positive_int, default=2,
                    help="torch threads (the same count gives the same tensors; the shipped model used 2)")
-    p.add_argument("--precision", choices=("float32", "bfloat16"), default="float32",
+    p.add_argument("--precision", choices=PRECISIONS, default="float32",
                    help="float32: the shipped model's; bfloat16: the forward passes under autocast, about 0.6x the "
                         "time on a CPU with bfloat16 units (emulated and not faster without them); measured "
                         "within 0.004 ROC-AUC of the float32 soup on the train halves and the contrastive set, "
