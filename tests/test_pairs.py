@@ -19,6 +19,7 @@ from calibration.data.perturb import (
     REPLY_OPENINGS,
     as_reply,
     change_number,
+    direction_minimal_pair,
     flip_direction,
     flip_negation,
     names_in,
@@ -306,6 +307,17 @@ def test_flip_direction_swaps_one_antonym():
     assert flip_direction("The pond was quiet at dusk.", rng) is None
 
 
+def test_direction_minimal_pair_flips_one_word_of_a_sentence_and_keeps_it():
+    evidence = "The pond was quiet at dusk. Exports rose in June after the strike."
+    made = direction_minimal_pair(evidence, random.Random(0))
+    kept = "Exports rose in June after the strike."
+    assert made in {(flipped, kept) for flipped in ("Exports fell in June after the strike.",
+                                                    "Exports rose in June before the strike.",
+                                                    "Imports rose in June after the strike.")}
+    assert made == direction_minimal_pair(evidence, random.Random(0))
+    assert direction_minimal_pair("The pond was quiet at dusk.", random.Random(0)) is None
+    assert direction_minimal_pair("Prices rose.", random.Random(0)) is None  # under MIN_WORDS
+
 def test_trim_keeps_only_what_the_sentence_entails():
     assert trim_sentence("Ada Moss (1901-1980) founded the school.") == "Ada Moss founded the school."
     assert trim_sentence("Bergen, the wettest city in the region, gets rain most days.") == \
@@ -436,8 +448,9 @@ def test_as_reply_dresses_a_claim_without_changing_its_words():
 
 # --- the contrastive test set ---------------------------------------------------------------------------
 
-def test_contrastive_set_is_balanced_and_typed():
-    items = P.load_contrastive()
+@pytest.mark.parametrize("which", ["first", "second"])
+def test_contrastive_set_is_balanced_and_typed(which):
+    items = P.load_contrastive(which)
     labels = Counter(item["label"] for item in items)
     assert labels[0] >= 50 and labels[1] >= 50
     assert all(set(item) == {"evidence", "response", "label", "kind"} for item in items)
@@ -446,3 +459,14 @@ def test_contrastive_set_is_balanced_and_typed():
     negatives = Counter(item["kind"] for item in items if item["label"] == 0)
     assert max(negatives.values()) - min(negatives.values()) <= 2  # about equal per kind
     assert all(item["evidence"].strip() and item["response"].strip() for item in items)
+    words = [(set(re.findall(r"\w+", item["response"].lower())), set(re.findall(r"\w+", item["evidence"].lower())))
+             for item in items if item["kind"] == "copy"]
+    assert all(said <= evidence for said, evidence in words)  # copied, or nearly (one clause of a sentence)
+    assert not any(item["response"] in item["evidence"] for item in items if item["label"] == 0)
+
+
+def test_the_two_contrastive_sets_share_no_evidence_and_a_wrong_name_is_refused():
+    first, second = ({item["evidence"] for item in P.load_contrastive(which)} for which in ("first", "second"))
+    assert first and second and not first & second
+    with pytest.raises(ValueError, match="which must be one of"):
+        P.load_contrastive("third")

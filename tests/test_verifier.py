@@ -526,11 +526,40 @@ def test_compressed_adds_compressions_of_both_labels_to_the_rule_made_pairs(shar
         training_mix(replace(config, compressed_negatives=0))
 
 
+def test_direction_adds_minimal_pairs_of_a_flipped_and_a_kept_sentence_on_one_side_of_the_split(shared_data):
+    from dataclasses import replace
+
+    from calibration.fitting.verifier_mix import training_mix
+    from calibration.fitting.verifier_soup import scaled
+    from calibration.fitting.verifier_training import TrainConfig
+
+    config = TrainConfig(per_source={"fever_symmetric": 200}, perturbed=100, begin_parts=(), held_out=40)
+    plain, more = training_mix(config), training_mix(replace(config, direction=60))
+    added = [p for p in more[0] + more[1] if p.source.startswith("direction_")]
+    assert Counter(p.source for p in added) == {"direction_flipped": 30, "direction_kept": 30}
+    assert sorted((p.evidence, p.claim) for p in plain[0] + plain[1]) == \
+        sorted((p.evidence, p.claim) for p in more[0] + more[1] if not p.source.startswith("direction_"))
+    groups: dict[str, list] = {}
+    for p in added:
+        groups.setdefault(p.group, []).append(p)
+    for flipped, kept in (sorted(pair, key=lambda p: p.label) for pair in groups.values()):
+        assert (flipped.label, kept.label, flipped.evidence) == (0, 1, kept.evidence)
+        assert kept.claim in kept.evidence and flipped.claim not in flipped.evidence
+        assert len(flipped.claim.split()) == len(kept.claim.split())  # one word changed, nothing else
+        assert sum(a != b for a, b in zip(flipped.claim.split(), kept.claim.split())) == 1
+    held = {p.group for p in more[1]}
+    assert all((p.group in held) == (p in more[1]) for p in added)  # a pair's two halves on one side
+    assert scaled(replace(config, direction=60), 0.5).direction == 30
+    odd = training_mix(replace(config, direction=7))
+    assert Counter(p.source for p in odd[0] + odd[1] if p.source.startswith("direction_")) == \
+        {"direction_flipped": 3, "direction_kept": 3}  # an odd count gives one pair fewer
+
 
 @pytest.mark.parametrize(("field", "bad", "says"), [
     ("seed", 1.5, "seed must be an int"), ("perturbed", -1, "perturbed must be an int >= 0"),
     ("summeval", 2.5, "summeval must be an int >= 0"), ("summeval", True, "summeval must be an int >= 0"),
-    ("other_words", "10", "other_words must be an int >= 0"), ("batch_size", 0, "batch_size must be an int >= 1"),
+    ("other_words", "10", "other_words must be an int >= 0"), ("direction", -2, "direction must be an int >= 0"),
+    ("batch_size", 0, "batch_size must be an int >= 1"),
     ("threads", 0, "threads must be an int >= 1"), ("warmup", 1.5, "warmup must be a share in"),
     ("debias", float("nan"), "debias must be a share in"), ("learning_rate", 0, "learning_rate must be a finite number > 0"),
     ("learning_rate", float("inf"), "learning_rate must be a finite"), ("weight_decay", -0.1, "weight_decay must be"),

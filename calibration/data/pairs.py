@@ -77,10 +77,9 @@ _PTB_BRACKETS = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-"
 
 
 def detokenize(text: str) -> str:
-    """Undo the Wikipedia/FEVER tokenisation of VitaminC and FEVER text so it looks like what the verifier
-    will see at run time: PTB brackets (``-LRB-`` -> ``(``), ``` `` ''`` quotes -> ``"``, no space before
-    ``, . ; : ! ? % ) 's n't``, none after ``(``; none inside quotes (straight or curly). Words are
-    unchanged."""
+    """Undo the Wikipedia/FEVER tokenisation of VitaminC and FEVER text so it looks like what the verifier will
+    see at run time: PTB brackets (``-LRB-`` -> ``(``), ``` `` ''`` quotes -> ``"``, no space before ``, . ;
+    : ! ? % ) 's n't``, none after ``(``; none inside quotes (straight or curly). Words are unchanged."""
     for token, char in _PTB_BRACKETS.items():
         text = text.replace(token, f" {char} ")
     text = text.replace("``", '"').replace("''", '"')
@@ -351,17 +350,18 @@ def load_q2_wow(limit: int | None = None) -> list[EvidencePair]:
     return _finish(rows, "q2_wow", limit)
 
 
-# --- the hand-written contrastive test -------------------------------------------------------------------
+# --- the hand-written contrastive tests (CONTRASTIVE.md) -------------------------------------------------
 
-CONTRASTIVE_KINDS = {0: ("number", "name", "negation", "direction"), 1: ("paraphrase", "copy")}
+CONTRASTIVE_SETS = {"first": "contrastive.jsonl", "second": "contrastive_second.jsonl"}
 
 
-def load_contrastive() -> list[dict]:
-    """The hand-written contrastive set bundled with the package (``calibration/data/contrastive.jsonl``;
-    see CONTRASTIVE.md): dicts with ``evidence``, ``response``, ``label`` (1 supported) and ``kind``.
-    A TEST of the verifier only: never training or calibration data (``training_pairs`` never reads it)."""
-    text = (resources.files("calibration.data") / "contrastive.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+def load_contrastive(which: str = "first") -> list[dict]:
+    """A hand-written contrastive set ("first" is watched while training; "second" measures what it prompted):
+    dicts of ``evidence``, ``response``, ``label`` (1 supported), ``kind``. A TEST only, never trained on."""
+    if which not in CONTRASTIVE_SETS:
+        raise ValueError(f"load_contrastive: which must be one of {sorted(CONTRASTIVE_SETS)}, got {which!r}")
+    lines = (resources.files("calibration.data") / CONTRASTIVE_SETS[which]).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 # --- the training mix -----------------------------------------------------------------------------------

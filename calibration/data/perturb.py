@@ -12,6 +12,9 @@ Negatives (label 0), each a function that returns None when the sentence has not
 - ``flip_direction``: one direction word becomes its antonym (increased/decreased, rose/fell,
   before/after, north/south, won/lost, larger/smaller, more/less, above/below, first/last ...).
 
+``direction_minimal_pair`` makes the direction flip and the unchanged sentence from one evidence text: a
+pair whose labels differ by one word.
+
 Positives (label 1): the sentence itself ("copy"), or the sentence without a parenthetical or an
 appositive / trailing relative clause ("trim"; ``trim_sentence``), which the sentence still entails; with
 ``perturbed_pairs(compress=...)``, sentences compressed first (``calibration.data.compress``), as
@@ -26,7 +29,8 @@ only; the lower case and spacing matter to a cased model plugged in for training
 Everything is deterministic given the ``random.Random`` passed in. Sentences come from
 ``judges.data.language.split_sentences``.
 
-Owns: these rules, ``as_reply`` and ``perturbed_pairs``. Must not read data files, fit or score anything.
+Owns: these rules, ``as_reply``, ``perturbed_pairs`` and ``direction_minimal_pair``.
+Must not read data files, fit or score anything.
 """
 
 from __future__ import annotations
@@ -257,6 +261,18 @@ def flip_direction(sentence: str, rng: random.Random) -> str | None:
     replacement = _ANTONYMS[word.lower()]
     replacement = replacement.upper() if word.isupper() and len(word) > 1 else _keep_case(replacement, word)
     return sentence[:match.start()] + replacement + sentence[match.end():]
+
+
+def direction_minimal_pair(evidence: str, rng: random.Random) -> tuple[str, str] | None:
+    """(flipped, kept): one of ``evidence``'s sentences (of ``MIN_WORDS`` words or more) that has a direction
+    word, with that word flipped (``flip_direction``) and as it stands; a minimal pair, whose only
+    difference decides the label. None when no sentence has one (or the flip occurs verbatim in it)."""
+    sentences = [s for s in split_sentences(evidence) if len(s.split()) >= MIN_WORDS and _DIRECTION.search(s)]
+    if not sentences:
+        return None
+    kept = rng.choice(sentences)
+    flipped = flip_direction(kept, rng)
+    return None if not flipped or flipped in evidence else (flipped, kept)
 
 
 # --- faithful trims -------------------------------------------------------------------------------------

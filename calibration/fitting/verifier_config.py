@@ -50,6 +50,9 @@ class TrainConfig:
     other_words: int = 0
     #: SummEval sentences and changed-fact copies of them (``calibration.data.summary_pairs``); 0 when shipped.
     summeval: int = 0
+    #: Minimal pairs from the corpus's evidence, a sentence with a direction word flipped (not supported) and
+    #: kept (supported) (``verifier_mix.direction_pairs``); 0 in the shipped model's mix.
+    direction: int = 0
     #: Also write the uniform average of the weights from this share of the steps on (snapshots every
     #: ``AVERAGE_EVERY`` steps) into ``<out>/averaged/``: the same run, not a different one (the average
     #: never feeds back into training). 0 (no average) for the shipped model.
@@ -79,8 +82,8 @@ class TrainConfig:
         def is_int(value: Any) -> bool:
             return isinstance(value, int) and not isinstance(value, bool)
 
-        for name, low in (("seed", None), ("perturbed", 0), ("other_words", 0), ("summeval", 0), ("held_out", 0),
-                          ("begin_repeat", 1), ("max_length", 1), ("batch_size", 1), ("checkpoint_every", 1),
+        for name, low in (("seed", None), ("perturbed", 0), ("other_words", 0), ("summeval", 0),
+                          ("direction", 0), ("held_out", 0), ("begin_repeat", 1), ("max_length", 1), ("batch_size", 1), ("checkpoint_every", 1),
                           ("eval_every", 1), ("threads", 1)):
             value = getattr(self, name)
             if not is_int(value) or (low is not None and value < low):

@@ -6,9 +6,11 @@ The sources, each mapped to supported / not supported where it is loaded: the pu
 ``calibration.data.pairs`` (q2_wow held out), rule-made copy-with-a-changed-fact pairs
 (``calibration.data.perturb``) made from the corpora's own evidence, BEGIN dev turns of the parts named in
 ``begin_parts`` (the other parts and the demo's slice stay out), supported pairs in other words drawn again
-(``other_words``) and SummEval summary sentences (``summeval``, ``calibration.data.summary_pairs``). Every
+(``other_words``), SummEval summary sentences (``summeval``, ``calibration.data.summary_pairs``) and minimal
+pairs of a direction word flipped and kept (``direction``). Every
 draw is seeded from ``TrainConfig.seed`` with a stream of its own, so one option's count never moves another's
-pairs. The hand-written contrastive set is here too: watched while training, never trained on.
+pairs (the groups it adds do move the held-out split and the order). The first hand-written contrastive set is
+here too: watched while training, never trained on.
 
 Owns: assembling and splitting the mix. Must not train, score, or read the sets reserved for independent
 evaluation.
@@ -22,7 +24,7 @@ from collections.abc import Sequence
 
 from calibration.data.loaders import load_begin, load_begin_slice
 from calibration.data.pairs import EvidencePair, load_contrastive, training_pairs
-from calibration.data.perturb import as_reply, names_in, perturbed_pairs
+from calibration.data.perturb import as_reply, direction_minimal_pair, names_in, perturbed_pairs
 from calibration.data.summary_pairs import summary_pairs
 from calibration.fitting.verifier_config import TrainConfig
 
@@ -61,6 +63,29 @@ def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int, as_replies: flo
             if dress.random() < as_replies else p for p in out[:n]]
 
 
+def direction_pairs(pairs: Sequence[EvidencePair], n: int, seed: int) -> list[EvidencePair]:
+    """``n // 2`` pairs of each label (an odd ``n`` gives ``n - 1`` pairs; fewer when the evidence runs out)
+    from the evidence of ``pairs``: per evidence text with a direction word, the sentence with it flipped
+    to its antonym (label 0, source ``direction_flipped``) and the sentence as it stands (label 1,
+    ``direction_kept``), one group, so both land on one side of the split
+    (``perturb.direction_minimal_pair``). A random stream of its own, so the rest of the mix draws the same
+    pairs with or without them; their groups do change the split and the order (``training_mix``)."""
+    if n <= 0:
+        return []
+    rng = random.Random(f"{seed}:direction")
+    evidence = list(dict.fromkeys(p.evidence for p in pairs if 40 <= len(p.evidence) <= 1200))
+    rng.shuffle(evidence)
+    out: list[EvidencePair] = []
+    for text in evidence:
+        if len(out) + 2 > n:
+            break
+        if made := direction_minimal_pair(text, rng):
+            group = f"direction:{len(out)}"
+            out += [EvidencePair(text, made[0], 0, "direction_flipped", group),
+                    EvidencePair(text, made[1], 1, "direction_kept", group)]
+    return out
+
+
 #: Sources whose supported claims restate their evidence in other words (entailments, verified claims).
 OTHER_WORDS_SOURCES = {"mnli": 9815, "snli": 6000, "expertqa": 3000, "factcheck_gpt": 3000, "vitaminc_real": 6000}
 
@@ -84,7 +109,8 @@ def training_mix(config: TrainConfig) -> tuple[list[EvidencePair], list[Evidence
     pairs = (corpus + rule_pairs(corpus, config.perturbed, config.seed, config.as_replies, config.compressed,
                                  config.compressed_negatives)
              + begin_pairs(config.begin_parts) * config.begin_repeat
-             + other_words_positives(config.other_words, config.seed) + summary_pairs(config.summeval, config.seed))
+             + other_words_positives(config.other_words, config.seed) + summary_pairs(config.summeval, config.seed)
+             + direction_pairs(corpus, config.direction, config.seed))
     rng = random.Random(f"{config.seed}:split")
     groups = sorted({p.group for p in pairs})
     rng.shuffle(groups)

@@ -47,14 +47,14 @@ SOUP_ALPHA = 0.7
 
 
 def scaled(config: TrainConfig, scale: float) -> TrainConfig:
-    """``config`` with every count of its mix multiplied by ``scale``: each source's cap, the rule-made pairs,
-    the other-words positives, the SummEval sentences (a source holding fewer pairs than its cap comes
+    """``config`` with every count of its mix multiplied by ``scale``: each source's cap, the rule-made
+    pairs, the other-words positives, the SummEval sentences, the direction pairs (a source holding fewer pairs than its cap comes
     whole, as before)."""
     if not scale > 0:
         raise ValueError(f"scaled: scale must be > 0, got {scale!r}")
     return replace(config, per_source={name: round(count * scale) for name, count in config.per_source.items()},
                    perturbed=round(config.perturbed * scale), other_words=round(config.other_words * scale),
-                   summeval=round(config.summeval * scale))
+                   summeval=round(config.summeval * scale), direction=round(config.direction * scale))
 
 
 @dataclass(frozen=True)
