@@ -83,8 +83,8 @@ class TrainConfig:
             return isinstance(value, int) and not isinstance(value, bool)
 
         for name, low in (("seed", None), ("perturbed", 0), ("other_words", 0), ("summeval", 0),
-                          ("direction", 0), ("held_out", 0), ("begin_repeat", 1), ("max_length", 1), ("batch_size", 1), ("checkpoint_every", 1),
-                          ("eval_every", 1), ("threads", 1)):
+                          ("direction", 0), ("held_out", 0), ("begin_repeat", 1), ("max_length", 1),
+                          ("batch_size", 1), ("checkpoint_every", 1), ("eval_every", 1), ("threads", 1)):
             value = getattr(self, name)
             if not is_int(value) or (low is not None and value < low):
                 raise ValueError(f"TrainConfig: {name} must be an int{'' if low is None else f' >= {low}'}, "
@@ -100,7 +100,8 @@ class TrainConfig:
                 or not 0 <= self.weight_decay < math.inf:
             raise ValueError(f"TrainConfig: weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
         if self.precision not in PRECISIONS:
-            raise ValueError(f"TrainConfig: precision must be 'float32' or 'bfloat16', got {self.precision!r}")
+            raise ValueError(f"TrainConfig: precision must be {' or '.join(map(repr, PRECISIONS))}, "
+                             f"got {self.precision!r}")
         if not isinstance(self.compressed_negatives, bool):
             raise ValueError(f"TrainConfig: compressed_negatives must be True or False, got {self.compressed_negatives!r}")
         if not isinstance(self.per_source, dict):

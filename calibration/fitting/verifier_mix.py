@@ -41,6 +41,14 @@ def begin_pairs(parts: Sequence[str]) -> list[EvidencePair]:
             if (s.retrieved_contexts[0], s.response) not in demo]
 
 
+def shuffled_evidence(pairs: Sequence[EvidencePair], rng: random.Random) -> list[str]:
+    """The distinct evidence texts of ``pairs`` of 40-1,200 characters (what rules make pairs from), in the
+    order ``rng`` shuffles them into."""
+    evidence = list(dict.fromkeys(p.evidence for p in pairs if 40 <= len(p.evidence) <= 1200))
+    rng.shuffle(evidence)
+    return evidence
+
+
 def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int, as_replies: float = 0.0,
                compressed: float = 0.0, compressed_negatives: bool = True) -> list[EvidencePair]:
     """``n`` copy-with-a-changed-fact pairs (and exact or trimmed copies as positives) made by rules from the
@@ -48,8 +56,7 @@ def rule_pairs(pairs: Sequence[EvidencePair], n: int, seed: int, as_replies: flo
     claim dressed as a chat reply (``as_reply``; source ``perturbed_<kind>_reply``); a share ``compressed``
     of the evidence sentences compressed first (``perturbed_pairs(compress=, compress_negatives=)``)."""
     rng = random.Random(f"{seed}:perturbed")
-    evidence = list(dict.fromkeys(p.evidence for p in pairs if 40 <= len(p.evidence) <= 1200))
-    rng.shuffle(evidence)
+    evidence = shuffled_evidence(pairs, rng)
     pool = [name for text in evidence[:3000] for name in names_in(text)]
     out: list[EvidencePair] = []
     for text in evidence:
@@ -73,10 +80,8 @@ def direction_pairs(pairs: Sequence[EvidencePair], n: int, seed: int) -> list[Ev
     if n <= 0:
         return []
     rng = random.Random(f"{seed}:direction")
-    evidence = list(dict.fromkeys(p.evidence for p in pairs if 40 <= len(p.evidence) <= 1200))
-    rng.shuffle(evidence)
     out: list[EvidencePair] = []
-    for text in evidence:
+    for text in shuffled_evidence(pairs, rng):
         if len(out) + 2 > n:
             break
         if made := direction_minimal_pair(text, rng):

@@ -48,8 +48,8 @@ SOUP_ALPHA = 0.7
 
 def scaled(config: TrainConfig, scale: float) -> TrainConfig:
     """``config`` with every count of its mix multiplied by ``scale``: each source's cap, the rule-made
-    pairs, the other-words positives, the SummEval sentences, the direction pairs (a source holding fewer pairs than its cap comes
-    whole, as before)."""
+    pairs, the other-words positives, the SummEval sentences, the direction pairs (a source holding fewer
+    pairs than its cap comes whole, as before)."""
     if not scale > 0:
         raise ValueError(f"scaled: scale must be > 0, got {scale!r}")
     return replace(config, per_source={name: round(count * scale) for name, count in config.per_source.items()},
@@ -78,8 +78,8 @@ def soup_recipe(seed: int = 0, threads: int = 2, precision: str = "float32") -> 
     """The measured recipe: the shipped mix (seed ``seed``) and twice its rule-made changed facts (seed
     ``seed + 1``), both scaled by ``SOUP_SCALE``, weights ``1 - SOUP_ALPHA`` and ``SOUP_ALPHA``. The shipped
     model is float32's; ``precision="bfloat16"`` trains both parents under autocast, about 35 min instead of
-    ~55 on a CPU with bfloat16 units, and landed within 0.004 ROC-AUC of it on the
-    train halves and the contrastive set, 0.007 on the test halves (docs/verifier.md)."""
+    ~55 on a CPU with bfloat16 units, and landed within 0.004 ROC-AUC of it on the train halves and the
+    contrastive set, 0.007 on the test halves (docs/verifier.md)."""
     first = scaled(TrainConfig(seed=seed, threads=threads, precision=precision), SOUP_SCALE)
     second = scaled(TrainConfig(seed=seed + 1, perturbed=2 * TrainConfig().perturbed, threads=threads,
                                 precision=precision), SOUP_SCALE)
