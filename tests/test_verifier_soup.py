@@ -39,7 +39,13 @@ def test_the_recipe_is_the_measured_one_and_its_weights_are_checked():
     first, second = recipe.parents
     assert (first.seed, second.seed) == (1, 2) and recipe.weights == pytest.approx((0.3, 0.7))
     assert (first.perturbed, second.perturbed) == (7000, 14000) and first.per_source == second.per_source
-    assert first.other_words == second.other_words == 0
+    assert first.other_words == second.other_words == first.direction == second.direction == 0
+    # run 4: direction pairs in place of as many of the second parent's rule-made pairs (x0.7), not shipped
+    swapped = soup_recipe(seed=1, direction=4000)
+    assert swapped.parents[0] == first and replace(second, perturbed=11200, direction=2800) == swapped.parents[1]
+    for bad in (-1, 20001, 4000.0, True):
+        with pytest.raises(ValueError, match="soup_recipe: direction must be an int in"):
+            soup_recipe(direction=bad)
     assert (first.precision, second.precision) == ("float32", "float32")  # the shipped model's
     faster = soup_recipe(seed=1, precision="bfloat16")
     assert [replace(p, precision="float32") for p in faster.parents] == list(recipe.parents)

@@ -7,6 +7,8 @@ resumable; the average is remade from their files, so a rerun after an interrupt
 
 ``soup_recipe()`` is the recipe measured in docs/verifier.md ("Tried: soups ..."): the shipped mix and the mix
 with twice the rule-made changed facts, each cut to 0.7 of its pairs, weight 0.7 on the second.
+``soup_recipe(direction=4000)`` puts minimal pairs of a flipped direction word in place of as many of the
+second's rule-made pairs: measured 2026-11-28 and not shipped ("Measured: minimal pairs ...", run 4).
 
 Averaging shrinks the logits (two heads on features that differ): the soups' copies scored 0.76-0.79 where
 each parent scored them 0.94, so ``Verifier(stop_at=0.9)`` would stop on few claims. The average's head
@@ -74,14 +76,20 @@ class SoupRecipe:
             raise ValueError(f"SoupRecipe: weights must lie in [0, 1] and sum to 1, got {self.weights}")
 
 
-def soup_recipe(seed: int = 0, threads: int = 2, precision: str = "float32") -> SoupRecipe:
+def soup_recipe(seed: int = 0, threads: int = 2, precision: str = "float32", direction: int = 0) -> SoupRecipe:
     """The measured recipe: the shipped mix (seed ``seed``) and twice its rule-made changed facts (seed
-    ``seed + 1``), both scaled by ``SOUP_SCALE``, weights ``1 - SOUP_ALPHA`` and ``SOUP_ALPHA``. The shipped
-    model is float32's; ``precision="bfloat16"`` trains both parents under autocast, about 35 min instead of
-    ~55 on a CPU with bfloat16 units, and landed within 0.004 ROC-AUC of it on the train halves and the
-    contrastive set, 0.007 on the test halves (docs/verifier.md)."""
+    ``seed + 1``), ``direction`` of the latter minimal pairs of a flipped direction word instead
+    (``TrainConfig.direction``; 0, the shipped recipe, makes none), both scaled by ``SOUP_SCALE``,
+    weights ``1 - SOUP_ALPHA`` and ``SOUP_ALPHA``. The shipped model is float32's; ``precision="bfloat16"``
+    trains both parents under autocast, about 35 min instead of ~55 on a CPU with bfloat16 units, and landed
+    within 0.004 ROC-AUC of it on the train halves and the contrastive set, 0.007 on the test halves
+    (docs/verifier.md)."""
+    doubled = 2 * TrainConfig().perturbed
+    if not (isinstance(direction, int) and not isinstance(direction, bool) and 0 <= direction <= doubled):
+        raise ValueError(f"soup_recipe: direction must be an int in [0, {doubled}] (the second parent's "
+                         f"rule-made pairs), got {direction!r}")
     first = scaled(TrainConfig(seed=seed, threads=threads, precision=precision), SOUP_SCALE)
-    second = scaled(TrainConfig(seed=seed + 1, perturbed=2 * TrainConfig().perturbed, threads=threads,
+    second = scaled(TrainConfig(seed=seed + 1, perturbed=doubled - direction, direction=direction, threads=threads,
                                 precision=precision), SOUP_SCALE)
     return SoupRecipe((first, second), (round(1 - SOUP_ALPHA, 12), SOUP_ALPHA))
 
