@@ -87,6 +87,18 @@ def by_kind(verifier: Verifier, which: str) -> dict[str, float]:
     return out
 
 
+def soup_kinds(out: Path, parent_label: str, baselines: dict[str, Path] | None = None) -> dict[str, dict]:
+    """``by_kind`` on both contrastive sets for the shipped soup, each of ``baselines`` (label -> a trained
+    soup's folder), the candidate soup in ``out`` and its parent 1 alone (``parent_label``), in that order."""
+    with tempfile.TemporaryDirectory() as folder:
+        models = {"shipped soup": Verifier(),
+                  **{label: Verifier(hf_folder(path, Path(folder) / f"baseline-{i}"))
+                     for i, (label, path) in enumerate((baselines or {}).items())},
+                  "candidate soup": Verifier(hf_folder(out, Path(folder) / "soup")),
+                  parent_label: Verifier(hf_folder(out / "parent-1", Path(folder) / "parent"))}
+        return {label: {which: by_kind(v, which) for which in ("first", "second")} for label, v in models.items()}
+
+
 def print_kinds(kinds: dict[str, dict[str, dict[str, float]]]) -> None:
     """Model -> contrastive set -> ``by_kind``'s cells, as a table."""
     print("\n| model | contrastive set | all | " + " | ".join(NEGATIVE_KINDS) + " |")
@@ -124,13 +136,8 @@ def main() -> int:
     out, results = train_and_measure(__doc__, default_out, direction_recipe(precision), "direction parent 1 alone")
     baseline = "shipped soup" if known.float32 else "bfloat16 soup"
     before = train_half_scores(results["shipped soup"]) if known.float32 else TWO_PARENTS
-    with tempfile.TemporaryDirectory() as folder:
-        models = {"shipped soup": Verifier(),
-                  **({} if known.float32 else
-                     {"bfloat16 soup": Verifier(hf_folder(Path("runs/verifier-bf16"), Path(folder) / "bf16"))}),
-                  "candidate soup": Verifier(hf_folder(out, Path(folder) / "soup")),
-                  "direction parent 1 alone": Verifier(hf_folder(out / "parent-1", Path(folder) / "parent"))}
-        kinds = {label: {which: by_kind(v, which) for which in ("first", "second")} for label, v in models.items()}
+    kinds = soup_kinds(out, "direction parent 1 alone",
+                       {} if known.float32 else {"bfloat16 soup": Path("runs/verifier-bf16")})
     print_kinds(kinds)
     passes = passes_rule(baseline, kinds[baseline]["second"]["all"], kinds["candidate soup"]["second"]["all"], before,
                          train_half_scores(results["candidate soup"]))

@@ -27,18 +27,16 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from verifier_bfloat16 import train_half_scores  # noqa: E402
-from verifier_debias import hf_folder, train_and_measure  # noqa: E402
-from verifier_direction import DIRECTION_PAIRS, by_kind, passes_rule, print_kinds  # noqa: E402
+from verifier_debias import train_and_measure  # noqa: E402
+from verifier_direction import DIRECTION_PAIRS, passes_rule, print_kinds, soup_kinds  # noqa: E402
 
 from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe  # noqa: E402
 from calibration.fitting.verifier_training import MANIFEST_NAME  # noqa: E402
-from judges.lm.verifier import Verifier  # noqa: E402
 
 HOUR_MINUTES = 60
 
@@ -54,10 +52,7 @@ def main() -> int:
                                       "swapped parent 1 alone")
     parents = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))["parents"]
     parents_minutes = sum(p["seconds_this_run"] for p in parents) / 60
-    with tempfile.TemporaryDirectory() as folder:
-        models = {"shipped soup": Verifier(), "candidate soup": Verifier(hf_folder(out, Path(folder) / "soup")),
-                  "swapped parent 1 alone": Verifier(hf_folder(out / "parent-1", Path(folder) / "parent"))}
-        kinds = {label: {which: by_kind(v, which) for which in ("first", "second")} for label, v in models.items()}
+    kinds = soup_kinds(out, "swapped parent 1 alone")
     print_kinds(kinds)
     passes = passes_rule("shipped soup", kinds["shipped soup"]["second"]["all"], kinds["candidate soup"]["second"]["all"],
                          train_half_scores(results["shipped soup"]), train_half_scores(results["candidate soup"]))
