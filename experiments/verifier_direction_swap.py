@@ -47,18 +47,25 @@ def swapped_recipe() -> SoupRecipe:
     return soup_recipe(direction=DIRECTION_PAIRS)
 
 
-def main() -> int:
-    out, results = train_and_measure(__doc__, "runs/verifier-direction-swap", swapped_recipe(),
-                                      "swapped parent 1 alone")
+def train_and_decide(doc: str, default_out: str, recipe: SoupRecipe, parent_label: str) -> bool:
+    """Train ``recipe``'s soup from scratch (``train_and_measure``), print its by-kind tables and the rule's
+    three conditions against the shipped soup; True when rules (1) and (2) pass (rule (3), the hour, is the
+    printed 'candidate trained in')."""
+    out, results = train_and_measure(doc, default_out, recipe, parent_label)
     parents = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))["parents"]
     parents_minutes = sum(p["seconds_this_run"] for p in parents) / 60
-    kinds = soup_kinds(out, "swapped parent 1 alone")
+    kinds = soup_kinds(out, parent_label)
     print_kinds(kinds)
     passes = passes_rule("shipped soup", kinds["shipped soup"]["second"]["all"], kinds["candidate soup"]["second"]["all"],
                          train_half_scores(results["shipped soup"]), train_half_scores(results["candidate soup"]))
     print(f"rule (3): the parents trained in {parents_minutes:.1f} min (their manifests' last runs); the whole training, "
           f"the soup's average and temperature with them, is 'candidate trained in' above (needs <= {HOUR_MINUTES})")
     print(f"-> rules (1) and (2): {'pass' if passes else 'fail'}; the recipe ships only if rule (3) holds too")
+    return passes
+
+
+def main() -> int:
+    train_and_decide(__doc__, "runs/verifier-direction-swap", swapped_recipe(), "swapped parent 1 alone")
     return 0
 
 

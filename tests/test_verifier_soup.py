@@ -46,6 +46,17 @@ def test_the_recipe_is_the_measured_one_and_its_weights_are_checked():
     for bad in (-1, 20001, 4000.0, True):
         with pytest.raises(ValueError, match="soup_recipe: direction must be an int in"):
             soup_recipe(direction=bad)
+    # runs 3 and 5: the direction pairs on top of the rule-made ones, every count at another scale
+    added = soup_recipe(seed=1, direction=30000, in_place=False, scale=0.4)
+    assert added.parents[1].perturbed == 8000 and added.parents[1].direction == 12000
+    assert added.parents[0].per_source["snli"] == 2400 and added.parents[0].perturbed == 4000
+    with pytest.raises(ValueError, match="soup_recipe: direction must be an int >= 0"):
+        soup_recipe(direction=-1, in_place=False)
+    for bad in (0, 1.5, True, "0.7"):
+        with pytest.raises(ValueError, match="soup_recipe: scale must be a number in"):
+            soup_recipe(scale=bad)
+    with pytest.raises(ValueError, match="soup_recipe: in_place must be True or False"):
+        soup_recipe(in_place=1)
     assert (first.precision, second.precision) == ("float32", "float32")  # the shipped model's
     faster = soup_recipe(seed=1, precision="bfloat16")
     assert [replace(p, precision="float32") for p in faster.parents] == list(recipe.parents)

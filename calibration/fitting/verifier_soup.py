@@ -76,21 +76,30 @@ class SoupRecipe:
             raise ValueError(f"SoupRecipe: weights must lie in [0, 1] and sum to 1, got {self.weights}")
 
 
-def soup_recipe(seed: int = 0, threads: int = 2, precision: str = "float32", direction: int = 0) -> SoupRecipe:
+def soup_recipe(seed: int = 0, threads: int = 2, precision: str = "float32", direction: int = 0, *,
+                in_place: bool = True, scale: float = SOUP_SCALE) -> SoupRecipe:
     """The measured recipe: the shipped mix (seed ``seed``) and twice its rule-made changed facts (seed
-    ``seed + 1``), ``direction`` of the latter minimal pairs of a flipped direction word instead
-    (``TrainConfig.direction``; 0, the shipped recipe, makes none), both scaled by ``SOUP_SCALE``,
-    weights ``1 - SOUP_ALPHA`` and ``SOUP_ALPHA``. The shipped model is float32's; ``precision="bfloat16"``
-    trains both parents under autocast, about 35 min instead of ~55 on a CPU with bfloat16 units, and landed
-    within 0.004 ROC-AUC of it on the train halves and the contrastive set, 0.007 on the test halves
-    (docs/verifier.md)."""
+    ``seed + 1``), both scaled by ``scale`` (``SOUP_SCALE``), weights ``1 - SOUP_ALPHA`` and ``SOUP_ALPHA``.
+    ``direction`` minimal pairs of a flipped direction word (``TrainConfig.direction``; 0, the shipped recipe,
+    makes none) go into the second parent, in place of as many of its rule-made pairs (``in_place``, run 4)
+    or on top of them (``in_place=False``, runs 1-3 and 5 in docs/verifier.md). The shipped model is
+    float32's; ``precision="bfloat16"`` trains both parents under autocast, about 35 min instead of ~55 on a
+    CPU with bfloat16 units, and landed within 0.004 ROC-AUC of it on the train halves and the contrastive
+    set, 0.007 on the test halves (docs/verifier.md)."""
     doubled = 2 * TrainConfig().perturbed
-    if not (isinstance(direction, int) and not isinstance(direction, bool) and 0 <= direction <= doubled):
-        raise ValueError(f"soup_recipe: direction must be an int in [0, {doubled}] (the second parent's "
-                         f"rule-made pairs), got {direction!r}")
-    first = scaled(TrainConfig(seed=seed, threads=threads, precision=precision), SOUP_SCALE)
-    second = scaled(TrainConfig(seed=seed + 1, perturbed=doubled - direction, direction=direction, threads=threads,
-                                precision=precision), SOUP_SCALE)
+    most = doubled if in_place else None
+    if not (isinstance(direction, int) and not isinstance(direction, bool) and 0 <= direction
+            and (most is None or direction <= most)):
+        where = f"in [0, {doubled}] (the second parent's rule-made pairs)" if in_place else ">= 0"
+        raise ValueError(f"soup_recipe: direction must be an int {where}, got {direction!r}")
+    if not isinstance(in_place, bool):
+        raise ValueError(f"soup_recipe: in_place must be True or False, got {in_place!r}")
+    if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0 < scale <= 1:
+        raise ValueError(f"soup_recipe: scale must be a number in (0, 1] (the share of each mix's pairs), "
+                         f"got {scale!r}")
+    first = scaled(TrainConfig(seed=seed, threads=threads, precision=precision), scale)
+    second = scaled(TrainConfig(seed=seed + 1, perturbed=doubled - (direction if in_place else 0),
+                                direction=direction, threads=threads, precision=precision), scale)
     return SoupRecipe((first, second), (round(1 - SOUP_ALPHA, 12), SOUP_ALPHA))
 
 
