@@ -22,6 +22,10 @@ more than max(0.010, 1.5 x a seed's move) (0.0105, 0.0405, 0.010), both as in
 ``verifier_direction.passes_rule``, and (3) the whole training, both parents and the soup, takes at most 60
 minutes on this session's machine (AMD EPYC without AVX-512). Test halves and the first set are reported,
 never used to decide.
+
+Measured the same day: it fails all three: the second set 0.773 -> 0.665, SummEval's train half -0.046 (Q2's
+-0.024, BEGIN WoW's +0.006), the training 63.2 min (parents 27.1 + 35.1 min at 0.90-0.96 s a batch, slower
+than the probe's 0.8) (docs/verifier.md, "Measured: minimal pairs ...", run 5). Not shipped.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ resumable; the average is remade from their files, so a rerun after an interrupt
 ``soup_recipe()`` is the recipe measured in docs/verifier.md ("Tried: soups ..."): the shipped mix and the mix
 with twice the rule-made changed facts, each cut to 0.7 of its pairs, weight 0.7 on the second.
 ``soup_recipe(direction=4000)`` puts minimal pairs of a flipped direction word in place of as many of the
-second's rule-made pairs: measured 2026-11-28 and not shipped ("Measured: minimal pairs ...", run 4).
+second's rule-made pairs: measured 2026-11-28 and not shipped ("Measured: minimal pairs ...", run 4);
+``in_place=False`` adds them instead (runs 1-3) and ``scale`` cuts every count (run 5, 0.4: not shipped).
 
 Averaging shrinks the logits (two heads on features that differ): the soups' copies scored 0.76-0.79 where
 each parent scored them 0.94, so ``Verifier(stop_at=0.9)`` would stop on few claims. The average's head

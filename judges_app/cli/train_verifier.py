@@ -1,6 +1,6 @@
 """`dspy-judges train-verifier`: train the groundedness verifier again from scratch (seeded, resumable).
 
-    dspy-judges train-verifier --out runs/verifier            # ~55 min on 2 cores; a rerun continues
+    dspy-judges train-verifier --out runs/verifier            # 46-61 min on 2 cores (~100 AVX2-only); a rerun continues
     dspy-judges train-verifier --out runs/verifier --install  # then copy the files into judges/lm/weights/
     dspy-judges train-verifier --recipe single --out runs/verifier-single   # one training of the full mix
     dspy-judges train-verifier --precision bfloat16 --out runs/verifier-bf16  # ~35 min where the CPU has bf16
