@@ -1,6 +1,6 @@
 """Run 3's recipe (direction pairs added) cut to fit the hour on the slowest machine: does its gain hold?
 
-    .venv/bin/python experiments/verifier_direction_hour.py            # ~55 min from scratch here, then ~9 to measure
+    .venv/bin/python experiments/verifier_direction_hour.py            # 63.2 min from scratch here (planned ~55), then ~9 to measure
     .venv/bin/python experiments/verifier_direction_hour.py --measure-only
 
 Run 3 (``experiments/verifier_direction.py --float32``, 2026-11-28) passed its rule: 4,000 direction items
