@@ -88,13 +88,12 @@ def soup_recipe(seed: int = 0, threads: int = 2, precision: str = "float32", dir
     CPU with bfloat16 units, and landed within 0.004 ROC-AUC of it on the train halves and the contrastive
     set, 0.007 on the test halves (docs/verifier.md)."""
     doubled = 2 * TrainConfig().perturbed
-    most = doubled if in_place else None
-    if not (isinstance(direction, int) and not isinstance(direction, bool) and 0 <= direction
-            and (most is None or direction <= most)):
-        where = f"in [0, {doubled}] (the second parent's rule-made pairs)" if in_place else ">= 0"
-        raise ValueError(f"soup_recipe: direction must be an int {where}, got {direction!r}")
     if not isinstance(in_place, bool):
         raise ValueError(f"soup_recipe: in_place must be True or False, got {in_place!r}")
+    if not (isinstance(direction, int) and not isinstance(direction, bool) and 0 <= direction
+            and (not in_place or direction <= doubled)):
+        where = f"in [0, {doubled}] (the second parent's rule-made pairs)" if in_place else ">= 0"
+        raise ValueError(f"soup_recipe: direction must be an int {where}, got {direction!r}")
     if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0 < scale <= 1:
         raise ValueError(f"soup_recipe: scale must be a number in (0, 1] (the share of each mix's pairs), "
                          f"got {scale!r}")
