@@ -569,6 +569,8 @@ def test_direction_adds_minimal_pairs_of_a_flipped_and_a_kept_sentence_on_one_si
     ("per_source", {"mnli": -1}, r"per_source\['mnli'\] must be an int >= 0"),
     ("begin_parts", "cmu", "begin_parts must be a sequence of"), ("begin_parts", ("cmu", "x"), "begin_parts must be"),
     ("precision", "float16", "precision must be 'float32' or 'bfloat16'"),
+    ("frozen_layers", -1, "frozen_layers must be an int >= 0"),
+    ("frozen_layers", 6, r"frozen_layers must be an int in \[0, 5\]"),
 ])
 def test_train_config_checks_each_field_as_it_is_made(field, bad, says):
     """Up front, before any data is read: the error names TrainConfig and the field (and the source, for
@@ -598,6 +600,37 @@ def test_training_in_bfloat16_runs_and_differs_from_float32(tmp_path, shared_dat
     half = load_file(str(train_verifier(tmp_path / "bf16", replace(config, precision="bfloat16"), progress=False)))
     assert set(plain) == set(half) and all(half[k].dtype == plain[k].dtype for k in plain)
     assert any(not (plain[k] == half[k]).all() for k in plain)
+
+
+def test_frozen_layers_keep_the_embeddings_and_the_lowest_layers_as_the_base_has_them(tmp_path, shared_data):
+    """``frozen_layers=2``: every embedding and encoder layers 0-1 come out as the base weights, layer 2 up
+    and the head are trained; the manifest lists what stayed frozen."""
+    import json
+    from dataclasses import replace
+
+    import torch
+    from safetensors.torch import load_file
+
+    from calibration.fitting.verifier_training import MANIFEST_NAME, TrainConfig, train_verifier
+    from judges.lm.verifier_files import base_classifier
+
+    config = TrainConfig(per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8, batch_size=8,
+                         eval_every=1000, frozen_layers=2)
+    trained = load_file(str(train_verifier(tmp_path / "frozen", config, progress=False)))
+    base = base_classifier(num_labels=1)[0].state_dict()
+
+    def same(name: str) -> bool:  # the file holds float16
+        return torch.equal(trained[name], base[name].to(torch.float16))
+
+    assert same("bert.embeddings.position_embeddings.weight") and same("bert.embeddings.LayerNorm.weight")
+    assert same("bert.encoder.layer.0.attention.self.query.weight") and same("bert.encoder.layer.1.output.dense.weight")
+    assert not same("bert.encoder.layer.2.attention.self.query.weight")
+    assert not same("bert.encoder.layer.5.output.dense.weight")
+    frozen = json.loads((tmp_path / "frozen" / MANIFEST_NAME).read_text(encoding="utf-8"))["frozen"]
+    assert "bert.encoder.layer.1.output.dense.weight" in frozen and not any(".layer.2." in n for n in frozen)
+    plain = load_file(str(train_verifier(tmp_path / "plain", replace(config, frozen_layers=0), progress=False)))
+    assert not torch.equal(plain["bert.encoder.layer.0.attention.self.query.weight"],
+                           base["bert.encoder.layer.0.attention.self.query.weight"].to(torch.float16))
 
 
 def labelled(n: int, positives: int):

