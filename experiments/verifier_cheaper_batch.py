@@ -51,7 +51,8 @@ def main() -> int:
     history = json.loads((out / "checkpoint" / "state.json").read_text(encoding="utf-8"))["history"]
     if (out / MANIFEST_NAME).is_file():
         history = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))["history"]
-    reference = {h["step"]: h for h in json.loads(SHIPPED_MANIFEST.read_text(encoding="utf-8"))["parents"][0]["history"]}
+    shipped_parents = json.loads(SHIPPED_MANIFEST.read_text(encoding="utf-8"))["parents"]
+    reference = {h["step"]: h for h in shipped_parents[0]["history"]}
     print(f"\n| batch | held-out, shipped parent 0 | held-out, this run | contrastive, shipped parent 0 | "
           f"contrastive, this run |  (frozen_layers={config.frozen_layers}, max_length={config.max_length}, "
           f"learning_rate={config.learning_rate:g})")

@@ -37,7 +37,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 from verifier_bfloat16 import SEED_DIFFERENCE, train_half_scores  # noqa: E402
 from verifier_debias import train_and_measure  # noqa: E402
-from verifier_direction import print_kinds, soup_kinds  # noqa: E402
+from verifier_direction import print_kinds, soup_kinds, train_halves_keep  # noqa: E402
 from verifier_direction_swap import HOUR_MINUTES  # noqa: E402
 
 from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe  # noqa: E402
@@ -63,13 +63,7 @@ def keeps_quality(second_before: float, second_after: float, before: dict[str, f
     keeps = second_after - second_before >= -margin
     print(f"rule (1): second set {second_before:.3f} -> {second_after:.3f} ({second_after - second_before:+.3f}; "
           f"may fall {margin:.3f}): {keeps}")
-    for s in ("begin-wow", "q2", "summeval"):
-        margin = max(0.010, 1.5 * SEED_DIFFERENCE[s])
-        moved = after[s] - before[s]
-        keeps &= moved >= -margin
-        print(f"rule (2): {s} train half {before[s]:.3f} -> {after[s]:.3f} ({moved:+.3f}; may fall {margin:.4f}): "
-              f"{moved >= -margin}")
-    return keeps
+    return train_halves_keep(before, after) and keeps
 
 
 def main() -> int:

@@ -69,7 +69,7 @@ class TrainConfig:
     max_length: int = 160
     #: Encoder layers frozen from the bottom, with every embedding (0 in the shipped model's mix: only the word
     #: embeddings are frozen). The backward pass then stops above them: each frozen layer of the six saves
-    #: about a ninth of a batch's time, and the model learns less (docs/verifier.md, run 6).
+    #: about a tenth of a batch's time (measured), and the model learns far more slowly (docs/verifier.md, run 6).
     frozen_layers: int = 0
     batch_size: int = 16
     learning_rate: float = 5e-5
@@ -90,8 +90,9 @@ class TrainConfig:
             return isinstance(value, int) and not isinstance(value, bool)
 
         for name, low in (("seed", None), ("perturbed", 0), ("other_words", 0), ("summeval", 0),
-                          ("direction", 0), ("held_out", 0), ("begin_repeat", 1), ("max_length", 1), ("frozen_layers", 0),
-                          ("batch_size", 1), ("checkpoint_every", 1), ("eval_every", 1), ("threads", 1)):
+                          ("direction", 0), ("held_out", 0), ("begin_repeat", 1), ("max_length", 1),
+                          ("frozen_layers", 0), ("batch_size", 1), ("checkpoint_every", 1), ("eval_every", 1),
+                          ("threads", 1)):
             value = getattr(self, name)
             if not is_int(value) or (low is not None and value < low):
                 raise ValueError(f"TrainConfig: {name} must be an int{'' if low is None else f' >= {low}'}, "
