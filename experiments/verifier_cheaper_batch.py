@@ -2,6 +2,7 @@
 
     .venv/bin/python experiments/verifier_cheaper_batch.py --max-length 128                    # ~40 min here, whole
     .venv/bin/python experiments/verifier_cheaper_batch.py --frozen-layers 2 --max-length 128 --steps 500   # ~5 min
+    .venv/bin/python experiments/verifier_cheaper_batch.py --max-length 128 --rescore-at 128 160  # its checks at 160
 
 ``make verifier`` trains two parents; the first (``soup_recipe().parents[0]``, 3,025 batches) is the same
 mix, seed and held-out pairs whatever the batch costs, so its checks along the way (ROC-AUC on the held-out
@@ -26,8 +27,29 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
 from calibration.fitting.verifier_soup import soup_recipe  # noqa: E402
-from calibration.fitting.verifier_training import MANIFEST_NAME, train_verifier  # noqa: E402
-from judges.lm.verifier_files import SHIPPED_MANIFEST  # noqa: E402
+from calibration.fitting.verifier_mix import contrastive_set, training_mix  # noqa: E402
+from calibration.fitting.verifier_training import MANIFEST_NAME, logits, roc_auc, train_verifier  # noqa: E402
+from judges.lm.verifier_files import SHIPPED_MANIFEST, base_classifier  # noqa: E402
+
+
+def rescore(out: Path, config, lengths: list[int]) -> None:
+    """The checks of the last checkpoint in ``out``, scored with pairs cut at each of ``lengths`` tokens: the
+    shipped parent's checks were made at 160, a run at 128 makes its own at 128."""
+    import torch
+    from safetensors.torch import load_file
+
+    torch.set_num_threads(config.threads)
+    _, held = training_mix(config)
+    watch = contrastive_set()
+    torch.manual_seed(config.seed)
+    model, tokenizer = base_classifier(num_labels=1)
+    tensors = load_file(str(out / "checkpoint" / "state.safetensors"))
+    model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}, strict=False)
+    step = json.loads((out / "checkpoint" / "state.json").read_text(encoding="utf-8"))["step"]
+    for length in lengths:
+        scores = [roc_auc([p.label for p in pairs], logits(model, tokenizer, pairs, length)) for pairs in (held, watch)]
+        print(f"{out} at batch {step}, pairs cut at {length} tokens: held-out ROC-AUC {scores[0]:.3f}, "
+              f"contrastive {scores[1]:.3f}", flush=True)
 
 
 def main() -> int:
@@ -38,12 +60,17 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=None, help="stop after this many batches (all when not given)")
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--rescore-at", type=int, nargs="*", default=None, metavar="TOKENS",
+                        help="train nothing: score the run's last checkpoint on the checks at these lengths")
     args = parser.parse_args()
     shipped = soup_recipe().parents[0]
     config = replace(shipped, frozen_layers=args.frozen_layers, max_length=args.max_length,
                      learning_rate=args.learning_rate or shipped.learning_rate, eval_every=args.eval_every)
     out = Path(args.out or f"runs/verifier-batch-f{config.frozen_layers}-l{config.max_length}"
                            f"-lr{config.learning_rate:g}")
+    if args.rescore_at is not None:
+        rescore(out, config, args.rescore_at)
+        return 0
     started = time.time()
     train_verifier(out, config, max_steps=args.steps)
     print(f"trained to batch {args.steps or 'the end'} in {(time.time() - started) / 60:.1f} min, the mix's making "
