@@ -8,8 +8,8 @@
 mix, seed and held-out pairs whatever the batch costs, so its checks along the way (ROC-AUC on the held-out
 pairs and on the first hand-written contrastive set, every ``--eval-every`` batches) can be read against
 the shipped first parent's, kept in the shipped manifest. A change that falls behind that curve early is not
-worth a whole soup. The checks are 400 and 112 pairs: ~0.02 apart is within what a seed moves (0.026 on the
-contrastive set, docs/verifier.md "Measured: how far two trainings ... (seeds)").
+worth a whole soup. The checks are ~400 and 112 pairs: ~0.02 apart is within what a seed moved the soups
+(0.026 on the contrastive set, docs/verifier.md "Measured: how far two trainings ... (seeds)").
 
 Written 2026-11-29 for runs 6 and 7 of docs/verifier.md ("Measured: minimal pairs ..."), on an AMD EPYC
 without AVX-512, where the shipped recipe trains at 0.88 s a batch and would take ~95 min.
@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
-from calibration.fitting.verifier_soup import soup_recipe  # noqa: E402
 from calibration.fitting.verifier_mix import contrastive_set, training_mix  # noqa: E402
+from calibration.fitting.verifier_soup import soup_recipe  # noqa: E402
 from calibration.fitting.verifier_training import MANIFEST_NAME, logits, roc_auc, train_verifier  # noqa: E402
 from judges.lm.verifier_files import SHIPPED_MANIFEST, base_classifier  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The shipped recipe with its lower layers frozen and shorter sequences: the hour on a slow CPU, at what cost?
 
-    .venv/bin/python experiments/verifier_frozen_hour.py            # planned ~56 min from scratch here (stopped at 12)
+    .venv/bin/python experiments/verifier_frozen_hour.py            # planned ~56 min from scratch here (stopped by hand at 12)
     .venv/bin/python experiments/verifier_frozen_hour.py --measure-only
 
 ``make verifier`` trains the shipped soup in 46-61 min on the machines of 2026-11-27/28 and would take ~95 min
