@@ -75,9 +75,8 @@ def main() -> int:
     train_verifier(out, config, max_steps=args.steps)
     print(f"trained to batch {args.steps or 'the end'} in {(time.time() - started) / 60:.1f} min, the mix's making "
           f"included (its progress bar above gives the time a batch)")
-    history = json.loads((out / "checkpoint" / "state.json").read_text(encoding="utf-8"))["history"]
-    if (out / MANIFEST_NAME).is_file():
-        history = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))["history"]
+    kept = out / MANIFEST_NAME if (out / MANIFEST_NAME).is_file() else out / "checkpoint" / "state.json"
+    history = json.loads(kept.read_text(encoding="utf-8"))["history"]  # the manifest once the run is whole
     shipped_parents = json.loads(SHIPPED_MANIFEST.read_text(encoding="utf-8"))["parents"]
     reference = {h["step"]: h for h in shipped_parents[0]["history"]}
     print(f"\n| batch | held-out, shipped parent 0 | held-out, this run | contrastive, shipped parent 0 | "
