@@ -14,6 +14,10 @@ rewrite claims, so this script measures two ways to keep the context without one
   response     the whole response as one claim (the verifier cuts a pair at 256 tokens, longest side first;
                its evidence windows are ~128 tokens, and of the first 320 SummEval summaries the longest
                is 129 tokens, the 95th percentile 92; BEGIN WoW's and Q2's responses are at most 44)
+  clauses      each sentence cut further at a comma, semicolon or colon and before "and", "but", "while",
+               "although", "whereas", "because", "which" and "who", a piece under 4 words joined to the
+               one before it (added after the first run had shown longer claims losing on SummEval, under
+               the same rule; the first run's numbers are in docs/verifier.md)
 
 Sets and halves are the agreement table's (``verifier_agreement.sets`` / ``split``, seed 0): BEGIN WoW, Q2,
 the first ``--summeval-limit`` SummEval summaries, and the hand-written contrastive set (all of it; 110 of its
@@ -33,6 +37,7 @@ changes.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -47,7 +52,9 @@ from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges.data.language import split_sentences  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 
-WAYS = ("sentences", "in-context", "response")
+WAYS = ("sentences", "in-context", "response", "clauses")
+CLAUSE_BREAK = re.compile(r"(?<=[,;:])\s+|\s+(?=(?:and|but|while|although|whereas|because|which|who)\s)", re.I)
+MIN_CLAUSE_WORDS = 4
 RULED = ("begin-wow", "q2", "summeval")
 RISE, TOLERANCE = 0.010, 0.005
 
@@ -61,7 +68,23 @@ def claim_units(response: str, way: str) -> list[str]:
         return sentences[:1] + [f"{before} {sentence}" for before, sentence in zip(sentences, sentences[1:])]
     if way == "response":
         return [response.strip()]
+    if way == "clauses":
+        return [clause for sentence in sentences for clause in clauses(sentence)]
     raise ValueError(f"claim_units: way={way!r} is not one of {list(WAYS)}")
+
+
+def clauses(sentence: str) -> list[str]:
+    """One sentence cut at ``CLAUSE_BREAK``, a piece under ``MIN_CLAUSE_WORDS`` words joined to the one before
+    (the first piece to the one after)."""
+    pieces: list[str] = []
+    for piece in (p.strip() for p in CLAUSE_BREAK.split(sentence)):
+        if not piece:
+            continue
+        if pieces and (len(piece.split()) < MIN_CLAUSE_WORDS or len(pieces[-1].split()) < MIN_CLAUSE_WORDS):
+            pieces[-1] = f"{pieces[-1]} {piece}"
+        else:
+            pieces.append(piece)
+    return pieces or [sentence]
 
 
 def scores(verifier: Verifier, samples, way: str) -> tuple[np.ndarray, np.ndarray, float]:
