@@ -114,7 +114,8 @@ def main() -> int:
             weakest, mean, spent = scores(verifier, samples, way)
             seconds += spent
             y = np.asarray(labels)
-            halves = {"all": np.arange(len(y))} if name == "contrastive" else dict(zip(("train", "test"), split(labels, 0)))
+            halves = ({"all": np.arange(len(y))} if name == "contrastive"
+                      else dict(zip(("train", "test"), split(labels, 0))))
             for half, indices in halves.items():
                 by_score["weakest"][f"{name} {half}"] = roc_auc(y[indices], weakest[indices])
                 by_score["mean"][f"{name} {half}"] = roc_auc(y[indices], mean[indices])
