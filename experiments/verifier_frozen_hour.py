@@ -3,8 +3,9 @@
     .venv/bin/python experiments/verifier_frozen_hour.py            # planned ~56 min from scratch here (stopped by hand at 12)
     .venv/bin/python experiments/verifier_frozen_hour.py --measure-only
 
-``make verifier`` trains the shipped soup in 46-61 min on the machines of 2026-11-27/28 and would take ~95 min
-on an AMD EPYC without AVX-512 (2026-11-29: 0.88 s a batch, 6,488 batches). Cutting the pairs does not make
+``make verifier`` trains the shipped soup in 46-61 min on the machines of 2026-11-27/28 and seemed to need ~95
+min on an AMD EPYC without AVX-512 (2026-11-29: 0.88 s a batch over its first batches, 6,488 batches; run
+whole later that day, 84 min). Cutting the pairs does not make
 the hour hold (run 5); a cheaper batch might. Measured here before this run (120 batches of the shipped first
 parent after 20 of warm-up, tqdm's elapsed time): 0.88 s a batch as shipped, 0.63 with the embeddings and
 the three lowest of the six encoder layers frozen, 0.535 with the four lowest (the backward pass stops above
