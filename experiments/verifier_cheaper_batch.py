@@ -12,7 +12,7 @@ worth a whole soup. The checks are ~400 and 112 pairs: ~0.02 apart is within wha
 (0.026 on the contrastive set, docs/verifier.md "Measured: how far two trainings ... (seeds)").
 
 Written 2026-11-29 for runs 6 and 7 of docs/verifier.md ("Measured: minimal pairs ..."), on an AMD EPYC
-without AVX-512, where the shipped recipe's first batches trained at 0.88 s each, so it seemed to
+without AVX-512, where a probe of the shipped recipe's batches ran at 0.88 s each, so it seemed to
 need ~95 min (run whole later the same day: 84 min).
 """
 

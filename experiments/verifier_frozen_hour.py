@@ -4,7 +4,7 @@
     .venv/bin/python experiments/verifier_frozen_hour.py --measure-only
 
 ``make verifier`` trains the shipped soup in 46-61 min on the machines of 2026-11-27/28 and seemed to need ~95
-min on an AMD EPYC without AVX-512 (2026-11-29: 0.88 s a batch over its first batches, 6,488 batches; run
+min on an AMD EPYC without AVX-512 (2026-11-29: 0.88 s a batch in a probe, 6,488 batches; run
 whole later that day, 84 min). Cutting the pairs does not make
 the hour hold (run 5); a cheaper batch might. Measured here before this run (120 batches of the shipped first
 parent after 20 of warm-up, tqdm's elapsed time): 0.88 s a batch as shipped, 0.63 with the embeddings and
