@@ -79,6 +79,14 @@ def split(labels: list[int], seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(sorted(train)), np.array(sorted(test))
 
 
+def halves(name: str, labels: list[int], seed: int = 0) -> dict[str, np.ndarray]:
+    """The positions each measured half of set ``name`` holds: "train" and "test" (``split``), or "all" for the
+    contrastive set, never fitted on."""
+    if name == "contrastive":
+        return {"all": np.arange(len(labels))}
+    return dict(zip(("train", "test"), split(labels, seed)))
+
+
 def lm_judge_scores(samples: list[SingleTurnSample], n: int) -> list[float | None]:
     judge = Faithfulness()
     out: list[float | None] = []

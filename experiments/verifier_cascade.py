@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from verifier_agreement import sets, split  # noqa: E402
+from verifier_agreement import halves, sets  # noqa: E402
 from verifier_interpolation import weakest  # noqa: E402
 from verifier_shortlist import summeval_row, summeval_set  # noqa: E402
 
@@ -65,8 +65,7 @@ def main() -> int:
         verifier = Verifier(stop_at=stop)
         row = dict(zip(("summeval train", "summeval test", "seconds", "pairs"), summeval_row(verifier, *summeval)))
         for name, (samples, labels) in data.items():
-            halves = [("all", np.arange(len(labels)))] if name == "contrastive" else zip(("train", "test"), split(labels, 0))
-            for half, indices in halves:
+            for half, indices in halves(name, labels).items():
                 row[f"{name} {half}"] = roc_auc(np.asarray(labels)[indices], weakest(verifier, samples, indices))
         rows[stop] = row
         print(f"{'none' if stop is None else stop:>8} {row['summeval train']:>15.4f} {row['summeval test']:>7.4f} "

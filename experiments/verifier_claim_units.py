@@ -1,13 +1,14 @@
 """What should the verifier check a response by: its sentences, each sentence with the one before, or the whole?
 
-    .venv/bin/python experiments/verifier_claim_units.py                  # ~10 min on 2 cores
+    .venv/bin/python experiments/verifier_claim_units.py                  # ~4 min on 2 cores
     .venv/bin/python experiments/verifier_claim_units.py --summeval-limit 80
 
 With no LM to extract claims, ``FaithfulnessWithVerifier`` and the calibration signals ``verifier_weakest`` /
 ``verifier_mean`` check the response's sentences one by one (``sentence_claims``), as SummaC and MiniCheck
 do. A sentence read alone can lose what it refers to ("It opened in 1990." after "The bridge was built by
 X."), which FActScore and the work on decontextualised claims take a step to put back. No LM here can
-rewrite claims, so this script measures two ways to keep the context without one:
+rewrite claims, so this script measures ways to keep the context without one, and one (clauses) to cut
+finer:
 
   sentences    each sentence alone (the shipped way)
   in-context   the first sentence alone, every later one with the sentence before it prepended
@@ -19,17 +20,18 @@ rewrite claims, so this script measures two ways to keep the context without one
                one before it (added after the first run had shown longer claims losing on SummEval, under
                the same rule; the first run's numbers are in docs/verifier.md)
 
-Sets and halves are the agreement table's (``verifier_agreement.sets`` / ``split``, seed 0): BEGIN WoW, Q2,
+Sets and halves are the agreement table's (``verifier_agreement.sets`` / ``halves``, seed 0): BEGIN WoW, Q2,
 the first ``--summeval-limit`` SummEval summaries, and the hand-written contrastive set (all of it; 110 of its
-112 responses are one sentence, so the three ways nearly coincide there). Each item's score is the weakest
-claim's probability (the targets table's row) and the mean over its claims (the metric's default score);
-for ``response`` both are its one probability. The shipped verifier with its defaults (``Verifier()``).
+112 responses are one sentence, so the first three ways nearly coincide there; clauses cut them). Each
+item's score is the weakest claim's probability (the targets table's row) and the mean over its claims (the
+metric's default score); for ``response`` both are its one probability. The shipped verifier with its
+defaults (``Verifier()``).
 
 The rule, written before this script first ran: the reference is ``sentences``. A candidate replaces it
 (as ``sentence_claims``' way, so in the metric and in both calibration signals) only if, for the weakest
 claim and for the mean alike, the mean over the three train halves (BEGIN WoW, Q2, SummEval) of its ROC-AUC
 is at least 0.010 above the reference's and no one of the three train halves is more than 0.005 under the
-reference's. If both pass, the one with the larger rise of the weakest claim's mean is taken. Test halves
+reference's. If more than one passes, the one with the larger rise of the weakest claim's mean is taken. Test halves
 and the contrastive set are reported, never used to choose. If neither passes, nothing in the library
 changes.
 """
@@ -46,7 +48,7 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from verifier_agreement import sets, split  # noqa: E402
+from verifier_agreement import halves, sets  # noqa: E402
 
 from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges.data.language import split_sentences  # noqa: E402
@@ -104,7 +106,7 @@ def main() -> int:
     args = parser.parse_args()
     data = sets(summeval_limit=args.summeval_limit)
     verifier = Verifier()
-    columns = [f"{name} {half}" for name in data for half in (("all",) if name == "contrastive" else ("train", "test"))]
+    columns = [f"{name} {half}" for name, (_, labels) in data.items() for half in halves(name, labels)]
     results: dict[tuple[str, str], dict[str, float]] = {}
     print(f"{'way':>11} {'score':>8} " + " ".join(f"{c:>16}" for c in columns) + f" {'seconds':>8}")
     for way in WAYS:
@@ -114,9 +116,7 @@ def main() -> int:
             weakest, mean, spent = scores(verifier, samples, way)
             seconds += spent
             y = np.asarray(labels)
-            halves = ({"all": np.arange(len(y))} if name == "contrastive"
-                      else dict(zip(("train", "test"), split(labels, 0))))
-            for half, indices in halves.items():
+            for half, indices in halves(name, labels).items():
                 by_score["weakest"][f"{name} {half}"] = roc_auc(y[indices], weakest[indices])
                 by_score["mean"][f"{name} {half}"] = roc_auc(y[indices], mean[indices])
         for score, row in by_score.items():
