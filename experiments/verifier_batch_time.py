@@ -17,7 +17,9 @@ hashes: the same bytes). The variants:
   distribution of dropout masks);
 - ``no-attention-dropout``: the shipped loop with the attention probabilities' dropout at 0 (a recipe change);
 - ``no-dropout``: every dropout at 0 and the fused AdamW (what is left is the model's own arithmetic: the
-  floor of float32 training on this CPU, short of training fewer or shorter pairs).
+  floor of float32 training on this CPU, short of training fewer or shorter pairs);
+- ``compiled`` (not in the default list): the shipped loop with the model under ``torch.compile`` (dynamic
+  shapes; its compiling falls in the untimed first batches, whose seconds each round's line prints).
 
 First it times float32 matrix products of a long batch's shapes (16 x 110 tokens by 384 x 1536, and back):
 their GFLOP/s, against what the two cores can do, says whether the products themselves have room to gain.
@@ -26,7 +28,8 @@ Nothing is written; prints no MLflow run; not run by the tests. Must not read th
 
 Run 2026-11-29 on the AVX2-only AMD EPYC (docs/verifier.md, "Measured: where a training batch's time goes"):
 the products at 146-178 GFLOP/s, near the cores' peak; the floor 0.81-0.82 of the shipped loop's seconds a
-batch, so ~69 min for ``make verifier`` there: over the hour whatever the loop's overhead.
+batch, so ~69 min for ``make verifier`` there: over the hour whatever the loop's overhead; ``compiled`` 1.024
+of the shipped loop, and 34.6 s (compiling) for the first 10 batches against 9.9.
 """
 
 from __future__ import annotations
@@ -45,7 +48,9 @@ from calibration.fitting.verifier_soup import soup_recipe  # noqa: E402
 from calibration.fitting.verifier_training import batches  # noqa: E402
 from judges.lm.verifier_files import FROZEN, base_classifier  # noqa: E402
 
-VARIANTS = ("shipped", "eager-fused", "no-attention-dropout", "no-dropout")
+VARIANTS = ("shipped", "eager-fused", "no-attention-dropout", "no-dropout", "compiled")
+#: The variants run when ``--variants`` is not given.
+MEASURED = VARIANTS[:4]
 WARM = 10
 
 
@@ -69,14 +74,16 @@ def run(variant: str, config, encoded, labels, plan, n: int, tokenizer, profile:
                                   **({"fused": True} if variant in ("eager-fused", "no-dropout") else {}))
     loss_fn = torch.nn.BCEWithLogitsLoss()
     model.train()
+    forward_pass = torch.compile(model, dynamic=True) if variant == "compiled" else model
     phases: dict[str, list[float]] = {"forward": [], "backward": [], "optimizer": [], "batch": []}
+    warm = 0.0
     profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if profile else None
     for step, batch in enumerate(plan[:n]):
         if profiler is not None and step == WARM:
             profiler.__enter__()
         start = time.perf_counter()
         features = tokenizer.pad({k: [encoded[k][i] for i in batch] for k in encoded.keys()}, return_tensors="pt")
-        loss = loss_fn(model(**features).logits[:, 0].float(), labels[batch])
+        loss = loss_fn(forward_pass(**features).logits[:, 0].float(), labels[batch])
         forward = time.perf_counter()
         loss.backward()
         backward = time.perf_counter()
@@ -84,7 +91,9 @@ def run(variant: str, config, encoded, labels, plan, n: int, tokenizer, profile:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         end = time.perf_counter()
-        if step >= WARM:
+        if step < WARM:
+            warm += end - start
+        else:
             for key, seconds in (("forward", forward - start), ("backward", backward - forward),
                                  ("optimizer", end - backward), ("batch", end - start)):
                 phases[key].append(seconds)
@@ -94,7 +103,8 @@ def run(variant: str, config, encoded, labels, plan, n: int, tokenizer, profile:
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(tensor.detach().contiguous().numpy().tobytes())
-    return {**{k: statistics.fmean(v) for k, v in phases.items()}, "loss": loss.item(), "hash": digest.hexdigest()[:12]}
+    return {**{k: statistics.fmean(v) for k, v in phases.items()}, "loss": loss.item(), "warm": warm,
+            "hash": digest.hexdigest()[:12]}
 
 
 def gemm_rate(threads: int, repeats: int = 50) -> str:
@@ -118,7 +128,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batches", type=int, default=120, help="batches a run trains (the first 10 not timed)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default=",".join(MEASURED), help=f"of {', '.join(VARIANTS)}")
     parser.add_argument("--profile", action="store_true", help="also print the profiler's table of the shipped loop")
     args = parser.parse_args()
     variants = args.variants.split(",")
@@ -145,8 +155,8 @@ def main() -> int:
         for variant in variants:
             results[variant].append(run(variant, config, encoded, labels, plan, args.batches, tokenizer))
             last = results[variant][-1]
-            print(f"round {round_ + 1} {variant}: {last['batch']:.3f} s a batch, loss {last['loss']:.4f}, "
-                  f"weights {last['hash']}", flush=True)
+            print(f"round {round_ + 1} {variant}: {last['batch']:.3f} s a batch ({last['warm']:.1f} s for the "
+                  f"first {WARM}), loss {last['loss']:.4f}, weights {last['hash']}", flush=True)
     base = statistics.median(r["batch"] for r in results[variants[0]])
     print(f"\nbatches {WARM + 1}-{args.batches} of the shipped first parent's plan, {args.rounds} rounds; a cell is "
           f"the median over rounds of each run's mean seconds a batch (ratio: against {variants[0]})")
