@@ -45,8 +45,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
 from calibration.fitting.verifier_mix import training_mix  # noqa: E402
 from calibration.fitting.verifier_soup import soup_recipe  # noqa: E402
-from calibration.fitting.verifier_training import batches  # noqa: E402
-from judges.lm.verifier_files import FROZEN, base_classifier  # noqa: E402
+from calibration.fitting.verifier_training import batches, frozen_names, optimizer_and_schedule  # noqa: E402
+from judges.lm.verifier_files import base_classifier  # noqa: E402
 
 VARIANTS = ("shipped", "eager-fused", "no-attention-dropout", "no-dropout", "compiled")
 #: The variants run when ``--variants`` is not given.
@@ -67,11 +67,12 @@ def run(variant: str, config, encoded, labels, plan, n: int, tokenizer, profile:
             module.dropout.p = 0.0  # read as the attention probabilities' dropout by both attention kernels
         if variant == "no-dropout" and isinstance(module, torch.nn.Dropout):
             module.p = 0.0
+    frozen = frozen_names(model, config.frozen_layers)
     for name, parameter in model.named_parameters():
-        parameter.requires_grad_(name not in FROZEN)
+        parameter.requires_grad_(name not in frozen)
     trained = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trained, lr=config.learning_rate,
-                                  **({"fused": True} if variant in ("eager-fused", "no-dropout") else {}))
+    fused = {"fused": True} if variant in ("eager-fused", "no-dropout") else {}
+    optimizer, schedule = optimizer_and_schedule(model, config, len(plan), **fused)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     model.train()
     forward_pass = torch.compile(model, dynamic=True) if variant == "compiled" else model
@@ -89,6 +90,7 @@ def run(variant: str, config, encoded, labels, plan, n: int, tokenizer, profile:
         backward = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimizer.step()
+        schedule.step()
         optimizer.zero_grad(set_to_none=True)
         end = time.perf_counter()
         if step < WARM:

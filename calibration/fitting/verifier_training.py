@@ -214,13 +214,7 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
     encoded = tokenizer([p.evidence for p in train], [p.claim for p in train], truncation="longest_first",
                         max_length=config.max_length)
     plan = batches([len(ids) for ids in encoded["input_ids"]], config.batch_size, config.seed)
-    decay = [p for n, p in model.named_parameters() if p.requires_grad and "LayerNorm" not in n and "bias" not in n]
-    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and ("LayerNorm" in n or "bias" in n)]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.learning_rate)
-    warmup = max(1, int(config.warmup * len(plan)))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (len(plan) - s) / max(1, len(plan) - warmup))))
+    optimizer, schedule = optimizer_and_schedule(model, config, len(plan))
     step, history, average, averaged = _load_checkpoint(out / "checkpoint", model, optimizer)
     average_start = math.ceil(config.average_from * len(plan)) if config.average_from > 0 else None
     with warnings.catch_warnings():  # replaying the schedule before the first optimizer step of this process
@@ -280,6 +274,21 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
                        {**manifest, "averaged": f"{averaged} snapshots, every {AVERAGE_EVERY} steps after step "
                                                 f"{average_start} of {len(plan)}"})
     return write_weights(out, state, manifest)
+
+
+def optimizer_and_schedule(model, config: TrainConfig, steps: int, **adamw: Any):
+    """AdamW over the model's trainable parameters (weight decay on all but biases and layer norms) and its
+    linear warm-up and decay over ``steps``; ``adamw`` passes further options to AdamW (``fused=True``)."""
+    import torch
+
+    decay = [p for n, p in model.named_parameters() if p.requires_grad and "LayerNorm" not in n and "bias" not in n]
+    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and ("LayerNorm" in n or "bias" in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.learning_rate, **adamw)
+    warmup = max(1, int(config.warmup * steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    return optimizer, schedule
 
 
 def frozen_names(model, frozen_layers: int) -> list[str]:
