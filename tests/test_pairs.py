@@ -448,7 +448,7 @@ def test_as_reply_dresses_a_claim_without_changing_its_words():
 
 # --- the contrastive test set ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("which", ["first", "second"])
+@pytest.mark.parametrize("which", ["first", "second", "third", "fourth"])
 def test_contrastive_set_is_balanced_and_typed(which):
     items = P.load_contrastive(which)
     labels = Counter(item["label"] for item in items)
@@ -465,8 +465,9 @@ def test_contrastive_set_is_balanced_and_typed(which):
     assert not any(item["response"] in item["evidence"] for item in items if item["label"] == 0)
 
 
-def test_the_two_contrastive_sets_share_no_evidence_and_a_wrong_name_is_refused():
-    first, second = ({item["evidence"] for item in P.load_contrastive(which)} for which in ("first", "second"))
-    assert first and second and not first & second
+def test_the_contrastive_sets_share_no_evidence_and_a_wrong_name_is_refused():
+    sets = [{item["evidence"] for item in P.load_contrastive(which)} for which in P.CONTRASTIVE_SETS]
+    assert len(sets) == 4
+    assert all(sets) and not any(a & b for i, a in enumerate(sets) for b in sets[i + 1:])
     with pytest.raises(ValueError, match="which must be one of"):
-        P.load_contrastive("third")
+        P.load_contrastive("fifth")
