@@ -18,6 +18,7 @@ from judges import (
     VerifierError,
 )
 from judges.data.language import detect_language
+from judges.data.opposites import direction_contrasts
 from judges.lm.verifier import (
     best_sentence,
     length_batches,
@@ -345,6 +346,57 @@ def test_stop_at_scores_the_shortest_unit_first_and_the_rest_only_under_it():
     for bad in (0, -0.1, 1.5, True, "0.9"):
         with pytest.raises(ValueError, match="stop_at"):
             Verifier(stop_at=bad)
+
+
+def test_direction_contrasts_turn_only_the_words_the_evidence_says_the_other_way_round():
+    evidence = "Sales rose in May, and the north gate opened before noon."
+    assert direction_contrasts("Sales fell in May.", evidence) == ["Sales rose in May."]
+    assert direction_contrasts("Sales rose in May.", evidence) == []  # the evidence's own word
+    assert direction_contrasts("The North gate opened After noon.", evidence) == ["The North gate opened Before noon."]
+    assert direction_contrasts("Sales fell, then fell again.", evidence) == ["Sales rose, then fell again.",
+                                                                            "Sales fell, then rose again."]
+    assert direction_contrasts("Sales fell in May.", "Sales rose in May and fell in June.") == []  # it has both
+    assert direction_contrasts("Sales ended lower in May.", evidence) == []  # "higher" is not in the evidence
+    assert direction_contrasts("Die Preise fielen.", evidence) == []
+
+
+def test_a_claim_the_evidence_says_the_other_way_round_is_checked_against_its_opposite():
+    """``check_opposites`` (the default): a claim with a direction word whose opposite its unit uses instead is
+    scored again as that opposite, against the same unit, and keeps min(P, sigmoid(logit P - logit P(opposite)));
+    every other claim's row is what it would be without the check."""
+    evidence = ["Sales rose in May, and the north gate opened before noon."]
+    claims = ["Sales fell in May.", "Sales rose in May.", "The north gate opened after noon."]
+    checked, plain = Verifier(), Verifier(check_opposites=False)
+    assert checked.check_opposites and resolve_verifier(None).check_opposites  # the default
+    asked: list[list[tuple[str, str]]] = []
+    real = checked.probabilities
+    checked.probabilities = lambda pairs: asked.append(list(pairs)) or real(pairs)
+    rows, alone = checked.support(evidence, claims), plain.support(evidence, claims)
+    assert [r["opposite"] for r in rows] == ["Sales rose in May.", None, "The north gate opened before noon."]
+    assert asked[-1] == [(evidence[0], "Sales rose in May."), (evidence[0], "The north gate opened before noon.")]
+    for row, before in zip(rows, alone):
+        if row["opposite"] is None:
+            assert row == before and before["opposite"] is None
+            continue
+        logit = lambda p: np.log(p) - np.log1p(-p)  # noqa: E731
+        margin = logit(before["probability"]) - logit(row["opposite_probability"])
+        assert row["probability"] == pytest.approx(min(before["probability"], 1 / (1 + np.exp(-margin))), abs=1e-9)
+        assert row["chunk"] == before["chunk"] and before["opposite"] is None
+    assert rows[0]["probability"] < 0.5 < rows[0]["opposite_probability"]  # the shipped verifier prefers "rose"
+
+    fixed = {"Sales fell in May.": 0.8, "Sales rose in May.": 0.95, "The north gate opened after noon.": 0.8,
+             "The north gate opened before noon.": 0.3}  # a scripted scorer: the formula, by hand
+    checked.probabilities = lambda pairs: np.array([fixed[claim] for _, claim in pairs])
+    rows = checked.support(evidence, claims)
+    # 0.8 * 0.05 / (0.8 * 0.05 + 0.2 * 0.95): odds 0.8/0.2 against 0.95/0.05
+    assert [r["probability"] for r in rows] == pytest.approx([0.17391304, 0.95, 0.8])
+    assert [r["opposite_probability"] for r in rows] == [0.95, None, 0.3]  # a less likely opposite changes nothing
+    sample = SingleTurnSample(response="Sales fell in May.", retrieved_contexts=evidence)
+    metric = FaithfulnessWithVerifier()
+    assert "the evidence supports 'Sales rose in May.' rather" in metric.feedback(metric.score(sample))
+    for bad in ("yes", 1, None):
+        with pytest.raises(ValueError, match="check_opposites"):
+            Verifier(check_opposites=bad)
 
 
 def test_the_metric_scores_sentences_without_an_lm_and_names_the_failed_claim():
@@ -736,7 +788,8 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     shipped = metric_config(FaithfulnessWithVerifier())["models"]["verifier"]
     manifest = json.loads(SHIPPED_MANIFEST.read_text())
     assert shipped == {"max_length": 256, "chunk_tokens": 128, "single_sentences": True, "top_units": 2,
-                       "stop_at": 0.9, "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
+                       "stop_at": 0.9, "check_opposites": True,
+                       "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
     int8 = metric_config(FaithfulnessWithVerifier(verifier="embedded-int8"))["models"]["verifier"]
     assert int8["int8"].startswith(resolve_verifier("embedded-int8").runtime + " ")  # "onnx 1.32.0": they differ
     assert (int8["batch_size"], int8["padding_ratio"]) == (16, 1.25)  # int8's activation scale is per batch

@@ -10,7 +10,8 @@ Negatives (label 0), each a function that returns None when the sentence has not
 - ``flip_negation``: a "not" / "never" is inserted after an auxiliary (or before a past-tense verb), or an
   existing negation is removed;
 - ``flip_direction``: one direction word becomes its antonym (increased/decreased, rose/fell,
-  before/after, north/south, won/lost, larger/smaller, more/less, above/below, first/last ...).
+  before/after, north/south, won/lost, larger/smaller, more/less, above/below, first/last ...; the list is
+  ``judges.data.opposites``', which the verifier's check against opposites reads too).
 
 ``direction_minimal_pair`` makes the direction flip and the unchanged sentence from one evidence text: a
 pair whose labels differ by one word.
@@ -41,6 +42,7 @@ from collections.abc import Sequence
 
 from calibration.data.compress import compress_sentence
 from judges.data.language import split_sentences
+from judges.data.opposites import DIRECTION_WORD, keep_case, opposite
 
 # --- numbers --------------------------------------------------------------------------------------------
 
@@ -194,10 +196,6 @@ _NOT_VERBS = {"hundred", "indeed", "proceed", "succeed", "exceed", "speed", "bre
               "united", "talented", "detailed", "advanced", "supposed"}
 
 
-def _keep_case(word: str, like: str) -> str:
-    return word[0].upper() + word[1:] if like[:1].isupper() else word
-
-
 def flip_negation(sentence: str, rng: random.Random) -> str | None:
     """The sentence with its negation removed ("is not" -> "is", "never won" -> "won", "didn't" ->
     "did", "cannot" -> "can") or, when it has none, one added: "not" after an auxiliary ("was built" ->
@@ -207,7 +205,7 @@ def flip_negation(sentence: str, rng: random.Random) -> str | None:
     if negations:
         match = rng.choice(negations)
         if match.group(1):
-            replacement = _keep_case(_CONTRACTIONS[match.group(1).lower()], match.group(1))
+            replacement = keep_case(_CONTRACTIONS[match.group(1).lower()], match.group(1))
             return sentence[:match.start()] + replacement + sentence[match.end():]
         rest = sentence[match.end():]
         if match.start() == 0:
@@ -224,50 +222,24 @@ def flip_negation(sentence: str, rng: random.Random) -> str | None:
     return None
 
 
-# --- direction ------------------------------------------------------------------------------------------
-
-_ANTONYM_PAIRS = [
-    ("increased", "decreased"), ("increase", "decrease"), ("increases", "decreases"),
-    ("increasing", "decreasing"), ("rose", "fell"), ("rise", "fall"), ("rises", "falls"),
-    ("risen", "fallen"), ("rising", "falling"), ("grew", "shrank"), ("won", "lost"), ("gained", "lost"),
-    ("win", "lose"), ("wins", "loses"), ("winning", "losing"), ("before", "after"), ("north", "south"),
-    ("east", "west"), ("northern", "southern"), ("eastern", "western"), ("larger", "smaller"),
-    ("largest", "smallest"), ("bigger", "smaller"), ("biggest", "smallest"), ("more", "less"),
-    ("fewer", "more"), ("above", "below"), ("first", "last"), ("older", "younger"), ("oldest", "youngest"),
-    ("higher", "lower"), ("highest", "lowest"), ("earlier", "later"), ("earliest", "latest"),
-    ("longer", "shorter"), ("longest", "shortest"), ("faster", "slower"), ("fastest", "slowest"),
-    ("heavier", "lighter"), ("better", "worse"), ("best", "worst"), ("warmer", "colder"),
-    ("hotter", "colder"), ("maximum", "minimum"), ("majority", "minority"), ("upper", "lower"),
-    ("opened", "closed"), ("inside", "outside"), ("imported", "exported"), ("imports", "exports"),
-    ("ahead", "behind"), ("sunrise", "sunset"),
-]
-_ANTONYMS: dict[str, str] = {}
-for _a, _b in _ANTONYM_PAIRS:
-    _ANTONYMS.setdefault(_a, _b)
-    _ANTONYMS.setdefault(_b, _a)
-_DIRECTION = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _ANTONYMS), key=len, reverse=True)) + r")\b",
-                        re.IGNORECASE)
-
+# --- direction (the word list: judges.data.opposites) ---------------------------------------------------
 
 def flip_direction(sentence: str, rng: random.Random) -> str | None:
     """The sentence with one direction word replaced by its antonym (increased/decreased, rose/fell,
     before/after, north/south, east/west, won/lost, larger/smaller, more/less, above/below, first/last,
     older/younger, higher/lower ...), keeping its capitalisation. None when there is none."""
-    matches = list(_DIRECTION.finditer(sentence))
+    matches = list(DIRECTION_WORD.finditer(sentence))
     if not matches:
         return None
     match = rng.choice(matches)
-    word = match.group(1)
-    replacement = _ANTONYMS[word.lower()]
-    replacement = replacement.upper() if word.isupper() and len(word) > 1 else _keep_case(replacement, word)
-    return sentence[:match.start()] + replacement + sentence[match.end():]
+    return sentence[:match.start()] + opposite(match.group(1)) + sentence[match.end():]
 
 
 def direction_minimal_pair(evidence: str, rng: random.Random) -> tuple[str, str] | None:
     """(flipped, kept): one of ``evidence``'s sentences (of ``MIN_WORDS`` words or more) that has a direction
     word, with that word flipped (``flip_direction``) and as it stands; a minimal pair, whose only
     difference decides the label. None when no sentence has one (or the flip occurs verbatim in it)."""
-    sentences = [s for s in split_sentences(evidence) if len(s.split()) >= MIN_WORDS and _DIRECTION.search(s)]
+    sentences = [s for s in split_sentences(evidence) if len(s.split()) >= MIN_WORDS and DIRECTION_WORD.search(s)]
     if not sentences:
         return None
     kept = rng.choice(sentences)

@@ -9,6 +9,7 @@
     served.py      ``ServedLM``: any LiteLLM model string with per-endpoint limits and retries
     embeddings.py  ``Embedder`` and ``resolve_embedder``
     verifier.py    ``Verifier``: a trained cross-encoder, P(evidence supports claim), and the shipped one
+    verifier_opposites.py  its check of a claim against its opposite ("fell" where the evidence says "rose")
 
 Must not define metrics or know about samples.
 """

@@ -57,6 +57,9 @@
   of 74 ms in the same run; SummEval's train half 0.7554 -> 0.7554, its test half 0.7541 -> 0.7528; BEGIN
   WoW and Q2 unchanged to the fourth decimal; the contrastive set 0.7128 -> 0.7122. A metric passes its
   ``threshold`` as ``support``'s ``cutoff``, so a threshold over 0.9 still reads exact verdicts.
+* **Checked against opposites** (``check_opposites=True``, the default since 2026-11-29): a claim saying
+  "fell" where its best unit says "rose" keeps P only as far as the unit prefers it to "rose"
+  (``judges.lm.verifier_opposites``, where the rule that chose it and its measurements are).
 
 Owns: loading verifier models and scoring (evidence, claim) pairs. Must not extract claims (the metrics'
 steps do) or train (``calibration.fitting.verifier_training``).
@@ -76,6 +79,7 @@ import numpy as np
 
 from judges.data.language import split_sentences, tokenize
 from judges.lm import verifier_onnx
+from judges.lm.verifier_opposites import check_against_opposites
 from judges.lm.files import EMBEDDED, folder_digest
 from judges.lm.verifier_files import (
     VerifierError,
@@ -98,7 +102,7 @@ class Verifier:
                  languages: Sequence[str] | None = None, max_length: int = 256, chunk_tokens: int = 128,
                  batch_size: int = 16, single_sentences: bool = True, top_units: int | None = 2,
                  quantize: bool = False, runtime: str = "auto", padding_ratio: float = 1.25,
-                 stop_at: float | None = 0.9):
+                 stop_at: float | None = 0.9, check_opposites: bool = True):
         for name, value in (("max_length", max_length), ("chunk_tokens", chunk_tokens), ("batch_size", batch_size),
                             ("top_units", 1 if top_units is None else top_units)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -110,6 +114,9 @@ class Verifier:
             raise ValueError(f"Verifier: stop_at must be None or a number in (0, 1], got {stop_at!r}")
         if runtime not in RUNTIMES:
             raise ValueError(f"Verifier: runtime must be one of {list(RUNTIMES)}, got {runtime!r}")
+        if not isinstance(check_opposites, bool):
+            raise ValueError(f"Verifier: check_opposites must be True or False, got {check_opposites!r}")
+        self.check_opposites = check_opposites
         self.max_length, self.chunk_tokens, self.batch_size = max_length, chunk_tokens, batch_size
         self.top_units, self.padding_ratio = top_units, float(padding_ratio)
         self.stop_at = None if stop_at is None else float(stop_at)
@@ -229,10 +236,13 @@ class Verifier:
                 cutoff: float | None = None) -> list[dict[str, Any]]:
         """Per claim: ``probability`` (its best unit's, see ``units``; with ``top_units``, the best of its
         shortlist; with ``stop_at``, the best of the units scored), ``chunk`` (that unit), ``sentence`` (the
-        unit's sentence sharing most words with the claim) and ``units_scored`` (how many (unit, claim) pairs
-        the model scored for it). With ``stop_at`` each claim is first scored against its shortest unit only,
-        and against the rest when that one is under ``stop_at``, or under ``cutoff`` when that is higher (the
-        cut-off the caller reads the probabilities at: whether a claim reaches it stays exact)."""
+        unit's sentence sharing most words with the claim), ``units_scored`` (how many (unit, claim) pairs
+        the model scored for it) and, with ``check_opposites``, ``opposite`` and ``opposite_probability`` (the
+        claim's likeliest opposite and its P, when the evidence says a direction word of the claim the other
+        way round; else None; ``verifier_opposites``). With ``stop_at`` each claim is first scored against
+        its shortest unit only, and against the rest when that one is under ``stop_at``, or under ``cutoff``
+        when that is higher (the cut-off the caller reads the probabilities at: whether a claim reaches it
+        stays exact; the check against opposites only lowers a probability, after the units are scored)."""
         claims = list(claims)
         if not claims:
             return []
@@ -263,7 +273,9 @@ class Verifier:
             best = min(mine, key=lambda j: (-mine[j], j))  # the earliest unit among equals
             rows.append({"claim": claim, "probability": mine[best], "chunk": units[best],
                          "sentence": best_sentence(units[best], claim, unit_sentences[units[best]]),
-                         "units_scored": len(mine)})
+                         "units_scored": len(mine), "opposite": None, "opposite_probability": None})
+        if self.check_opposites:
+            check_against_opposites(rows, self.probabilities)
         return rows
 
     def __repr__(self) -> str:
@@ -355,7 +367,7 @@ def _int8(model):
 
 
 #: The scoring settings a metric's verifier runs with (``Verifier``'s defaults), part of its identity.
-SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units", "stop_at")
+SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units", "stop_at", "check_opposites")
 
 
 def verifier_identity(model: str | None) -> dict[str, Any]:

@@ -105,7 +105,8 @@ class VerifierStep:
 
     def verify_claims(self, verifier: Verifier, claims: list[str], evidence: list[str]) -> dict[str, Any]:
         """``{"verdicts", "weakest", "mean_probability", "verifier"}``: per claim the verifier's row (claim,
-        probability, chunk, sentence, units_scored) plus ``supported`` (P >= threshold)."""
+        probability, chunk, sentence, units_scored, opposite, opposite_probability) plus ``supported`` (P >=
+        threshold)."""
         rows = verifier.support(evidence, claims, cutoff=self.threshold)  # stopping early keeps this verdict exact
         for row in rows:
             row["supported"] = row["probability"] >= self.threshold
@@ -121,12 +122,15 @@ def sentence_claims(text: str) -> list[str]:
 
 
 def unsupported_feedback(verdicts: list[dict[str, Any]]) -> str:
-    """The claims a verifier did not find supported, each with its probability and closest evidence."""
+    """The claims a verifier did not find supported, each with its probability, the opposite the evidence
+    prefers (``Verifier.check_opposites``) when there is one, and its closest evidence."""
     failed = [r for r in verdicts if not r["supported"]]
     if not failed:
         return ""
     return "; claims the evidence does not support: " + " | ".join(
-        f"{r['claim']!r} (P={r['probability']:.2f}; closest evidence: {r['sentence']!r})" for r in failed)
+        f"{r['claim']!r} (P={r['probability']:.2f}; " + (
+            f"the evidence supports {r['opposite']!r} rather, P={r['opposite_probability']:.2f}; "
+            if r.get("opposite") else "") + f"closest evidence: {r['sentence']!r})" for r in failed)
 
 
 #: How FaithfulnessWithVerifier makes one score of its claims' probabilities (see the module docstring).
