@@ -20,7 +20,8 @@ two or three values and ranks poorly. On the test halves of docs/verifier.md's a
 BEGIN WoW / Q2 / SummEval / the contrastive set) the share scores 0.851 / 0.643 / 0.653 / 0.533, under
 token overlap on BEGIN WoW (0.949), where the mean scores 0.949 / 0.686 / 0.761 / 0.784 and the weakest
 0.953 / 0.681 / 0.775 / 0.800. The mean was chosen on the train halves of the verifier's probabilities
-(0.937 / 0.680 / 0.774 against the weakest's 0.932 / 0.681 / 0.768).
+(0.937 / 0.680 / 0.774 against the weakest's 0.932 / 0.681 / 0.768). Since the verifier checks claims against
+their opposites (2026-11-29) the contrastive set reads 0.590 / 0.863 / 0.879; the other sets are unchanged.
 
 Language: the shipped verifier knows English only. On a response or evidence in another language
 (``judges.data.language.detect_language``) ``multilingual_verifier`` scores it when given; without one the
