@@ -10,8 +10,8 @@ Negatives (label 0), each a function that returns None when the sentence has not
 - ``flip_negation``: a "not" / "never" is inserted after an auxiliary (or before a past-tense verb), or an
   existing negation is removed;
 - ``flip_direction``: one direction word becomes its antonym (increased/decreased, rose/fell,
-  before/after, north/south, won/lost, larger/smaller, more/less, above/below, first/last ...; the list is
-  ``judges.data.opposites``', which the verifier's check against opposites reads too).
+  before/after, north/south, won/lost, larger/smaller, more/less, above/below, first/last ...; the word
+  list is in ``judges.data.opposites``, which the verifier's check against opposites reads too).
 
 ``direction_minimal_pair`` makes the direction flip and the unchanged sentence from one evidence text: a
 pair whose labels differ by one word.

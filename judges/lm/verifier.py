@@ -79,7 +79,6 @@ import numpy as np
 
 from judges.data.language import split_sentences, tokenize
 from judges.lm import verifier_onnx
-from judges.lm.verifier_opposites import check_against_opposites
 from judges.lm.files import EMBEDDED, folder_digest
 from judges.lm.verifier_files import (
     VerifierError,
@@ -88,6 +87,7 @@ from judges.lm.verifier_files import (
     load_shipped,
     supported_column,
 )
+from judges.lm.verifier_opposites import check_against_opposites
 
 #: The shipped verifier with int8 weights (``Verifier(quantize=True)``; ``verifier_onnx.shipped_onnx_int8``).
 EMBEDDED_INT8 = "embedded-int8"
