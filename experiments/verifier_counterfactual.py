@@ -21,7 +21,7 @@ with no counterfactual keeps ``p``.
                (the word list of the rule-made training pairs, now ``judges.data.opposites``)
   negation     as direction, plus the negation toggled: each "not"/"never"/"n't" removed, one at a time;
                where there is none, "not" added after each auxiliary ("was built" -> "was not built")
-  (at most ``MAX_VARIANTS`` counterfactuals a claim, in the order above)
+  (at most ``MAX_OPPOSITES``, 4, counterfactuals a claim, in the order above)
 
 Sets and halves are the agreement table's (``verifier_agreement.sets`` / ``halves``, seed 0): BEGIN WoW, Q2,
 the first ``--summeval-limit`` SummEval summaries, plus the three hand-written contrastive sets, each whole.
@@ -83,13 +83,13 @@ from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges import SingleTurnSample  # noqa: E402
 from judges.data.opposites import DIRECTION_WORD, direction_contrasts, keep_case, opposite  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
+from judges.lm.verifier_opposites import check_against_opposites  # noqa: E402
 from judges.metrics.rag.verified import sentence_claims  # noqa: E402
 
 WAYS = ("shipped", "direction", "negation", "direction-contrast", "negation-contrast")
 #: Each round's candidates and the set that decides them.
 ROUNDS = ((("direction", "negation"), "contrastive-third"), (("direction-contrast", "negation-contrast"),
                                                              "contrastive-fourth"))
-MAX_VARIANTS = 4
 RULED = ("begin-wow", "q2", "summeval")
 RISE, TOLERANCE = 0.039, 0.005
 
@@ -133,38 +133,26 @@ def counterfactuals(claim: str, way: str, unit: str) -> list[str]:
     else:
         variants = direction_contrasts(claim, unit) + (contrast_negations(claim, unit)
                                                        if way == "negation-contrast" else [])
-    return [v for v in dict.fromkeys(variants) if v != claim][:MAX_VARIANTS]
-
-
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-6, 1 - 1e-6)
-    return np.log(p) - np.log1p(-p)
+    return [v for v in dict.fromkeys(variants) if v != claim]
 
 
 def claim_scores(verifier: Verifier, sample: SingleTurnSample, way: str) -> list[float]:
-    """Each sentence claim's score: ``p`` or, with counterfactuals, min(p, sigmoid(logit p - max logit))."""
+    """Each sentence claim's score: ``p`` or, with counterfactuals, min(p, sigmoid(logit p - max logit))
+    (the library's ``check_against_opposites`` with this way's edits)."""
     rows = verifier.support(sample.retrieved_contexts, sentence_claims(sample.response))
-    variants = [counterfactuals(r["claim"], way, r["chunk"]) for r in rows]
-    flat = [(r["chunk"], v) for r, mine in zip(rows, variants) for v in mine]
-    scored = iter(verifier.probabilities(flat)) if flat else iter(())
-    out = []
-    for row, mine in zip(rows, variants):
-        p = row["probability"]
-        if mine:
-            rival = max(_logit(np.array([next(scored) for _ in mine])))
-            p = min(p, float(1 / (1 + np.exp(-(_logit(np.array([p]))[0] - rival)))))
-        out.append(p)
-    return out
+    check_against_opposites(rows, verifier.probabilities, lambda claim, unit: counterfactuals(claim, way, unit))
+    return [row["probability"] for row in rows]
 
 
 def contrastive_sets() -> dict[str, list[dict]]:
     return {f"contrastive-{which}": load_contrastive(which) for which in ("first", "second", "third", "fourth")}
 
 
-def all_sets(summeval_limit: int) -> dict[str, tuple[list[SingleTurnSample], list[int]]]:
+def all_sets(summeval_limit: int, contrastive: dict[str, list[dict]]) -> dict[str, tuple[list, list[int]]]:
+    """The agreement table's sets, its one contrastive set replaced by ``contrastive``'s four."""
     data = sets(summeval_limit=summeval_limit)
     del data["contrastive"]
-    for name, rows in contrastive_sets().items():
+    for name, rows in contrastive.items():
         data[name] = ([SingleTurnSample(response=r["response"], retrieved_contexts=[r["evidence"]]) for r in rows],
                       [int(r["label"]) for r in rows])
     return data
@@ -174,8 +162,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--summeval-limit", type=int, default=320)
     args = parser.parse_args()
-    data = all_sets(args.summeval_limit)
-    kinds_of = {name: [r["kind"] for r in rows] for name, rows in contrastive_sets().items()}
+    contrastive = contrastive_sets()
+    data = all_sets(args.summeval_limit, contrastive)
+    kinds_of = {name: [r["kind"] for r in rows] for name, rows in contrastive.items()}
     verifier = Verifier(check_opposites=False)  # the shipped way before this script; the candidates on top
     measured = {name: (halves("contrastive" if name.startswith("contrastive") else name, labels))
                 for name, (_, labels) in data.items()}

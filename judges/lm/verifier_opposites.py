@@ -38,12 +38,14 @@ def _logit(p: float) -> float:
 
 
 def check_against_opposites(rows: list[dict[str, Any]],
-                            probabilities: Callable[[Sequence[tuple[str, str]]], np.ndarray]) -> None:
+                            probabilities: Callable[[Sequence[tuple[str, str]]], np.ndarray],
+                            opposites: Callable[[str, str], list[str]] = direction_contrasts) -> None:
     """Each ``Verifier.support`` row (``claim``, ``probability``, ``chunk``) whose claim has opposites
-    (``direction_contrasts`` against its chunk) gets them scored by ``probabilities`` against that chunk, all
-    rows in one call; its ``probability`` becomes min(P, sigmoid(logit P - logit P(likeliest opposite))) and
-    ``opposite`` / ``opposite_probability`` name that opposite. Other rows are left as they are."""
-    rivals = [direction_contrasts(row["claim"], row["chunk"])[:MAX_OPPOSITES] for row in rows]
+    (``opposites(claim, chunk)``, the first ``MAX_OPPOSITES``; ``direction_contrasts`` unless an experiment
+    tries other edits) gets them scored by ``probabilities`` against that chunk, all rows in one call; its
+    ``probability`` becomes min(P, sigmoid(logit P - logit P(likeliest opposite))) and ``opposite`` /
+    ``opposite_probability`` name that opposite. Other rows are left as they are."""
+    rivals = [opposites(row["claim"], row["chunk"])[:MAX_OPPOSITES] for row in rows]
     wanted = [(row["chunk"], text) for row, mine in zip(rows, rivals) for text in mine]
     if not wanted:
         return
