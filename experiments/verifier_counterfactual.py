@@ -62,11 +62,38 @@ Round 2's outcome: direction-contrast passed (the fourth set +0.049 for both sco
 unchanged), negation-contrast did not (Q2's train half -0.014). direction-contrast is now
 ``Verifier(check_opposites=True)``, the default (``judges.lm.verifier_opposites``), so this script's
 reference is ``Verifier(check_opposites=False)``: the shipped way before it.
+
+Round 3, written after round 2 and before it ran; its reference is direction-contrast (the library's default
+since round 2), and its candidates go on top of it:
+
+  negation-statement  negation-contrast, except for claims in the speaker's own voice (a first- or
+                      second-person word: I, me, my, we, us, our, you, your ...; "US" in capitals is a
+                      country). Why: on Q2's train half, negation-contrast toggled 114 claims, 108 of them
+                      negated hedges ("i'm not sure, but ..."); a claim about the speaker is a stance the
+                      evidence cannot settle either way, so its opposite says nothing.
+  opposite-groups     negation-statement, and direction words matched by group rather than by pair: a claim
+                      word of one side of a group (rose, increased, grew, climbed, expanded ... against fell,
+                      decreased, dropped, declined, shrank ..., each tense its own group; upstream against
+                      downstream ...; ``GROUPS``) that the unit lacks, where the unit has words of the other
+                      side, is turned to each of those words. Why: on the four sets the pair list fired on
+                      41 of 58 direction items; the other 17 said "declined" against "rose", "reduced"
+                      against "increased", "dropped" against "climbed" ... The groups were written from
+                      those misses and general English, so the four sets cannot decide them.
+
+A fifth set (``contrastive_fifth.jsonl``) was written by another helper before round 3 ran, from the third
+set's instructions (direction examples: increased/decreased, rose/fell, north/south, won/lost, before/after,
+east/west, faster/slower, longer/shorter, upstream/downstream, climbed/dropped, beat/lost to, expanded/shrank,
+above/below, higher/lower, earlier/later, and "some not in this list"; some of them are in ``GROUPS``, which
+favours opposite-groups there: the count is reported with the result). The rule is round 1's with the fifth
+set deciding and direction-contrast as the reference: the rise over it more than 0.039 for the weakest claim
+and the mean, no train half more than 0.005 under it; if both pass, the larger rise, on a tie
+negation-statement (fewer edits).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -78,7 +105,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from verifier_agreement import halves, sets  # noqa: E402
 
 from calibration.data import perturb  # noqa: E402
-from calibration.data.pairs import load_contrastive  # noqa: E402
+from calibration.data.pairs import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
 from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges import SingleTurnSample  # noqa: E402
 from judges.data.opposites import DIRECTION_WORD, direction_contrasts, keep_case, opposite  # noqa: E402
@@ -86,10 +113,33 @@ from judges.lm.verifier import Verifier  # noqa: E402
 from judges.lm.verifier_opposites import check_against_opposites  # noqa: E402
 from judges.metrics.rag.verified import sentence_claims  # noqa: E402
 
-WAYS = ("shipped", "direction", "negation", "direction-contrast", "negation-contrast")
-#: Each round's candidates and the set that decides them.
-ROUNDS = ((("direction", "negation"), "contrastive-third"), (("direction-contrast", "negation-contrast"),
-                                                             "contrastive-fourth"))
+WAYS = ("shipped", "direction", "negation", "direction-contrast", "negation-contrast", "negation-statement",
+        "opposite-groups")
+#: Each round's candidates, the set that decides them and the way they must beat.
+ROUNDS = ((("direction", "negation"), "contrastive-third", "shipped"),
+          (("direction-contrast", "negation-contrast"), "contrastive-fourth", "shipped"),
+          (("negation-statement", "opposite-groups"), "contrastive-fifth", "direction-contrast"))
+#: Round 3: a claim in the speaker's own voice (checked on the claim as written; "US" is a country).
+SPEAKER = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|yourself|yourselves)\b",
+                     re.IGNORECASE)
+#: Round 3's direction groups: (one side, the other side), each tense apart so a word is turned to a word of
+#: its own form.
+GROUPS = (
+    ("rose increased grew climbed gained expanded widened improved advanced jumped",
+     "fell decreased dropped declined shrank narrowed worsened retreated reduced slipped sank contracted"),
+    ("rise increase grow climb expand widen improve", "fall decrease drop decline shrink narrow worsen reduce"),
+    ("rises increases grows climbs expands widens improves",
+     "falls decreases drops declines shrinks narrows worsens reduces"),
+    ("rising increasing growing climbing expanding widening improving",
+     "falling decreasing dropping declining shrinking narrowing worsening reducing"),
+    ("upstream", "downstream"), ("uphill", "downhill"), ("arrived", "departed"), ("arrives", "departs"),
+    ("inbound", "outbound"), ("ascended", "descended"),
+)
+_OTHER_SIDE: dict[str, set[str]] = {}
+for _one, _other in GROUPS:
+    for _side, _rest in ((_one, _other), (_other, _one)):
+        _OTHER_SIDE.update((word, set(_rest.split())) for word in _side.split())
+_GROUP_WORD = re.compile(r"\b(" + "|".join(sorted(_OTHER_SIDE, key=len, reverse=True)) + r")\b", re.IGNORECASE)
 RULED = ("begin-wow", "q2", "summeval")
 RISE, TOLERANCE = 0.039, 0.005
 
@@ -124,16 +174,33 @@ def contrast_negations(claim: str, unit: str) -> list[str]:
     return negation_flips(claim)
 
 
+def group_contrasts(claim: str, unit: str) -> list[str]:
+    """Round 3: each group word of the claim that the unit lacks, turned to each word of its other side that
+    the unit has, in the claim's order (``GROUPS``)."""
+    unit_words = set(re.findall(r"\w+", unit.lower()))
+    return [claim[:m.start()] + keep_case(word, m.group(1)) + claim[m.end():] for m in _GROUP_WORD.finditer(claim)
+            if m.group(1).lower() not in unit_words for word in sorted(_OTHER_SIDE[m.group(1).lower()] & unit_words)]
+
+
 def counterfactuals(claim: str, way: str, unit: str) -> list[str]:
-    """The claim's counterfactuals the named way (``unit``: its best evidence unit, for round 2's ways)."""
+    """The claim's counterfactuals the named way (``unit``: its best evidence unit, for rounds 2 and 3)."""
     if way == "shipped":
         return []
     if way in ("direction", "negation"):
         variants = direction_flips(claim) + (negation_flips(claim) if way == "negation" else [])
     else:
-        variants = direction_contrasts(claim, unit) + (contrast_negations(claim, unit)
-                                                       if way == "negation-contrast" else [])
+        variants = direction_contrasts(claim, unit)
+        if way == "opposite-groups":
+            variants += group_contrasts(claim, unit)
+        if way == "negation-contrast" or (way in ("negation-statement", "opposite-groups")
+                                          and not speaks_for_self(claim)):
+            variants += contrast_negations(claim, unit)
     return [v for v in dict.fromkeys(variants) if v != claim]
+
+
+def speaks_for_self(claim: str) -> bool:
+    """Round 3: the claim has a first- or second-person word ("US" in capitals does not count)."""
+    return any(m.group(0) != "US" for m in SPEAKER.finditer(claim))
 
 
 def claim_scores(verifier: Verifier, sample: SingleTurnSample, way: str) -> list[float]:
@@ -145,7 +212,7 @@ def claim_scores(verifier: Verifier, sample: SingleTurnSample, way: str) -> list
 
 
 def contrastive_sets() -> dict[str, list[dict]]:
-    return {f"contrastive-{which}": load_contrastive(which) for which in ("first", "second", "third", "fourth")}
+    return {f"contrastive-{which}": load_contrastive(which) for which in CONTRASTIVE_SETS}
 
 
 def all_sets(summeval_limit: int, contrastive: dict[str, list[dict]]) -> dict[str, tuple[list, list[int]]]:
@@ -193,12 +260,12 @@ def main() -> int:
     for way in WAYS:
         kinds = {k: v for k, v in results[(way, "weakest")].items() if k not in columns}
         print(f"{way} by kind (weakest): " + ", ".join(f"{k} {v:.3f}" for k, v in kinds.items()))
-    for candidates, deciding in ROUNDS:
+    for candidates, deciding, reference in ROUNDS:
         passed = {}
         for way in candidates:
             for score in ("weakest", "mean"):
-                rise = results[(way, score)][f"{deciding} all"] - results[("shipped", score)][f"{deciding} all"]
-                deltas = [results[(way, score)][f"{n} train"] - results[("shipped", score)][f"{n} train"]
+                rise = results[(way, score)][f"{deciding} all"] - results[(reference, score)][f"{deciding} all"]
+                deltas = [results[(way, score)][f"{n} train"] - results[(reference, score)][f"{n} train"]
                           for n in RULED]
                 print(f"{way} {score}: {deciding} {rise:+.4f}; train halves "
                       + ", ".join(f"{n} {d:+.4f}" for n, d in zip(RULED, deltas)))
@@ -208,7 +275,7 @@ def main() -> int:
                 passed[way] = results[(way, "weakest")][f"{deciding} all"]
         chosen = max(passed, key=lambda w: (passed[w], w == candidates[0])) if passed else None
         print(f"-> {' / '.join(candidates)}: "
-              + ("the shipped way stays" if chosen is None else f"{chosen} replaces the shipped way"))
+              + (f"{reference} stays" if chosen is None else f"{chosen} replaces {reference}"))
     return 0
 
 

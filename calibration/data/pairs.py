@@ -352,12 +352,12 @@ def load_q2_wow(limit: int | None = None) -> list[EvidencePair]:
 
 # --- the hand-written contrastive tests (CONTRASTIVE.md) -------------------------------------------------
 
-CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {w: f"contrastive_{w}.jsonl" for w in ("second", "third", "fourth")}
+CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {w: f"contrastive_{w}.jsonl"
+                                                     for w in ("second", "third", "fourth", "fifth")}
 
 
 def load_contrastive(which: str = "first") -> list[dict]:
-    """A hand-written contrastive set ("first" is watched while training; CONTRASTIVE.md says what each later
-    one measures): dicts of ``evidence``, ``response``, ``label`` (1 supported), ``kind``. A TEST only."""
+    """A hand-written set, a TEST only (CONTRASTIVE.md): dicts of evidence, response, label (1 supported), kind."""
     if which not in CONTRASTIVE_SETS:
         raise ValueError(f"load_contrastive: which must be one of {sorted(CONTRASTIVE_SETS)}, got {which!r}")
     lines = (resources.files("calibration.data") / CONTRASTIVE_SETS[which]).read_text(encoding="utf-8").splitlines()
