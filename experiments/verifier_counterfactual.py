@@ -88,6 +88,12 @@ favours opposite-groups there: the count is reported with the result). The rule 
 set deciding and direction-contrast as the reference: the rise over it more than 0.039 for the weakest claim
 and the mean, no train half more than 0.005 under it; if both pass, the larger rise, on a tie
 negation-statement (fewer edits).
+
+Round 3's outcome (2026-11-29): neither passed. On the fifth set negation-statement rose 0.010 over
+direction-contrast (0.8525 -> 0.8625) and opposite-groups 0.016 (0.8681); the speaker rule did what it was
+for (Q2's train half +0.0008, where negation-contrast cost 0.0142), but SummEval's train half fell 0.0069
+with both. The library keeps direction-contrast. Round 3 is the first measurement of direction-contrast on a
+set written after it was chosen: 0.7986 -> 0.8525 on the fifth.
 """
 
 from __future__ import annotations
