@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/verifier_speed.py --runtime torch               # float32 on torch, not ONNX Runtime
     .venv/bin/python benchmarks/verifier_speed.py --top-units 0                 # each claim against every unit
     .venv/bin/python benchmarks/verifier_speed.py --stop-at 0                   # every shortlisted unit scored
+    .venv/bin/python benchmarks/verifier_speed.py --check-opposites off         # no check against opposites
 
 FaithfulnessWithVerifier with sentence claims (no LM), one item at a time as ``evaluate`` scores it, after a
 warm-up of 5 items (the model's load is timed apart). Each set is timed twice: as a run reads it (a text read
@@ -75,10 +76,13 @@ def main() -> int:
                         help="score each claim against its best k units (default %(default)s, as Verifier; 0: all)")
     parser.add_argument("--stop-at", type=float, default=inspect.signature(Verifier).parameters["stop_at"].default,
                         help="stop scoring a claim once a unit reaches this (default %(default)s, as Verifier; 0: never)")
+    parser.add_argument("--check-opposites", default="on", choices=("on", "off"),
+                        help="score a claim against its opposite where the evidence says it the other way round")
     args = parser.parse_args()
     started = time.perf_counter()
     verifier = Verifier(None if args.verifier == EMBEDDED else args.verifier, runtime=args.runtime,
-                        top_units=args.top_units or None, stop_at=args.stop_at or None)
+                        top_units=args.top_units or None, stop_at=args.stop_at or None,
+                        check_opposites=args.check_opposites == "on")
     load = time.perf_counter() - started
     metric = FaithfulnessWithVerifier(verifier=args.verifier)
     metric.model = lambda: verifier  # this Verifier's runtime and settings (the metric names models by string)
@@ -91,7 +95,8 @@ def main() -> int:
                 for s in load_summeval(limit=args.summeval + 5).dataset]
 
     print(f"\nFaithfulnessWithVerifier (sentence claims, no LM), {verifier.name} on {verifier.runtime} "
-          f"({runtime_version(verifier.runtime)}), top_units={verifier.top_units}, stop_at={verifier.stop_at}; "
+          f"({runtime_version(verifier.runtime)}), top_units={verifier.top_units}, stop_at={verifier.stop_at}, "
+          f"check_opposites={verifier.check_opposites}; "
           f"{os.cpu_count()} CPUs; model load {load:.1f} s; torch imported: {'torch' in sys.modules}\n")
     print("| items | n | pairs scored per item (mean) | ms/item median | ms/item p95 | ms/item mean |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -243,6 +243,7 @@ def main() -> int:
                 for name, (_, labels) in data.items()}
     columns = [f"{name} {half}" for name, parts in measured.items() for half in parts]
     results: dict[tuple[str, str], dict[str, float]] = {}
+    weakest_of: dict[tuple[str, str], np.ndarray] = {}
     print(f"{'way':>9} {'score':>8} " + " ".join(f"{c:>22}" for c in columns) + f" {'seconds':>8}", flush=True)
     for way in WAYS:
         by_score: dict[str, dict[str, float]] = {"weakest": {}, "mean": {}}
@@ -252,7 +253,7 @@ def main() -> int:
             per_item = [claim_scores(verifier, sample, way) for sample in samples]
             seconds += time.perf_counter() - started
             y = np.asarray(labels)
-            weakest = np.array([min(s) for s in per_item])
+            weakest = weakest_of[(way, name)] = np.array([min(s) for s in per_item])
             mean = np.array([float(np.mean(s)) for s in per_item])
             for half, indices in measured[name].items():
                 by_score["weakest"][f"{name} {half}"] = roc_auc(y[indices], weakest[indices])
@@ -266,6 +267,11 @@ def main() -> int:
     for way in WAYS:
         kinds = {k: v for k, v in results[(way, "weakest")].items() if k not in columns}
         print(f"{way} by kind (weakest): " + ", ".join(f"{k} {v:.3f}" for k, v in kinds.items()))
+    for way in WAYS[1:]:  # items whose weakest claim the way moved from the shipped way's, of the whole set
+        moved = {name: int(np.sum(np.abs(weakest_of[(way, name)] - weakest_of[("shipped", name)]) > 1e-9))
+                 for name in data}
+        print(f"{way} moved the weakest claim of: "
+              + ", ".join(f"{n} {k} of {len(data[n][1])}" for n, k in moved.items()))
     for candidates, deciding, reference in ROUNDS:
         passed = {}
         for way in candidates:
