@@ -158,9 +158,9 @@ def direction_flips(claim: str) -> list[str]:
 def negation_flips(claim: str) -> list[str]:
     """The claim with each negation removed, one at a time; with none, "not" after each auxiliary."""
     out = []
-    for m in perturb._NEGATED.finditer(claim):
+    for m in perturb.NEGATED.finditer(claim):
         if m.group(1):
-            out.append(claim[:m.start()] + keep_case(perturb._CONTRACTIONS[m.group(1).lower()], m.group(1))
+            out.append(claim[:m.start()] + keep_case(perturb.CONTRACTIONS[m.group(1).lower()], m.group(1))
                        + claim[m.end():])
         else:
             rest = claim[m.end():]
@@ -168,13 +168,13 @@ def negation_flips(claim: str) -> list[str]:
     if out:
         return out
     return [claim[:m.start()] + (m.group(1) or m.group(2)) + " not " + claim[m.end():]
-            for m in perturb._AUXILIARY.finditer(claim)]
+            for m in perturb.AUXILIARY.finditer(claim)]
 
 
 def contrast_negations(claim: str, unit: str) -> list[str]:
     """Round 2: the claim's negations removed when the unit has none; "not" added after its auxiliaries when
     only the unit has one; nothing when the two agree."""
-    claim_negated, unit_negated = bool(perturb._NEGATED.search(claim)), bool(perturb._NEGATED.search(unit))
+    claim_negated, unit_negated = bool(perturb.NEGATED.search(claim)), bool(perturb.NEGATED.search(unit))
     if claim_negated == unit_negated:
         return []
     return negation_flips(claim)

@@ -179,17 +179,17 @@ def swap_name(sentence: str, rng: random.Random, name_pool: Sequence[str], avoid
 
 # --- negation -------------------------------------------------------------------------------------------
 
-_CONTRACTIONS = {"isn't": "is", "aren't": "are", "wasn't": "was", "weren't": "were", "hasn't": "has",
-                 "haven't": "have", "hadn't": "had", "doesn't": "does", "don't": "do", "didn't": "did",
-                 "can't": "can", "cannot": "can", "couldn't": "could", "won't": "will", "wouldn't": "would",
-                 "shouldn't": "should", "mustn't": "must"}
-_NEGATED = re.compile(r"\b(" + "|".join(map(re.escape, _CONTRACTIONS)) + r")\b|\b(not|never)\s+(?!only\b)",
-                      re.IGNORECASE)
+CONTRACTIONS = {"isn't": "is", "aren't": "are", "wasn't": "was", "weren't": "were", "hasn't": "has",
+                "haven't": "have", "hadn't": "had", "doesn't": "does", "don't": "do", "didn't": "did",
+                "can't": "can", "cannot": "can", "couldn't": "could", "won't": "will", "wouldn't": "would",
+                "shouldn't": "should", "mustn't": "must"}
+NEGATED = re.compile(r"\b(" + "|".join(map(re.escape, CONTRACTIONS)) + r")\b|\b(not|never)\s+(?!only\b)",
+                     re.IGNORECASE)
 #: Where "not" can go: after a form of "be" or a modal before any lower-case word, after "has/have/had"
 #: only before a participle ("has not been", not "has not 5,000 inhabitants"). Lower case only, so the
 #: month "May" is never taken for the modal.
-_AUXILIARY = re.compile(r"\b(?:(is|are|was|were|can|could|will|would|should|must|might)\s+(?=[a-z])"
-                        r"|(has|have|had)\s+(?=been\b|[a-z]+(?:ed|en|wn|ne)\b))(?!not\b|never\b)")
+AUXILIARY = re.compile(r"\b(?:(is|are|was|were|can|could|will|would|should|must|might)\s+(?=[a-z])"
+                       r"|(has|have|had)\s+(?=been\b|[a-z]+(?:ed|en|wn|ne)\b))(?!not\b|never\b)")
 _PAST_VERB = re.compile(r"(?<!\bthe )(?<!\ba )(?<!\ban )\b([a-z]{3,}ed)\b")
 _NOT_VERBS = {"hundred", "indeed", "proceed", "succeed", "exceed", "speed", "breed", "bleed", "need",
               "kindred", "sacred", "naked", "wicked", "beloved", "aged", "based", "related", "limited",
@@ -201,17 +201,17 @@ def flip_negation(sentence: str, rng: random.Random) -> str | None:
     "did", "cannot" -> "can") or, when it has none, one added: "not" after an auxiliary ("was built" ->
     "was not built") or "never" before a past-tense verb ("opened" -> "never opened"). "not only" is left
     alone. None when neither applies."""
-    negations = list(_NEGATED.finditer(sentence))
+    negations = list(NEGATED.finditer(sentence))
     if negations:
         match = rng.choice(negations)
         if match.group(1):
-            replacement = keep_case(_CONTRACTIONS[match.group(1).lower()], match.group(1))
+            replacement = keep_case(CONTRACTIONS[match.group(1).lower()], match.group(1))
             return sentence[:match.start()] + replacement + sentence[match.end():]
         rest = sentence[match.end():]
         if match.start() == 0:
             rest = rest[:1].upper() + rest[1:]
         return sentence[:match.start()] + rest
-    auxiliaries = list(_AUXILIARY.finditer(sentence))
+    auxiliaries = list(AUXILIARY.finditer(sentence))
     if auxiliaries:
         match = rng.choice(auxiliaries)
         return sentence[:match.start()] + (match.group(1) or match.group(2)) + " not " + sentence[match.end():]
