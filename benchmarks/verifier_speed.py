@@ -76,8 +76,9 @@ def main() -> int:
                         help="score each claim against its best k units (default %(default)s, as Verifier; 0: all)")
     parser.add_argument("--stop-at", type=float, default=inspect.signature(Verifier).parameters["stop_at"].default,
                         help="stop scoring a claim once a unit reaches this (default %(default)s, as Verifier; 0: never)")
-    parser.add_argument("--check-opposites", default="on", choices=("on", "off"),
-                        help="score a claim against its opposite where the evidence says it the other way round")
+    checked = inspect.signature(Verifier).parameters["check_opposites"].default
+    parser.add_argument("--check-opposites", default="on" if checked else "off", choices=("on", "off"),
+                        help="on: a claim is also scored against its opposite (default %(default)s, as Verifier)")
     args = parser.parse_args()
     started = time.perf_counter()
     verifier = Verifier(None if args.verifier == EMBEDDED else args.verifier, runtime=args.runtime,

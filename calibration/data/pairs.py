@@ -357,7 +357,7 @@ CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {w: f"contrastive_{w}.jsonl"
 
 
 def load_contrastive(which: str = "first") -> list[dict]:
-    """A hand-written set, a TEST only (CONTRASTIVE.md): dicts of evidence, response, label (1 supported), kind."""
+    """A hand-written test set ("first" is watched while training; CONTRASTIVE.md): evidence, response, label, kind."""
     if which not in CONTRASTIVE_SETS:
         raise ValueError(f"load_contrastive: which must be one of {sorted(CONTRASTIVE_SETS)}, got {which!r}")
     lines = (resources.files("calibration.data") / CONTRASTIVE_SETS[which]).read_text(encoding="utf-8").splitlines()
