@@ -121,7 +121,7 @@ from calibration.data import perturb  # noqa: E402
 from calibration.data.pairs import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
 from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges import SingleTurnSample  # noqa: E402
-from judges.data.opposites import DIRECTION_WORD, direction_contrasts, keep_case, opposite  # noqa: E402
+from judges.data.opposites import direction_contrasts, direction_flips, match_case  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 from judges.lm.verifier_opposites import check_against_opposites  # noqa: E402
 from judges.metrics.rag.verified import sentence_claims  # noqa: E402
@@ -157,25 +157,9 @@ RULED = ("begin-wow", "q2", "summeval")
 RISE, TOLERANCE = 0.039, 0.005
 
 
-def direction_flips(claim: str) -> list[str]:
-    """Round 1: the claim with each of its direction words turned to its antonym, one at a time."""
-    return [claim[:m.start()] + opposite(m.group(1)) + claim[m.end():] for m in DIRECTION_WORD.finditer(claim)]
-
-
 def negation_flips(claim: str) -> list[str]:
     """The claim with each negation removed, one at a time; with none, "not" after each auxiliary."""
-    out = []
-    for m in perturb.NEGATED.finditer(claim):
-        if m.group(1):
-            out.append(claim[:m.start()] + keep_case(perturb.CONTRACTIONS[m.group(1).lower()], m.group(1))
-                       + claim[m.end():])
-        else:
-            rest = claim[m.end():]
-            out.append(claim[:m.start()] + (rest[:1].upper() + rest[1:] if m.start() == 0 else rest))
-    if out:
-        return out
-    return [claim[:m.start()] + (m.group(1) or m.group(2)) + " not " + claim[m.end():]
-            for m in perturb.AUXILIARY.finditer(claim)]
+    return perturb.negation_removals(claim) or perturb.negation_insertions(claim)
 
 
 def contrast_negations(claim: str, unit: str) -> list[str]:
@@ -191,12 +175,8 @@ def group_contrasts(claim: str, unit: str) -> list[str]:
     """Round 3: each group word of the claim that the unit lacks, turned to each word of its other side that
     the unit has, in the claim's order (``GROUPS``)."""
     unit_words = set(re.findall(r"\w+", unit.lower()))
-    return [claim[:m.start()] + _cased(word, m.group(1)) + claim[m.end():] for m in _GROUP_WORD.finditer(claim)
+    return [claim[:m.start()] + match_case(word, m.group(1)) + claim[m.end():] for m in _GROUP_WORD.finditer(claim)
             if m.group(1).lower() not in unit_words for word in sorted(_OTHER_SIDE[m.group(1).lower()] & unit_words)]
-
-
-def _cased(word: str, like: str) -> str:
-    return word.upper() if like.isupper() and len(like) > 1 else keep_case(word, like)
 
 
 def counterfactuals(claim: str, way: str, unit: str) -> list[str]:

@@ -23,10 +23,13 @@ from calibration.data.perturb import (
     flip_direction,
     flip_negation,
     names_in,
+    negation_insertions,
+    negation_removals,
     perturbed_pairs,
     swap_name,
     trim_sentence,
 )
+from judges.data.opposites import direction_flips
 
 
 def _have_pairs() -> bool:
@@ -296,6 +299,19 @@ def test_flip_negation_adds_or_removes_one_negation():
     assert flip_negation("She didn't sign the letter.", rng) == "She did sign the letter."
     assert flip_negation("The crew repaired the roof.", rng) == "The crew never repaired the roof."
     assert flip_negation("A cat on a mat.", rng) is None
+
+
+def test_negation_edits_and_direction_flips_list_one_variant_for_each_place():
+    """What ``flip_negation`` / ``flip_direction`` pick one of (and the counterfactual experiment reads whole)."""
+    assert negation_removals("It isn't open and was never sold.") == ["It is open and was never sold.",
+                                                                      "It isn't open and was sold."]
+    assert negation_removals("Not all of it burned.") == ["All of it burned."]
+    assert negation_removals("Not only the roof burned.") == []  # "not only" is left alone
+    assert negation_insertions("The bridge was built and can carry trucks.") == [
+        "The bridge was not built and can carry trucks.", "The bridge was built and can not carry trucks."]
+    assert negation_insertions("The firm has 5,000 staff in May.") == []  # no participle, no modal
+    assert direction_flips("Sales ROSE in the north.") == ["Sales FELL in the north.", "Sales ROSE in the south."]
+    assert direction_flips("The pond was quiet.") == []
 
 
 def test_flip_direction_swaps_one_antonym():

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 
 from calibration.data.compress import compress_sentence
 from judges.data.language import split_sentences
-from judges.data.opposites import DIRECTION_WORD, keep_case, opposite
+from judges.data.opposites import DIRECTION_WORD, direction_flips, keep_case
 
 # --- numbers --------------------------------------------------------------------------------------------
 
@@ -179,42 +179,53 @@ def swap_name(sentence: str, rng: random.Random, name_pool: Sequence[str], avoid
 
 # --- negation -------------------------------------------------------------------------------------------
 
-CONTRACTIONS = {"isn't": "is", "aren't": "are", "wasn't": "was", "weren't": "were", "hasn't": "has",
-                "haven't": "have", "hadn't": "had", "doesn't": "does", "don't": "do", "didn't": "did",
-                "can't": "can", "cannot": "can", "couldn't": "could", "won't": "will", "wouldn't": "would",
-                "shouldn't": "should", "mustn't": "must"}
-NEGATED = re.compile(r"\b(" + "|".join(map(re.escape, CONTRACTIONS)) + r")\b|\b(not|never)\s+(?!only\b)",
+_CONTRACTIONS = {"isn't": "is", "aren't": "are", "wasn't": "was", "weren't": "were", "hasn't": "has",
+                 "haven't": "have", "hadn't": "had", "doesn't": "does", "don't": "do", "didn't": "did",
+                 "can't": "can", "cannot": "can", "couldn't": "could", "won't": "will", "wouldn't": "would",
+                 "shouldn't": "should", "mustn't": "must"}
+NEGATED = re.compile(r"\b(" + "|".join(map(re.escape, _CONTRACTIONS)) + r")\b|\b(not|never)\s+(?!only\b)",
                      re.IGNORECASE)
 #: Where "not" can go: after a form of "be" or a modal before any lower-case word, after "has/have/had"
 #: only before a participle ("has not been", not "has not 5,000 inhabitants"). Lower case only, so the
 #: month "May" is never taken for the modal.
-AUXILIARY = re.compile(r"\b(?:(is|are|was|were|can|could|will|would|should|must|might)\s+(?=[a-z])"
-                       r"|(has|have|had)\s+(?=been\b|[a-z]+(?:ed|en|wn|ne)\b))(?!not\b|never\b)")
+_AUXILIARY = re.compile(r"\b(?:(is|are|was|were|can|could|will|would|should|must|might)\s+(?=[a-z])"
+                        r"|(has|have|had)\s+(?=been\b|[a-z]+(?:ed|en|wn|ne)\b))(?!not\b|never\b)")
 _PAST_VERB = re.compile(r"(?<!\bthe )(?<!\ba )(?<!\ban )\b([a-z]{3,}ed)\b")
 _NOT_VERBS = {"hundred", "indeed", "proceed", "succeed", "exceed", "speed", "breed", "bleed", "need",
               "kindred", "sacred", "naked", "wicked", "beloved", "aged", "based", "related", "limited",
               "united", "talented", "detailed", "advanced", "supposed"}
 
 
-def flip_negation(sentence: str, rng: random.Random) -> str | None:
-    """The sentence with its negation removed ("is not" -> "is", "never won" -> "won", "didn't" ->
-    "did", "cannot" -> "can") or, when it has none, one added: "not" after an auxiliary ("was built" ->
-    "was not built") or "never" before a past-tense verb ("opened" -> "never opened"). "not only" is left
-    alone. None when neither applies."""
-    negations = list(NEGATED.finditer(sentence))
-    if negations:
-        match = rng.choice(negations)
+def negation_removals(sentence: str) -> list[str]:
+    """The sentence with one negation removed ("is not" -> "is", "never won" -> "won", "didn't" -> "did",
+    "cannot" -> "can"), one variant for each of its negations, in order; "not only" is left alone."""
+    out = []
+    for match in NEGATED.finditer(sentence):
         if match.group(1):
-            replacement = keep_case(CONTRACTIONS[match.group(1).lower()], match.group(1))
-            return sentence[:match.start()] + replacement + sentence[match.end():]
+            replacement = keep_case(_CONTRACTIONS[match.group(1).lower()], match.group(1))
+            out.append(sentence[:match.start()] + replacement + sentence[match.end():])
+            continue
         rest = sentence[match.end():]
         if match.start() == 0:
             rest = rest[:1].upper() + rest[1:]
-        return sentence[:match.start()] + rest
-    auxiliaries = list(AUXILIARY.finditer(sentence))
-    if auxiliaries:
-        match = rng.choice(auxiliaries)
-        return sentence[:match.start()] + (match.group(1) or match.group(2)) + " not " + sentence[match.end():]
+        out.append(sentence[:match.start()] + rest)
+    return out
+
+
+def negation_insertions(sentence: str) -> list[str]:
+    """The sentence with "not" after one of its auxiliaries ("was built" -> "was not built"), one variant
+    for each, in order."""
+    return [sentence[:m.start()] + (m.group(1) or m.group(2)) + " not " + sentence[m.end():]
+            for m in _AUXILIARY.finditer(sentence)]
+
+
+def flip_negation(sentence: str, rng: random.Random) -> str | None:
+    """One of the sentence's ``negation_removals`` or, when it has no negation, one of its
+    ``negation_insertions`` or else "never" before a past-tense verb ("opened" -> "never opened"). None when
+    none applies."""
+    variants = negation_removals(sentence) or negation_insertions(sentence)
+    if variants:
+        return rng.choice(variants)
     verbs = [m for m in _PAST_VERB.finditer(sentence) if m.start() > 0 and m.group(1) not in _NOT_VERBS]
     if verbs:
         match = rng.choice(verbs)
@@ -228,11 +239,8 @@ def flip_direction(sentence: str, rng: random.Random) -> str | None:
     """The sentence with one direction word replaced by its antonym (increased/decreased, rose/fell,
     before/after, north/south, east/west, won/lost, larger/smaller, more/less, above/below, first/last,
     older/younger, higher/lower ...), keeping its capitalisation. None when there is none."""
-    matches = list(DIRECTION_WORD.finditer(sentence))
-    if not matches:
-        return None
-    match = rng.choice(matches)
-    return sentence[:match.start()] + opposite(match.group(1)) + sentence[match.end():]
+    flips = direction_flips(sentence)
+    return rng.choice(flips) if flips else None
 
 
 def direction_minimal_pair(evidence: str, rng: random.Random) -> tuple[str, str] | None:

@@ -42,11 +42,22 @@ def keep_case(word: str, like: str) -> str:
     return word[0].upper() + word[1:] if like[:1].isupper() else word
 
 
+def match_case(word: str, like: str) -> str:
+    """``word`` in ``like``'s case: all capitals when ``like`` is (and longer than a letter), else as
+    ``keep_case``."""
+    return word.upper() if like.isupper() and len(like) > 1 else keep_case(word, like)
+
+
 def opposite(word: str) -> str:
     """The opposite of a direction word (``DIRECTION_WORD`` matched it), in its case: "Rose" -> "Fell",
     "NORTH" -> "SOUTH"."""
-    replacement = ANTONYMS[word.lower()]
-    return replacement.upper() if word.isupper() and len(word) > 1 else keep_case(replacement, word)
+    return match_case(ANTONYMS[word.lower()], word)
+
+
+def direction_flips(claim: str) -> list[str]:
+    """The claim with one direction word turned to its opposite, one variant for each of its direction words,
+    in the claim's order (the rule-made training pairs pick one: ``perturb.flip_direction``)."""
+    return [claim[:m.start()] + opposite(m.group(1)) + claim[m.end():] for m in DIRECTION_WORD.finditer(claim)]
 
 
 def _has_word(text: str, word: str) -> bool:
