@@ -26,7 +26,7 @@ their GFLOP/s, against what the two cores can do, says whether the products them
 ``--profile`` adds PyTorch's profiler table of one shipped-loop run (operators by their own CPU time).
 Nothing is written; prints no MLflow run; not run by the tests. Must not read the evaluation sets.
 
-Run 2026-11-29 on the AVX2-only AMD EPYC (docs/verifier.md, "Measured: where a training batch's time goes"):
+Run 2026-11-29 on the AVX2-only AMD EPYC (docs/verifier-experiments.md, "Measured: where a training batch's time goes"):
 the products at 146-178 GFLOP/s, near the cores' peak; the floor 0.81-0.82 of the shipped loop's seconds a
 batch, so ~69 min for ``make verifier`` there: over the hour whatever the loop's overhead; ``compiled`` 1.024
 of the shipped loop, and 34.6 s (compiling) for the first 10 batches against 9.9.

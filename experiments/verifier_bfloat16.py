@@ -3,7 +3,7 @@
     .venv/bin/python experiments/verifier_bfloat16.py --out runs/verifier-bf16          # ~35 min, then ~8 to measure
     .venv/bin/python experiments/verifier_bfloat16.py --out runs/verifier-bf16 --measure-only
 
-``TrainConfig(precision="bfloat16")`` halves a batch's time on a CPU with bfloat16 units (docs/verifier.md,
+``TrainConfig(precision="bfloat16")`` halves a batch's time on a CPU with bfloat16 units (docs/verifier-experiments.md,
 "Measured: bfloat16"), and its curve at 500 batches matched float32's. The candidate here is the whole
 shipped recipe, ``soup_recipe()``, with both parents in bfloat16: the same mixes, seeds, schedule, soup
 weights and temperature. It is measured as every candidate soup is (``verifier_debias.measure``).
@@ -28,7 +28,7 @@ from verifier_debias import train_and_measure  # noqa: E402
 
 from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe  # noqa: E402
 
-#: What seed 1 of the single recipe moved each train-half ROC-AUC by (docs/verifier.md, "Measured: how far
+#: What seed 1 of the single recipe moved each train-half ROC-AUC by (docs/verifier-experiments.md, "Measured: how far
 #: two trainings of the same mix land apart"); the contrastive set is scored whole.
 SEED_DIFFERENCE = {"begin-wow": 0.007, "q2": 0.027, "summeval": 0.002, "contrastive": 0.026}
 

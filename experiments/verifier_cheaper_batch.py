@@ -9,9 +9,9 @@ mix, seed and held-out pairs whatever the batch costs, so its checks along the w
 pairs and on the first hand-written contrastive set, every ``--eval-every`` batches) can be read against
 the shipped first parent's, kept in the shipped manifest. A change that falls behind that curve early is not
 worth a whole soup. The checks are ~400 and 112 pairs: ~0.02 apart is within what a seed moved the soups
-(0.026 on the contrastive set, docs/verifier.md "Measured: how far two trainings ... (seeds)").
+(0.026 on the contrastive set, docs/verifier-experiments.md "Measured: how far two trainings ... (seeds)").
 
-Written 2026-11-29 for runs 6 and 7 of docs/verifier.md ("Measured: minimal pairs ..."), on an AMD EPYC
+Written 2026-11-29 for runs 6 and 7 of docs/verifier-experiments.md ("Measured: minimal pairs ..."), on an AMD EPYC
 without AVX-512, where a probe of the shipped recipe's batches ran at 0.88 s each, so it seemed to
 need ~95 min (run whole later the same day: 84 min).
 """

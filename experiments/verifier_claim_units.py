@@ -18,7 +18,7 @@ finer:
   clauses      each sentence cut further at a comma, semicolon or colon and before "and", "but", "while",
                "although", "whereas", "because", "which" and "who", a piece under 4 words joined to the
                one before it (added after the first run had shown longer claims losing on SummEval, under
-               the same rule; the first run's numbers are in docs/verifier.md)
+               the same rule; the first run's numbers are in docs/verifier-experiments.md)
 
 Sets and halves are the agreement table's (``verifier_agreement.sets`` / ``halves``, seed 0): BEGIN WoW, Q2,
 the first ``--summeval-limit`` SummEval summaries, and the hand-written contrastive set (all of it; 110 of its

@@ -5,7 +5,7 @@
 
 Why: on the hand-written contrastive sets the shipped verifier scores a copy with one direction word flipped
 ("rose" -> "fell") at P 0.44-0.57 on average, near a faithful paraphrase. A one-off probe (2026-11-29, before
-this script; its numbers are in docs/verifier.md) scored each such response and the same response with the
+this script; its numbers are in docs/verifier-experiments.md) scored each such response and the same response with the
 word flipped back, both against the evidence: the flipped-back version scored higher in 100% and 80% of the
 direction items of the first and second set, while a verbatim copy scored higher than its own flip in every
 case. The verifier's absolute probability is blunt there; its *comparison* of two minimal variants is sharp.
@@ -38,7 +38,7 @@ the one with the larger rise of the weakest claim on the third set is taken; on 
 pairs). Test halves and the first two contrastive sets are reported, never used to choose. If neither passes,
 nothing in the library changes.
 
-Round 1 (the two candidates above; its numbers are in docs/verifier.md): neither
+Round 1 (the two candidates above; its numbers are in docs/verifier-experiments.md): neither
 passed. direction rose the third set by 0.021 only: its direction items against the supported ones went
 0.659 -> 0.817, but the supported items scored lower with it (the number and name items, measured against
 the same supported items, fell 0.986 -> 0.957 and 0.983 -> 0.953). negation rose it by 0.070, but Q2's train

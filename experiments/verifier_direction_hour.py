@@ -25,7 +25,7 @@ never used to decide.
 
 Measured the same day: it fails all three: the second set 0.773 -> 0.665, SummEval's train half -0.046 (Q2's
 -0.024, BEGIN WoW's +0.006), the training 63.2 min (parents 27.1 + 35.1 min at 0.90-0.96 s a batch, slower
-than the probe's 0.8) (docs/verifier.md, "Measured: minimal pairs ...", run 5). Not shipped.
+than the probe's 0.8) (docs/verifier-experiments.md, "Measured: minimal pairs ...", run 5). Not shipped.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ minutes here. Test halves and the first set are reported, never used to decide.
 
 Measured the same day: it fails all three: the second set 0.773 -> 0.762, SummEval's train half -0.011,
 the training 60.5 min (58.1 in an earlier run on another machine whose measurements were lost, its curves
-the same to the third decimal) (docs/verifier.md, "Measured: minimal pairs ...", run 4). Not shipped.
+the same to the third decimal) (docs/verifier-experiments.md, "Measured: minimal pairs ...", run 4). Not shipped.
 """
 
 from __future__ import annotations

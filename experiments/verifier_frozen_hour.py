@@ -23,7 +23,7 @@ EPYC without AVX-512). Test halves and the first set are reported, never used to
 
 Run the same day and stopped by hand at batch 1,576 of the first parent (0.455 s a batch): its held-out
 checks were 0.506, 0.594 and 0.629 at batches 500, 1,000 and 1,500, where the shipped first parent's were
-0.715, 0.762 and 0.784 (docs/verifier.md, "Measured: minimal pairs ...", run 6). Never measured against the
+0.715, 0.762 and 0.784 (docs/verifier-experiments.md, "Measured: minimal pairs ...", run 6). Never measured against the
 rule; not shipped.
 """
 

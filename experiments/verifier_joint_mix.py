@@ -112,8 +112,8 @@ runs/verifier-facts2-seed1-s07/model`` still pass the rule below at the alpha it
 against the shipped verifier, as before), SummEval's train half >= 0.735 included, with the two trainings'
 measured times adding up to <= 60 min? If it does, the soup becomes ``make verifier``'s recipe (after a
 second seed of the pair passes too); if not, the shortened first parent costs what the soup gained.
-Its answer (docs/verifier.md): yes, at alpha 0.7 (BEGIN WoW train 0.932, Q2 0.681, contrastive 0.812, SummEval
-train 0.768; 21.8 + 30.6 = 52.4 min). Then (added 2026-11-27 in session 18, before its run) the recipe again
+Its answer (docs/verifier-experiments.md): yes, at alpha 0.7 (BEGIN WoW train 0.932, Q2 0.681, contrastive 0.812,
+SummEval train 0.768; 21.8 + 30.6 = 52.4 min). Then (added 2026-11-27 in session 18, before its run) the recipe again
 with the next seeds, as ``calibration.fitting.verifier_soup.train_soup("runs/verifier-soup-seed1",
 soup_recipe(seed=1))`` trains it (the shipped mix x0.7 seed 1, the changed facts x2 x0.7 seed 2, averaged at the
 recipe's fixed alpha 0.7, the interpolation's grid printed beside it). The question: does the recipe pass the
