@@ -19,14 +19,10 @@ from judges import (
 )
 from judges.data.language import detect_language
 from judges.data.opposites import direction_contrasts
-from judges.lm.verifier import (
-    best_sentence,
-    length_batches,
-    resolve_verifier,
-    shortlist,
-)
+from judges.lm.verifier import resolve_verifier
 from judges.lm.verifier_files import SHIPPED_MANIFEST, SHIPPED_WEIGHTS, load_shipped
 from judges.lm.verifier_onnx import onnx_available, shipped_onnx, shipped_onnx_int8
+from judges.lm.verifier_units import best_sentence, length_batches, shortlist
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")

@@ -30,24 +30,10 @@
   fails, "auto" warns and falls back to torch.
 * **Languages**: the shipped verifier was trained on English pairs only and its vocabulary is English, so it
   covers ``("en",)``; ``languages=`` says what another model covers (``("*",)`` for any).
-* **Long evidence** is split into overlapping chunks of whole sentences; each claim takes the best of those
-  chunks and (``single_sentences=True``, the default) of the evidence's single sentences, and the sentence of
-  that unit sharing most words with the claim is named as its evidence. Single sentences were added because
-  a cross-encoder this small misreads a copied sentence next to others (an exact copy of a chunk's first
-  sentence scored 0.13); on SummEval consistency (test half, docs/verifier.md) the weakest claim's ROC-AUC
-  went from 0.678 (chunks) to 0.764 (chunks and sentences), at about twice the pairs on long evidence;
-  BEGIN WoW's and Q2's test-half rows are unchanged (their knowledge is mostly one sentence).
-* **A shortlist per claim** (``top_units=2``, the default; ``None`` scores every unit): each claim is scored
-  only against the 2 units sharing most of its words, rarer words weighing more (``shortlist``). Chosen by
-  ``experiments/verifier_shortlist.py`` with a rule written before it ran: on SummEval (320 summaries)
-  the weakest claim's ROC-AUC went 0.725 -> 0.746 (train half) and 0.764 -> 0.766 (test half) at 6 pairs a
-  summary instead of 52 (0.086 s instead of 0.466 s on ONNX Runtime); BEGIN WoW's and Q2's halves did not
-  move. A claim sharing no word with any unit is scored against every unit.
-* **Windows of about 128 tokens** (``chunk_tokens``; 160 before 2026-11-26), chosen by
-  ``experiments/verifier_windows.py`` with a rule written before it ran (the fastest setting whose SummEval
-  train half stays within 0.005 of 160 tokens' and BEGIN WoW's and Q2's too): 0.081 s a SummEval summary
-  instead of 0.105 s in the same run (the shortlist's run had timed 160 tokens at 0.086 s); SummEval's train half 0.747 -> 0.755, its test half 0.766 -> 0.754 (reported, not
-  used to choose); BEGIN WoW and Q2 unchanged.
+* **Evidence units** (``judges.lm.verifier_units``, where the rules that chose them and their measurements
+  are): long evidence is cut into overlapping windows of about 128 tokens of whole sentences; each claim is
+  scored against the 2 windows or single sentences sharing most of its words (the shortlist), and the
+  sentence of its best unit sharing most words with it is named as its evidence.
 * **Stopping early** (``stop_at=0.9``, the default since 2026-11-27; ``None`` scores every shortlisted unit):
   each claim is scored against its shortest unit first and against the rest only when that one is under
   ``stop_at``; its probability is then at most ``1 - stop_at`` under the best unit's, and whether it
@@ -70,14 +56,14 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from judges.data.language import split_sentences, tokenize
+from judges.data.language import split_sentences
 from judges.lm import verifier_onnx
 from judges.lm.files import EMBEDDED, folder_digest
 from judges.lm.verifier_files import (
@@ -88,6 +74,7 @@ from judges.lm.verifier_files import (
     supported_column,
 )
 from judges.lm.verifier_opposites import check_against_opposites
+from judges.lm.verifier_units import best_sentence, length_batches, sentence_windows, shortlist
 
 #: The shipped verifier with int8 weights (``Verifier(quantize=True)``; ``verifier_onnx.shipped_onnx_int8``).
 EMBEDDED_INT8 = "embedded-int8"
@@ -280,71 +267,6 @@ class Verifier:
 
     def __repr__(self) -> str:
         return f"Verifier({self.name!r}, languages={list(self.languages)}, runtime={self.runtime!r})"
-
-
-def sentence_windows(split: Sequence[tuple[str, list[str]]], token_counts: Callable[[list[str]], list[int]],
-                     chunk_tokens: int) -> list[tuple[str, list[str]]]:
-    """Each (text, its sentences) cut into windows of whole sentences of about ``chunk_tokens`` tokens (as
-    ``token_counts`` counts them), each window starting at the previous one's last sentence; a text that fits
-    is one window. Each window comes with its sentences (``Verifier.chunks``; the training's summary pairs)."""
-    out = []
-    for text, sentences in split:
-        lengths = token_counts(sentences)
-        if sum(lengths) <= chunk_tokens:
-            out.append((text.strip(), sentences))
-            continue
-        start = 0
-        while start < len(sentences):
-            end, size = start, 0
-            while end < len(sentences) and (end == start or size + lengths[end] <= chunk_tokens):
-                size += lengths[end]
-                end += 1
-            out.append((" ".join(sentences[start:end]), sentences[start:end]))
-            if end >= len(sentences):
-                break
-            start = end - 1 if end - 1 > start else end
-    return [(chunk, sentences) for chunk, sentences in out if chunk]
-
-
-def length_batches(lengths: Sequence[int], size: int, ratio: float) -> list[list[int]]:
-    """Positions of ``lengths`` in batches of up to ``size``, shortest first, a batch closed when the next
-    length is over ``ratio`` times its first: padding each batch to its longest then wastes at most about
-    ``ratio - 1`` of its tokens, at the cost of more, smaller batches."""
-    batches: list[list[int]] = []
-    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
-        if not batches or len(batches[-1]) >= size or lengths[i] > ratio * lengths[batches[-1][0]]:
-            batches.append([])
-        batches[-1].append(i)
-    return batches
-
-
-def shortlist(units: Sequence[str], claims: Sequence[str], k: int) -> list[list[int]]:
-    """Per claim, the indices of the ``k`` units sharing most of its words, each word weighted by how rare it
-    is among the units (log(1 + units / units holding it)); among equals the shorter unit, then the earlier.
-    A claim sharing no word with any unit gets every unit: nothing to rank them by."""
-    vocab = [set(tokenize(unit)) for unit in units]
-    held: dict[str, int] = {}
-    for words in vocab:
-        for word in words:
-            held[word] = held.get(word, 0) + 1
-    out = []
-    for claim in claims:
-        weight = {w: float(np.log1p(len(units) / held[w])) for w in set(tokenize(claim)) if w in held}
-        if not weight:
-            out.append(list(range(len(units))))
-            continue
-        ranked = sorted(range(len(units)), key=lambda j: (-sum(weight[w] for w in vocab[j] & weight.keys()),
-                                                          len(units[j]), j))
-        out.append(sorted(ranked[:k]))
-    return out
-
-
-def best_sentence(text: str, claim: str, sentences: Sequence[str] | None = None) -> str:
-    """The sentence of ``text`` (its ``sentences`` when already split) sharing most words with ``claim`` (the
-    first among equals)."""
-    words = set(tokenize(claim))
-    sentences = sentences or split_sentences(text) or [text]
-    return max(sentences, key=lambda s: len(words & set(tokenize(s))))
 
 
 def _int8(model):
