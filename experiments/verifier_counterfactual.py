@@ -24,7 +24,7 @@ with no counterfactual keeps ``p``.
   (at most ``MAX_OPPOSITES``, 4, counterfactuals a claim, in the order above)
 
 Sets and halves are the agreement table's (``verifier_agreement.sets`` / ``halves``, seed 0): BEGIN WoW, Q2,
-the first ``--summeval-limit`` SummEval summaries, plus the five hand-written contrastive sets, each whole.
+the first ``--summeval-limit`` SummEval summaries, plus the six hand-written contrastive sets, each whole.
 Item scores as the agreement table's: the weakest claim's and the mean over the response's sentences.
 
 The rule, written before this script first ran (after only the probe above, on the first and second sets):
@@ -97,11 +97,36 @@ with both. The library keeps direction-contrast. Round 3 is the first measuremen
 set written after it was chosen: 0.7986 -> 0.8525 on the fifth. On the fifth set's 15 direction items (each
 response against its whole evidence) the pair list fires on 11 and the groups on 3 (the script prints it).
 
-After the rounds the script prints, for the shipped way and direction-contrast, each contrastive set's ROC-AUC
-(the weakest claim) with a bootstrap 95% CI, and the third, fourth and fifth sets pooled (the sets that did
-not prompt the check). Before the rounds' verdicts it prints, for every way and ruled train half, what the way
-changed there (items moved by label, how far their weakest claim fell, claims given a negation toggle, with
-"not" added, in the speaker's own voice): on Q2's train half negation-contrast moved 58 of 496 items (40
+Round 4, written after round 3 and before it ran (2026-11-29); its reference is direction-contrast:
+
+  negation-evidence   direction-contrast, plus a negation check against the claim's best sentence (the
+                      sentence of its best unit sharing most words with it, which the feedback names), not
+                      its unit. Where exactly one of the two has a negation (``perturb.NEGATED``: not, never,
+                      n't; not "no") and the claim is not in the speaker's own voice, that side loses it, each
+                      negation removed in turn: a negated claim is scored without it, a claim without one is
+                      scored against the sentence without it, and the claim keeps min(p, sigmoid(logit
+                      P(claim | sentence) - max logit P(rival))). Why: round 3's SummEval toggles all added
+                      "not" for a negation elsewhere in a multi-sentence unit, and "not" cannot be added to a
+                      claim with no auxiliary ("played" -> "did not play" needs the verb's lemma), while the
+                      evidence sentence's "not" can always be removed ("did not play" -> "did play").
+
+A one-off probe of this design (not kept) read the five earlier sets and the three train halves before this
+rule was written, so none of them can decide it: weakest claim, against direction-contrast, the sets +0.012,
++0.064, +0.094, +0.031, +0.027 (first to fifth); train halves BEGIN WoW +0.0003, Q2 -0.0003, SummEval
+-0.0029. A sixth set (``contrastive_sixth.jsonl``) was asked of another helper before this round ran, from the
+fifth set's instructions, told nothing of the method; its prompt asked, in addition, for negations of varied
+grammar (with auxiliaries, with do-support, with no / never / no longer), which this engineer wrote knowing
+the method (it handles do-support; "no" and "no longer" it does not see). The rule is round 3's with the
+sixth set deciding: the rise over direction-contrast more than 0.039 for the weakest claim and the mean, no
+train half more than 0.005 under it. If it passes, ``Verifier(check_opposites=True)`` gains the negation
+check; if not, nothing in the library changes.
+
+After the rounds the script prints, for the shipped way, direction-contrast and negation-evidence, each
+contrastive set's ROC-AUC
+(the weakest claim) with a bootstrap 95% CI, and the third set on pooled (the sets that did not prompt the
+direction check). Before the rounds' verdicts it prints, for every way and ruled train half, what the way
+changed there (items moved by label, how far their weakest claim fell, claims given a negation toggle, those
+without a negation, those in the speaker's own voice): on Q2's train half negation-contrast moved 58 of 496 items (40
 supported) and toggled 114 claims, 109 of them in the speaker's own voice (the count behind round 3's speaker
 rule, first made by hand); on SummEval's, negation-statement moved 5 of 159, all supported, by 0.23-0.37,
 and each of its 17 toggles added "not" (why round 3 failed).
@@ -128,15 +153,16 @@ from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges import SingleTurnSample  # noqa: E402
 from judges.data.opposites import direction_contrasts, direction_flips, match_case  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
-from judges.lm.verifier_opposites import check_against_opposites  # noqa: E402
+from judges.lm.verifier_opposites import MAX_OPPOSITES, check_against_opposites, logit  # noqa: E402
 from judges.metrics.rag.verified import sentence_claims  # noqa: E402
 
 WAYS = ("shipped", "direction", "negation", "direction-contrast", "negation-contrast", "negation-statement",
-        "opposite-groups")
+        "opposite-groups", "negation-evidence")
 #: Each round's candidates, the set that decides them and the way they must beat.
 ROUNDS = ((("direction", "negation"), "contrastive-third", "shipped"),
           (("direction-contrast", "negation-contrast"), "contrastive-fourth", "shipped"),
-          (("negation-statement", "opposite-groups"), "contrastive-fifth", "direction-contrast"))
+          (("negation-statement", "opposite-groups"), "contrastive-fifth", "direction-contrast"),
+          (("negation-evidence",), "contrastive-sixth", "direction-contrast"))
 #: Round 3: a claim in the speaker's own voice (checked on the claim as written; "US" is a country).
 SPEAKER = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|yourself|yourselves)\b",
                      re.IGNORECASE)
@@ -200,6 +226,32 @@ def counterfactuals(claim: str, way: str, unit: str) -> list[str]:
     return [v for v in dict.fromkeys(variants) if v != claim]
 
 
+def sentence_rivals(claim: str, sentence: str) -> list[tuple[str, str]]:
+    """Round 4: where exactly one of the claim and its best sentence has a negation, (evidence, claim) pairs
+    with that side's negations removed, one at a time; none for a claim in the speaker's own voice."""
+    claim_negated, sentence_negated = bool(perturb.NEGATED.search(claim)), bool(perturb.NEGATED.search(sentence))
+    if claim_negated == sentence_negated or speaks_for_self(claim):
+        return []
+    if claim_negated:
+        return [(sentence, c) for c in dict.fromkeys(perturb.negation_removals(claim)) if c != claim]
+    return [(s, claim) for s in dict.fromkeys(perturb.negation_removals(sentence)) if s != sentence]
+
+
+def check_against_sentence(rows: list[dict], probabilities) -> None:
+    """Round 4: each row whose claim has ``sentence_rivals`` keeps min(p, sigmoid(logit P(claim | its best
+    sentence) - max logit P(rival))), every row's pairs in one call."""
+    rivals = [sentence_rivals(row["claim"], row["sentence"])[:MAX_OPPOSITES] for row in rows]
+    wanted = [pair for row, mine in zip(rows, rivals) if mine for pair in [(row["sentence"], row["claim"])] + mine]
+    if not wanted:
+        return
+    scored = iter(probabilities(wanted))
+    for row, mine in zip(rows, rivals):
+        if mine:
+            own, found = float(next(scored)), max(float(next(scored)) for _ in mine)
+            margin = logit(own) - logit(found)
+            row["probability"] = min(row["probability"], float(np.exp(-np.logaddexp(0.0, -margin))))
+
+
 def speaks_for_self(claim: str) -> bool:
     """Round 3: the claim has a first- or second-person word ("US" in capitals does not count)."""
     return any(m.group(0) != "US" for m in SPEAKER.finditer(claim))
@@ -211,14 +263,18 @@ def claim_rows(verifier: Verifier, sample: SingleTurnSample, way: str) -> list[d
     way's edits)."""
     rows = verifier.support(sample.retrieved_contexts, sentence_claims(sample.response))
     check_against_opposites(rows, verifier.probabilities, lambda claim, unit: counterfactuals(claim, way, unit))
+    if way == "negation-evidence":
+        check_against_sentence(rows, verifier.probabilities)
     return rows
 
 
 def toggle_counts(way: str, items: list[list[dict]]) -> tuple[int, int, int]:
-    """Of ``items``' claims, how many the way gave a negation toggle among their counterfactuals, how many of
-    those had "not" added (the claim had no negation), and how many speak for the speaker (``SPEAKER``)."""
+    """Of ``items``' claims, how many the way gave a negation toggle (among their counterfactuals; round 4:
+    ``sentence_rivals``), how many of those had no negation (so "not" was added, or in round 4 removed from
+    the sentence), and how many speak for the speaker (``SPEAKER``)."""
     toggled = [row["claim"] for rows in items for row in rows
-               if set(counterfactuals(row["claim"], way, row["chunk"])) & set(negation_flips(row["claim"]))]
+               if set(counterfactuals(row["claim"], way, row["chunk"])) & set(negation_flips(row["claim"]))
+               or (way == "negation-evidence" and sentence_rivals(row["claim"], row["sentence"]))]
     return (len(toggled), sum(not perturb.NEGATED.search(c) for c in toggled),
             sum(speaks_for_self(c) for c in toggled))
 
@@ -233,8 +289,8 @@ def train_half_changes(way: str, name: str, items: list[list[dict]], labels: lis
     return (f"{way} on {name}'s train half ({len(train)}): moved {len(moved)} items "
             f"({sum(labels[i] for i in moved)} supported, {sum(1 - labels[i] for i in moved)} not"
             + (f"; weakest claim lowered {min(falls):.2f}-{max(falls):.2f}" if falls else "")
-            + f"); a negation toggle for {toggled} claims ({added} with \"not\" added, {speaker} in the speaker's"
-            " own voice)")
+            + f"); a negation toggle for {toggled} claims ({added} of them without a negation, {speaker} in the"
+            " speaker's own voice)")
 
 
 def contrastive_sets() -> dict[str, list[dict]]:
@@ -320,10 +376,11 @@ def main() -> int:
         print(f"{name}: of {len(directions)} direction items (against the whole evidence) the pair list fires on "
               f"{sum(bool(direction_contrasts(r['response'], r['evidence'])) for r in directions)}, the groups on "
               f"{sum(bool(group_contrasts(r['response'], r['evidence'])) for r in directions)}")
-    clean = [name for name in contrastive if name.split("-")[1] in ("third", "fourth", "fifth")]
-    for way in ("shipped", "direction-contrast"):
+    clean = [name for name in contrastive if name.split("-")[1] not in ("first", "second")]
+    pooled = "+".join(n.split("-")[1] for n in clean)
+    for way in ("shipped", "direction-contrast", "negation-evidence"):
         parts = [(name, weakest_of[(way, name)], data[name][1]) for name in contrastive]
-        parts.append(("third+fourth+fifth", np.concatenate([weakest_of[(way, n)] for n in clean]),
+        parts.append((pooled, np.concatenate([weakest_of[(way, n)] for n in clean]),
                       [label for n in clean for label in data[n][1]]))
         print(f"{way}, ROC-AUC of the weakest claim [bootstrap 95% CI, 1,000 resamples, seed 0]: " + ", ".join(
             f"{name} {_roc_interval(labels, scores)}" for name, scores, labels in parts))

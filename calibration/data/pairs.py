@@ -353,7 +353,7 @@ def load_q2_wow(limit: int | None = None) -> list[EvidencePair]:
 # --- the hand-written contrastive tests (CONTRASTIVE.md) -------------------------------------------------
 
 CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {w: f"contrastive_{w}.jsonl"
-                                                     for w in ("second", "third", "fourth", "fifth")}
+                                                     for w in ("second", "third", "fourth", "fifth", "sixth")}
 
 
 def load_contrastive(which: str = "first") -> list[dict]:

@@ -32,7 +32,8 @@ from judges.data.opposites import direction_contrasts
 MAX_OPPOSITES = 4
 
 
-def _logit(p: float) -> float:
+def logit(p: float) -> float:
+    """log(p / (1 - p)), p kept within [1e-6, 1 - 1e-6]."""
     p = min(max(p, 1e-6), 1 - 1e-6)
     return float(np.log(p) - np.log1p(-p))
 
@@ -55,6 +56,6 @@ def check_against_opposites(rows: list[dict[str, Any]],
             continue
         found = [float(next(scored)) for _ in mine]
         likeliest = max(range(len(mine)), key=lambda k: (found[k], -k))
-        margin = _logit(row["probability"]) - _logit(found[likeliest])
+        margin = logit(row["probability"]) - logit(found[likeliest])
         row["probability"] = min(row["probability"], float(np.exp(-np.logaddexp(0.0, -margin))))
         row["opposite"], row["opposite_probability"] = mine[likeliest], found[likeliest]
