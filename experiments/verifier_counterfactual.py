@@ -1,6 +1,6 @@
 """Does the verifier judge a claim better against its own opposite than alone (a counterfactual check)?
 
-    .venv/bin/python experiments/verifier_counterfactual.py                  # ~8 min on 2 cores
+    .venv/bin/python experiments/verifier_counterfactual.py                  # ~11 min on 2 cores
     .venv/bin/python experiments/verifier_counterfactual.py --summeval-limit 80
 
 Why: on the hand-written contrastive sets the shipped verifier scores a copy with one direction word flipped
@@ -120,6 +120,15 @@ the method (it handles do-support; "no" and "no longer" it does not see). The ru
 sixth set deciding: the rise over direction-contrast more than 0.039 for the weakest claim and the mean, no
 train half more than 0.005 under it. If it passes, ``Verifier(check_opposites=True)`` gains the negation
 check; if not, nothing in the library changes.
+
+Round 4's outcome (2026-11-29): it did not pass. On the sixth set negation-evidence rose 0.0511 over
+direction-contrast for the weakest claim and the mean alike (0.8161 -> 0.8672), and the weakest claim's train
+halves held (BEGIN WoW +0.0004, Q2 -0.0004, SummEval -0.0029), but the mean's SummEval train half fell
+0.0154 (0.7743 -> 0.7589; its test half 0.7613 -> 0.7443): of the 27 SummEval train claims it checked, all
+had no negation while their best sentence had one, and a claim restating another part of a long sentence
+is scored about alike against the sentence and against it without its "not", so min(p, sigmoid(margin))
+caps it near 0.5. The library keeps direction-contrast. Round 4 is the first measurement of direction-
+contrast on the sixth set: 0.7817 -> 0.8161.
 
 After the rounds the script prints, for the shipped way, direction-contrast and negation-evidence, each
 contrastive set's ROC-AUC
