@@ -130,6 +130,18 @@ is scored about alike against the sentence and against it without its "not", so 
 caps it near 0.5. The library keeps direction-contrast. Round 4 is the first measurement of direction-
 contrast on the sixth set: 0.7817 -> 0.8161.
 
+Round 5, written after round 4 and before it ran (2026-11-29); reference direction-contrast:
+
+  negation-odds       negation-evidence with the odds form: the claim keeps sigmoid(logit p + min(0, margin)),
+                      margin = logit P(claim | sentence) - max logit P(rival), so a claim the sentence and its
+                      negation-free copy support alike stays as it was, where min(p, sigmoid(margin)) capped it
+                      near 0.5 (round 4's SummEval mean). The form was chosen after a one-off probe read round
+                      4's output and every set: sets +0.009 to +0.090 (sixth +0.026); train halves within
+                      0.0008; SummEval's test half -0.0071 (weakest) and -0.0046 (mean).
+
+A seventh set (``contrastive_seventh.jsonl``) was asked of another helper before this round ran, with the
+sixth set's prompt. The rule is round 4's with the seventh set deciding.
+
 After the rounds the script prints, for the shipped way, direction-contrast and negation-evidence, each
 contrastive set's ROC-AUC
 (the weakest claim) with a bootstrap 95% CI, and the third set on pooled (the sets that did not prompt the
@@ -166,12 +178,13 @@ from judges.lm.verifier_opposites import MAX_OPPOSITES, check_against_opposites,
 from judges.metrics.rag.verified import sentence_claims  # noqa: E402
 
 WAYS = ("shipped", "direction", "negation", "direction-contrast", "negation-contrast", "negation-statement",
-        "opposite-groups", "negation-evidence")
+        "opposite-groups", "negation-evidence", "negation-odds")
 #: Each round's candidates, the set that decides them and the way they must beat.
 ROUNDS = ((("direction", "negation"), "contrastive-third", "shipped"),
           (("direction-contrast", "negation-contrast"), "contrastive-fourth", "shipped"),
           (("negation-statement", "opposite-groups"), "contrastive-fifth", "direction-contrast"),
-          (("negation-evidence",), "contrastive-sixth", "direction-contrast"))
+          (("negation-evidence",), "contrastive-sixth", "direction-contrast"),
+          (("negation-odds",), "contrastive-seventh", "direction-contrast"))
 #: Round 3: a claim in the speaker's own voice (checked on the claim as written; "US" is a country).
 SPEAKER = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|yourself|yourselves)\b",
                      re.IGNORECASE)
@@ -246,9 +259,10 @@ def sentence_rivals(claim: str, sentence: str) -> list[tuple[str, str]]:
     return [(s, claim) for s in dict.fromkeys(perturb.negation_removals(sentence)) if s != sentence]
 
 
-def check_against_sentence(rows: list[dict], probabilities) -> None:
-    """Round 4: each row whose claim has ``sentence_rivals`` keeps min(p, sigmoid(logit P(claim | its best
-    sentence) - max logit P(rival))), every row's pairs in one call."""
+def check_against_sentence(rows: list[dict], probabilities, odds: bool = False) -> None:
+    """Round 4: each row whose claim has ``sentence_rivals`` keeps min(p, sigmoid(margin)), margin = logit
+    P(claim | its best sentence) - max logit P(rival); round 5 (``odds``): sigmoid(logit p + min(0, margin)).
+    Every row's pairs in one call."""
     rivals = [sentence_rivals(row["claim"], row["sentence"])[:MAX_OPPOSITES] for row in rows]
     wanted = [pair for row, mine in zip(rows, rivals) if mine for pair in [(row["sentence"], row["claim"])] + mine]
     if not wanted:
@@ -258,6 +272,8 @@ def check_against_sentence(rows: list[dict], probabilities) -> None:
         if mine:
             own, found = float(next(scored)), max(float(next(scored)) for _ in mine)
             margin = logit(own) - logit(found)
+            if odds:
+                margin = logit(row["probability"]) + min(0.0, margin)
             row["probability"] = min(row["probability"], float(np.exp(-np.logaddexp(0.0, -margin))))
 
 
@@ -272,8 +288,8 @@ def claim_rows(verifier: Verifier, sample: SingleTurnSample, way: str) -> list[d
     way's edits)."""
     rows = verifier.support(sample.retrieved_contexts, sentence_claims(sample.response))
     check_against_opposites(rows, verifier.probabilities, lambda claim, unit: counterfactuals(claim, way, unit))
-    if way == "negation-evidence":
-        check_against_sentence(rows, verifier.probabilities)
+    if way in ("negation-evidence", "negation-odds"):
+        check_against_sentence(rows, verifier.probabilities, odds=way == "negation-odds")
     return rows
 
 
@@ -283,7 +299,7 @@ def toggle_counts(way: str, items: list[list[dict]]) -> tuple[int, int, int]:
     the sentence), and how many speak for the speaker (``SPEAKER``)."""
     toggled = [row["claim"] for rows in items for row in rows
                if set(counterfactuals(row["claim"], way, row["chunk"])) & set(negation_flips(row["claim"]))
-               or (way == "negation-evidence" and sentence_rivals(row["claim"], row["sentence"]))]
+               or (way in ("negation-evidence", "negation-odds") and sentence_rivals(row["claim"], row["sentence"]))]
     return (len(toggled), sum(not perturb.NEGATED.search(c) for c in toggled),
             sum(speaks_for_self(c) for c in toggled))
 
@@ -387,7 +403,7 @@ def main() -> int:
               f"{sum(bool(group_contrasts(r['response'], r['evidence'])) for r in directions)}")
     clean = [name for name in contrastive if name.split("-")[1] not in ("first", "second")]
     pooled = "+".join(n.split("-")[1] for n in clean)
-    for way in ("shipped", "direction-contrast", "negation-evidence"):
+    for way in ("shipped", "direction-contrast", "negation-evidence", "negation-odds"):
         parts = [(name, weakest_of[(way, name)], data[name][1]) for name in contrastive]
         parts.append((pooled, np.concatenate([weakest_of[(way, n)] for n in clean]),
                       [label for n in clean for label in data[n][1]]))

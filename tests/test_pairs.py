@@ -464,7 +464,7 @@ def test_as_reply_dresses_a_claim_without_changing_its_words():
 
 # --- the contrastive test set ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("which", ["first", "second", "third", "fourth", "fifth", "sixth"])
+@pytest.mark.parametrize("which", ["first", "second", "third", "fourth", "fifth", "sixth", "seventh"])
 def test_contrastive_set_is_balanced_and_typed(which):
     items = P.load_contrastive(which)
     labels = Counter(item["label"] for item in items)
@@ -483,7 +483,7 @@ def test_contrastive_set_is_balanced_and_typed(which):
 
 def test_the_contrastive_sets_share_no_evidence_and_a_wrong_name_is_refused():
     sets = [{item["evidence"] for item in P.load_contrastive(which)} for which in P.CONTRASTIVE_SETS]
-    assert len(sets) == 6
+    assert len(sets) == 7
     assert all(sets) and not any(a & b for i, a in enumerate(sets) for b in sets[i + 1:])
     with pytest.raises(ValueError, match="which must be one of"):
-        P.load_contrastive("seventh")
+        P.load_contrastive("eighth")

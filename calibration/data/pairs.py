@@ -352,8 +352,8 @@ def load_q2_wow(limit: int | None = None) -> list[EvidencePair]:
 
 # --- the hand-written contrastive tests (CONTRASTIVE.md) -------------------------------------------------
 
-CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {w: f"contrastive_{w}.jsonl"
-                                                     for w in ("second", "third", "fourth", "fifth", "sixth")}
+CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
+    w: f"contrastive_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh")}
 
 
 def load_contrastive(which: str = "first") -> list[dict]:
