@@ -1,6 +1,6 @@
 """Does the verifier judge a claim better against its own opposite than alone (a counterfactual check)?
 
-    .venv/bin/python experiments/verifier_counterfactual.py                  # ~11 min on 2 cores
+    .venv/bin/python experiments/verifier_counterfactual.py                  # ~13 min on 2 cores
     .venv/bin/python experiments/verifier_counterfactual.py --summeval-limit 80
 
 Why: on the hand-written contrastive sets the shipped verifier scores a copy with one direction word flipped
@@ -142,7 +142,11 @@ Round 5, written after round 4 and before it ran (2026-11-29); reference directi
 A seventh set (``contrastive_seventh.jsonl``) was asked of another helper before this round ran, with the
 sixth set's prompt. The rule is round 4's with the seventh set deciding.
 
-After the rounds the script prints, for the shipped way, direction-contrast and negation-evidence, each
+Round 5's outcome (2026-11-29): it did not pass. The seventh set rose 0.0144 (0.8867 -> 0.9011, the weakest
+claim and the mean alike), under the 0.039 asked; the train halves held (weakest: BEGIN WoW -0.0003, Q2
++0.0008, SummEval +0.0000). The library keeps direction-contrast: on the seventh set 0.8375 -> 0.8867.
+
+After the rounds the script prints, for the shipped way, direction-contrast and rounds 4 and 5's ways, each
 contrastive set's ROC-AUC
 (the weakest claim) with a bootstrap 95% CI, and the third set on pooled (the sets that did not prompt the
 direction check). Before the rounds' verdicts it prints, for every way and ruled train half, what the way
