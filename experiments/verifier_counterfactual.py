@@ -24,7 +24,7 @@ with no counterfactual keeps ``p``.
   (at most ``MAX_OPPOSITES``, 4, counterfactuals a claim, in the order above)
 
 Sets and halves are the agreement table's (``verifier_agreement.sets`` / ``halves``, seed 0): BEGIN WoW, Q2,
-the first ``--summeval-limit`` SummEval summaries, plus the six hand-written contrastive sets, each whole.
+the first ``--summeval-limit`` SummEval summaries, plus the seven hand-written contrastive sets, each whole.
 Item scores as the agreement table's: the weakest claim's and the mean over the response's sentences.
 
 The rule, written before this script first ran (after only the probe above, on the first and second sets):
@@ -147,14 +147,13 @@ claim and the mean alike), under the 0.039 asked; the train halves held (weakest
 +0.0008, SummEval +0.0000). The library keeps direction-contrast: on the seventh set 0.8375 -> 0.8867.
 
 After the rounds the script prints, for the shipped way, direction-contrast and rounds 4 and 5's ways, each
-contrastive set's ROC-AUC
-(the weakest claim) with a bootstrap 95% CI, and the third set on pooled (the sets that did not prompt the
-direction check). Before the rounds' verdicts it prints, for every way and ruled train half, what the way
-changed there (items moved by label, how far their weakest claim fell, claims given a negation toggle, those
-without a negation, those in the speaker's own voice): on Q2's train half negation-contrast moved 58 of 496 items (40
-supported) and toggled 114 claims, 109 of them in the speaker's own voice (the count behind round 3's speaker
-rule, first made by hand); on SummEval's, negation-statement moved 5 of 159, all supported, by 0.23-0.37,
-and each of its 17 toggles added "not" (why round 3 failed).
+contrastive set's ROC-AUC (the weakest claim) with a bootstrap 95% CI, and the third set on pooled (the sets
+that did not prompt the direction check). Before the rounds' verdicts it prints, for every way and ruled train
+half, what the way changed there (items moved by label, how far their weakest claim fell, claims given a
+negation toggle, those without a negation, those in the speaker's own voice): on Q2's train half
+negation-contrast moved 58 of 496 items (40 supported) and toggled 114 claims, 109 of them in the speaker's
+own voice (the count behind round 3's speaker rule, first made by hand); on SummEval's, negation-statement
+moved 5 of 159, all supported, by 0.23-0.37, and each of its 17 toggles added "not" (why round 3 failed).
 """
 
 from __future__ import annotations
@@ -298,9 +297,9 @@ def claim_rows(verifier: Verifier, sample: SingleTurnSample, way: str) -> list[d
 
 
 def toggle_counts(way: str, items: list[list[dict]]) -> tuple[int, int, int]:
-    """Of ``items``' claims, how many the way gave a negation toggle (among their counterfactuals; round 4:
-    ``sentence_rivals``), how many of those had no negation (so "not" was added, or in round 4 removed from
-    the sentence), and how many speak for the speaker (``SPEAKER``)."""
+    """Of ``items``' claims, how many the way gave a negation toggle (among their counterfactuals; rounds 4
+    and 5: ``sentence_rivals``), how many of those had no negation (so "not" was added, or in rounds 4 and 5
+    removed from the sentence), and how many speak for the speaker (``SPEAKER``)."""
     toggled = [row["claim"] for rows in items for row in rows
                if set(counterfactuals(row["claim"], way, row["chunk"])) & set(negation_flips(row["claim"]))
                or (way in ("negation-evidence", "negation-odds") and sentence_rivals(row["claim"], row["sentence"]))]
