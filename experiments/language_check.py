@@ -21,6 +21,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from verifier_agreement import sets  # noqa: E402
 
 from calibration.data import pairs  # noqa: E402
+from calibration.data.contrastive import load_contrastive  # noqa: E402
 from calibration.data.loaders import load_begin, load_summeval  # noqa: E402
 from judges.data.language import detect_language  # noqa: E402
 
@@ -35,7 +36,7 @@ def texts() -> dict[str, list[str]]:
         out["summeval"] += [s.response, *s.reference_contexts]
     for p in pairs.load_q2_wow():
         out["q2"] += [p.claim, p.evidence]
-    for r in pairs.load_contrastive():
+    for r in load_contrastive():
         out["contrastive"] += [r["response"], r["evidence"]]
     for name in SOURCES:
         for p in getattr(pairs, f"load_{name}")(limit=3000):

@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from calibration.agreement.stats import agreement  # noqa: E402
 from calibration.data.loaders import load_begin, load_summeval  # noqa: E402
-from calibration.data.pairs import load_contrastive, load_q2_wow  # noqa: E402
+from calibration.data.contrastive import load_contrastive  # noqa: E402
+from calibration.data.pairs import load_q2_wow  # noqa: E402
 from calibration.fitting.calibrators import Calibrator  # noqa: E402
 from calibration.fitting.heldout import best_threshold, hard_item_positions  # noqa: E402
 from calibration.fitting.signals import FEATURES  # noqa: E402

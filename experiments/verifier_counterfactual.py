@@ -172,7 +172,7 @@ from verifier_agreement import halves, sets  # noqa: E402
 
 from calibration.agreement.stats import agreement  # noqa: E402
 from calibration.data import perturb  # noqa: E402
-from calibration.data.pairs import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
+from calibration.data.contrastive import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
 from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges import SingleTurnSample  # noqa: E402
 from judges.data.opposites import direction_contrasts, direction_flips, match_case  # noqa: E402

@@ -14,6 +14,7 @@ from collections import Counter
 import pytest
 
 from calibration.data import pairs as P
+from calibration.data.contrastive import CONTRASTIVE_SETS, load_contrastive
 from calibration.data.compress import compress_sentence, cut_tail, drop_age, drop_opening
 from calibration.data.perturb import (
     REPLY_OPENINGS,
@@ -466,7 +467,7 @@ def test_as_reply_dresses_a_claim_without_changing_its_words():
 
 @pytest.mark.parametrize("which", ["first", "second", "third", "fourth", "fifth", "sixth", "seventh"])
 def test_contrastive_set_is_balanced_and_typed(which):
-    items = P.load_contrastive(which)
+    items = load_contrastive(which)
     labels = Counter(item["label"] for item in items)
     assert labels[0] >= 50 and labels[1] >= 50
     assert all(set(item) == {"evidence", "response", "label", "kind"} for item in items)
@@ -482,8 +483,8 @@ def test_contrastive_set_is_balanced_and_typed(which):
 
 
 def test_the_contrastive_sets_share_no_evidence_and_a_wrong_name_is_refused():
-    sets = [{item["evidence"] for item in P.load_contrastive(which)} for which in P.CONTRASTIVE_SETS]
+    sets = [{item["evidence"] for item in load_contrastive(which)} for which in CONTRASTIVE_SETS]
     assert len(sets) == 7
     assert all(sets) and not any(a & b for i, a in enumerate(sets) for b in sets[i + 1:])
     with pytest.raises(ValueError, match="which must be one of"):
-        P.load_contrastive("eighth")
+        load_contrastive("eighth")

@@ -32,7 +32,6 @@ import re
 import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from calibration.data.loaders import data_dir
@@ -348,20 +347,6 @@ def load_q2_wow(limit: int | None = None) -> list[EvidencePair]:
                     rows.append((row["knowledge"], row["response"], label,
                                  [f"turn:{row['episode_idx']}:{row['round']}"]))
     return _finish(rows, "q2_wow", limit)
-
-
-# --- the hand-written contrastive tests (CONTRASTIVE.md) -------------------------------------------------
-
-CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
-    w: f"contrastive_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh")}
-
-
-def load_contrastive(which: str = "first") -> list[dict]:
-    """A hand-written test set ("first" is watched while training; CONTRASTIVE.md): evidence, response, label, kind."""
-    if which not in CONTRASTIVE_SETS:
-        raise ValueError(f"load_contrastive: which must be one of {sorted(CONTRASTIVE_SETS)}, got {which!r}")
-    lines = (resources.files("calibration.data") / CONTRASTIVE_SETS[which]).read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
 
 
 # --- the training mix -----------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from calibration.data.loaders import load_begin, load_begin_slice
-from calibration.data.pairs import EvidencePair, load_contrastive, training_pairs
+from calibration.data.contrastive import load_contrastive
+from calibration.data.pairs import EvidencePair, training_pairs
 from calibration.data.perturb import as_reply, direction_minimal_pair, names_in, perturbed_pairs
 from calibration.data.summary_pairs import summary_pairs
 from calibration.fitting.verifier_config import TrainConfig
