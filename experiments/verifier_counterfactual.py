@@ -177,7 +177,7 @@ from calibration.fitting.verifier_training import roc_auc  # noqa: E402
 from judges import SingleTurnSample  # noqa: E402
 from judges.data.opposites import direction_contrasts, direction_flips, match_case  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
-from judges.lm.verifier_opposites import MAX_OPPOSITES, check_against_opposites, logit  # noqa: E402
+from judges.lm.verifier_opposites import MAX_OPPOSITES, check_against_opposites, logit, sigmoid  # noqa: E402
 from judges.metrics.rag.verified import sentence_claims  # noqa: E402
 
 WAYS = ("shipped", "direction", "negation", "direction-contrast", "negation-contrast", "negation-statement",
@@ -210,6 +210,8 @@ for _one, _other in GROUPS:
         _OTHER_SIDE.update((word, set(_rest.split())) for word in _side.split())
 _GROUP_WORD = re.compile(r"\b(" + "|".join(sorted(_OTHER_SIDE, key=len, reverse=True)) + r")\b", re.IGNORECASE)
 RULED = ("begin-wow", "q2", "summeval")
+#: Rounds 4 and 5: the ways that check a claim's negation against its best sentence (``check_against_sentence``).
+SENTENCE_WAYS = ("negation-evidence", "negation-odds")
 RISE, TOLERANCE = 0.039, 0.005
 
 
@@ -277,7 +279,7 @@ def check_against_sentence(rows: list[dict], probabilities, odds: bool = False) 
             margin = logit(own) - logit(found)
             if odds:
                 margin = logit(row["probability"]) + min(0.0, margin)
-            row["probability"] = min(row["probability"], float(np.exp(-np.logaddexp(0.0, -margin))))
+            row["probability"] = min(row["probability"], sigmoid(margin))
 
 
 def speaks_for_self(claim: str) -> bool:
@@ -291,7 +293,7 @@ def claim_rows(verifier: Verifier, sample: SingleTurnSample, way: str) -> list[d
     way's edits)."""
     rows = verifier.support(sample.retrieved_contexts, sentence_claims(sample.response))
     check_against_opposites(rows, verifier.probabilities, lambda claim, unit: counterfactuals(claim, way, unit))
-    if way in ("negation-evidence", "negation-odds"):
+    if way in SENTENCE_WAYS:
         check_against_sentence(rows, verifier.probabilities, odds=way == "negation-odds")
     return rows
 
@@ -302,7 +304,7 @@ def toggle_counts(way: str, items: list[list[dict]]) -> tuple[int, int, int]:
     removed from the sentence), and how many speak for the speaker (``SPEAKER``)."""
     toggled = [row["claim"] for rows in items for row in rows
                if set(counterfactuals(row["claim"], way, row["chunk"])) & set(negation_flips(row["claim"]))
-               or (way in ("negation-evidence", "negation-odds") and sentence_rivals(row["claim"], row["sentence"]))]
+               or (way in SENTENCE_WAYS and sentence_rivals(row["claim"], row["sentence"]))]
     return (len(toggled), sum(not perturb.NEGATED.search(c) for c in toggled),
             sum(speaks_for_self(c) for c in toggled))
 
@@ -406,7 +408,7 @@ def main() -> int:
               f"{sum(bool(group_contrasts(r['response'], r['evidence'])) for r in directions)}")
     clean = [name for name in contrastive if name.split("-")[1] not in ("first", "second")]
     pooled = "+".join(n.split("-")[1] for n in clean)
-    for way in ("shipped", "direction-contrast", "negation-evidence", "negation-odds"):
+    for way in ("shipped", "direction-contrast", *SENTENCE_WAYS):
         parts = [(name, weakest_of[(way, name)], data[name][1]) for name in contrastive]
         parts.append((pooled, np.concatenate([weakest_of[(way, n)] for n in clean]),
                       [label for n in clean for label in data[n][1]]))

@@ -39,6 +39,11 @@ def logit(p: float) -> float:
     return float(np.log(p) - np.log1p(-p))
 
 
+def sigmoid(x: float) -> float:
+    """1 / (1 + exp(-x)), without overflow for very negative x."""
+    return float(np.exp(-np.logaddexp(0.0, -x)))
+
+
 def check_against_opposites(rows: list[dict[str, Any]],
                             probabilities: Callable[[Sequence[tuple[str, str]]], np.ndarray],
                             opposites: Callable[[str, str], list[str]] = direction_contrasts) -> None:
@@ -58,5 +63,5 @@ def check_against_opposites(rows: list[dict[str, Any]],
         found = [float(next(scored)) for _ in mine]
         likeliest = max(range(len(mine)), key=lambda k: (found[k], -k))
         margin = logit(row["probability"]) - logit(found[likeliest])
-        row["probability"] = min(row["probability"], float(np.exp(-np.logaddexp(0.0, -margin))))
+        row["probability"] = min(row["probability"], sigmoid(margin))
         row["opposite"], row["opposite_probability"] = mine[likeliest], found[likeliest]
