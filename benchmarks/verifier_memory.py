@@ -15,7 +15,10 @@ after each stage, in this order:
          same turns
 
 So it answers why the torch rows of ``benchmarks/verifier_speed.py`` sit near the 500 MB target whatever the
-verifier does (docs/verifier.md, "Speed and memory"). Memory of one process varies between runs by tens of MB.
+verifier does (docs/verifier.md, "Speed and memory"). Runs in one environment differed here by 2 MB on torch
+and up to 25 MB on ONNX Runtime; two environments of the same package versions by up to 100 MB. Needs the
+shared BEGIN data (``../shared/data``) and, for the ONNX rows, onnxruntime (the ``embeddings`` extra). The last line says whether
+torch was imported by the end of each child.
 """
 
 from __future__ import annotations
@@ -31,11 +34,14 @@ sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 from memory import rss_mb  # noqa: E402 - benchmarks/memory.py
 
+#: The child's lines that carry a reading start with this (a library may print other lines).
+MARK = "RSS-STAGE"
+
 
 def stages(runtime: str, turns: int) -> None:
-    """Run one runtime's stages in this process, printing "stage<TAB>MB" after each."""
+    """Run one runtime's stages in this process, printing "MARK<TAB>stage<TAB>MB" after each."""
     def mark(stage: str) -> None:
-        print(f"{stage}\t{rss_mb():.0f}", flush=True)
+        print(f"{MARK}\t{stage}\t{rss_mb():.0f}", flush=True)
 
     mark("Python alone")
     if runtime == "torch":
@@ -57,16 +63,16 @@ def stages(runtime: str, turns: int) -> None:
         with torch.device("meta"):
             transformers.AutoModelForSequenceClassification.from_config(config)
         mark("BERT classifier on the meta device (no weights)")
-    verifier = Verifier(runtime=runtime)
-    mark(f"shipped verifier loaded ({verifier.runtime}: weights, tokenizer)")
     from calibration.data.loaders import load_begin
 
+    verifier = Verifier(runtime=runtime)
+    mark(f"shipped verifier loaded ({verifier.runtime}: weights, tokenizer)")
     metric = FaithfulnessWithVerifier()
     metric.model = lambda: verifier  # this Verifier's runtime (the metric names models by string)
     for sample in load_begin(parts=("wow",), limit=turns).dataset:
         metric.score(sample)
     mark(f"after {turns} BEGIN turns scored")
-    print(f"torch imported\t{'yes' if 'torch' in sys.modules else 'no'}", flush=True)
+    print(f"{MARK}-TORCH\t{'yes' if 'torch' in sys.modules else 'no'}", flush=True)
 
 
 def main() -> int:
@@ -80,27 +86,25 @@ def main() -> int:
     if args.child:
         stages(args.child, args.turns)
         return 0
-    notes = []
-    print("| runtime | stage | RSS (MB) | added (MB) |")
-    print("|---|---|---:|---:|")
+    rows, notes = [], []
     for runtime in ("torch", "onnx") if args.runtime == "both" else (args.runtime,):
         done = subprocess.run([sys.executable, __file__, "--child", runtime, "--turns", str(args.turns)],
                               capture_output=True, text=True, check=False,
                               env={**os.environ, "HF_HUB_OFFLINE": "1"})
         if done.returncode != 0:
-            print(done.stderr[-2000:], file=sys.stderr)
+            print(f"the {runtime} child failed (exit {done.returncode}):\n{done.stderr[-2000:]}", file=sys.stderr)
             return done.returncode
         before = None
         for line in done.stdout.splitlines():
-            if "\t" not in line:
-                continue
-            stage, mb = line.rsplit("\t", 1)
-            if stage == "torch imported":
-                notes.append(f"{runtime}: torch imported by the end: {mb}")
-                continue
-            added = "" if before is None else f"{float(mb) - before:+.0f}"
-            print(f"| {runtime} | {stage} | {mb} | {added} |")
-            before = float(mb)
+            fields = line.split("\t")
+            if fields[0] == f"{MARK}-TORCH":
+                notes.append(f"{runtime}: torch imported by the end: {fields[1]}")
+            elif fields[0] == MARK:
+                mb = float(fields[2])
+                added = "" if before is None else f"{mb - before:+.0f}"
+                rows.append(f"| {runtime} | {fields[1]} | {mb:.0f} | {added} |")
+                before = mb
+    print("| runtime | stage | RSS (MB) | added (MB) |\n|---|---|---:|---:|\n" + "\n".join(rows))
     print("\n" + "; ".join(notes))
     return 0
 

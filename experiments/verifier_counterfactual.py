@@ -3,13 +3,13 @@
     .venv/bin/python experiments/verifier_counterfactual.py                  # ~13 min on 2 cores
     .venv/bin/python experiments/verifier_counterfactual.py --summeval-limit 80
 
-Why: on the hand-written contrastive sets the shipped verifier scores a copy with one direction word flipped
-("rose" -> "fell") at P 0.44-0.57 on average, near a faithful paraphrase. A probe (2026-11-29, before this
-script; kept since as experiments/verifier_opposite_probe.py, numbers in docs/verifier-experiments.md) scored
-each such response and the same response with the word flipped back, both against the evidence: the
-flipped-back version scored higher in 100% and 80% of the direction items of the first and second set, while
-a verbatim copy scored higher than its own flip in every case. The verifier's absolute probability is blunt
-there; its *comparison* of two minimal variants is sharp.
+Why: on the first two hand-written contrastive sets the shipped verifier scores a copy with one direction
+word flipped ("rose" -> "fell") at P 0.44-0.57 on average, near a faithful paraphrase. A probe (2026-11-29,
+before this script; kept since as experiments/verifier_opposite_probe.py, numbers in
+docs/verifier-experiments.md) scored each such response and the same response with the word flipped back,
+both against the evidence: the flipped-back version scored higher in 100% and 80% of the direction items of
+the first and second set, while a verbatim copy scored higher than its own flip in every case. The
+verifier's absolute probability is blunt there; its *comparison* of two minimal variants is sharp.
 
 The candidates (no training; the shipped weights): each claim keeps its best evidence unit and probability
 ``p`` (``Verifier.support``); then its counterfactuals, each made by one minimal edit, are scored against that

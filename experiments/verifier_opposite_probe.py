@@ -1,6 +1,6 @@
-"""Does the shipped verifier prefer a response to the same response with its direction words turned back?
+"""Does the shipped verifier prefer a response to the same response with one direction word turned?
 
-    .venv/bin/python experiments/verifier_opposite_probe.py                       # the first two sets, ~1 min
+    .venv/bin/python experiments/verifier_opposite_probe.py                       # the first two sets, ~10 s
     .venv/bin/python experiments/verifier_opposite_probe.py --sets first second third fourth fifth sixth seventh
 
 The probe behind the check against opposites (``judges.lm.verifier_opposites``; docs/verifier-experiments.md,
@@ -11,12 +11,12 @@ scores against the item's whole evidence, with the shipped verifier's raw probab
 no shortlist of units, no check against opposites):
 
   P(response)      the response as written
-  P(turned back)   the largest of the response's variants with one direction word turned to its opposite
+  P(turned)        the largest of the response's variants with one direction word turned to its opposite
 
-and prints, by set and kind: how many items, the two means, and how often the response scored higher than its
-likeliest turned-back variant. For a response that changed a direction (label 0) the turned-back variant is
-the evidence's own word, so "response higher" should be rare; for a faithful paraphrase or a copy (label 1)
-it should be common. Tests only: nothing is fitted on the sets.
+and prints, by set and kind: how many items, the two means, and how often the response scored strictly higher
+than its likeliest variant. For a response that changed a direction (label 0) the variant turns the word back
+to the evidence's own, so "response higher" should be rare; for a faithful paraphrase or a copy (label 1) the
+variant is a changed fact, so it should be common. Tests only: nothing is fitted on the sets.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from judges.lm.verifier import Verifier  # noqa: E402
 
 
 def probe(verifier: Verifier, items: list[dict]) -> list[dict]:
-    """One row per item with a direction word: kind, label, P(response), P(likeliest turned-back variant)."""
+    """One row per item with a direction word: kind, label, P(response), P(its likeliest turned variant)."""
     chosen = [(item, direction_flips(item["response"])) for item in items]
     chosen = [(item, flips) for item, flips in chosen if flips]
     pairs = [(item["evidence"], text) for item, flips in chosen for text in [item["response"], *flips]]
@@ -45,7 +45,7 @@ def probe(verifier: Verifier, items: list[dict]) -> list[dict]:
     for item, flips in chosen:
         own = float(next(scored))
         back = max(float(next(scored)) for _ in flips)
-        rows.append({"kind": item["kind"], "label": int(item["label"]), "response": own, "turned_back": back})
+        rows.append({"kind": item["kind"], "label": int(item["label"]), "response": own, "turned": back})
     return rows
 
 
@@ -53,9 +53,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", nargs="+", default=["first", "second"], choices=sorted(CONTRASTIVE_SETS))
     args = parser.parse_args()
-    verifier = Verifier(check_opposites=False)
+    verifier = Verifier()  # probabilities() is the model alone: no shortlist of units, no check against opposites
     print(f"verifier: {verifier!r}")
-    print("| set | kind (label) | n | P(response) | P(turned back) | response scored higher |")
+    print("| set | kind (label) | n | P(response) | P(turned) | response scored higher |")
     print("|---|---|---:|---:|---:|---:|")
     for name in args.sets:
         groups: dict[tuple[str, int], list[dict]] = defaultdict(list)
@@ -63,7 +63,7 @@ def main() -> int:
             groups[(row["kind"], row["label"])].append(row)
         for (kind, label), rows in sorted(groups.items(), key=lambda g: (g[0][1], g[0][0])):
             own = np.array([r["response"] for r in rows])
-            back = np.array([r["turned_back"] for r in rows])
+            back = np.array([r["turned"] for r in rows])
             higher = int((own > back).sum())
             print(f"| {name} | {kind} ({label}) | {len(rows)} | {own.mean():.3f} | {back.mean():.3f} "
                   f"| {higher} of {len(rows)} ({higher / len(rows):.0%}) |")
