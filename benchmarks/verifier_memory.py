@@ -17,8 +17,8 @@ after each stage, in this order:
 So it answers why the torch rows of ``benchmarks/verifier_speed.py`` sit near the 500 MB target whatever the
 verifier does (docs/verifier.md, "Speed and memory"). Runs in one environment differed here by 2 MB on torch
 and up to 25 MB on ONNX Runtime; two environments of the same package versions by up to 100 MB. Needs the
-shared BEGIN data (``../shared/data``) and, for the ONNX rows, onnxruntime (the ``embeddings`` extra). The last line says whether
-torch was imported by the end of each child.
+shared BEGIN data (``../shared/data``) and, for the ONNX rows, onnxruntime (the ``embeddings`` extra). The
+last line says whether torch was imported by the end of each child.
 """
 
 from __future__ import annotations
