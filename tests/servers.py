@@ -16,6 +16,7 @@ import json
 import math
 import random
 import re
+import select
 import socket
 import struct
 import subprocess
@@ -245,7 +246,8 @@ class FaultProxy(_Server):
     than ``slow_seconds``, a body cut mid-JSON, a 200 that is not JSON, an empty completion; and, when
     asked, ``GARBAGE`` (a delivered completion whose content parses as nothing). ``schedule={n: kind}`` injects ``kind`` on the n-th request (1-based), including the permanent ones
     (``"bad_request"`` 400, ``"unauthorized"`` 401). ``counts`` holds requests, faults by kind,
-    ``delivered`` (intact completions passed on) and their prompt/completion tokens."""
+    ``delivered`` (intact completions the client was still there to take, a slow one included) and their
+    prompt/completion tokens, and ``client_gone`` (replies whose client had hung up)."""
 
     def __init__(self, upstream: str, *, rate: float = 0.2, seed: int = 0, kinds: tuple[str, ...] = FAULTS,
                  schedule: dict[int, str] | None = None, retry_after: float = 0.05, slow_seconds: float = 5.0):
@@ -316,16 +318,35 @@ class FaultProxy(_Server):
                 data = json.loads(answer)
                 data["choices"][0]["message"]["content"] = ""
                 answer = json.dumps(data).encode()  # delivered intact as JSON, with its usage: it cost tokens
-            if status == 200 and fault != "slow":
-                usage = json.loads(answer).get("usage") or {}
-                with proxy.lock:
+            # A client that gave up waiting (its own timeout: a slow fault, or a loaded machine) has hung up, and
+            # a reply written now reaches no one: counted as ``client_gone``, never as delivered.
+            gone = self._client_gone()
+            if not gone:
+                try:
+                    self._send(status, answer)
+                except (BrokenPipeError, ConnectionResetError):
+                    gone = True
+            if gone:
+                self.close_connection = True
+            with proxy.lock:
+                if gone:
+                    proxy.counts["client_gone"] += 1
+                elif status == 200:
+                    usage = json.loads(answer).get("usage") or {}
                     proxy.counts["delivered"] += 1
                     proxy.counts["prompt_tokens"] += usage.get("prompt_tokens", 0)
                     proxy.counts["completion_tokens"] += usage.get("completion_tokens", 0)
-            elif status == 200:  # a slow reply the client may already have given up on: counted apart
-                with proxy.lock:
-                    proxy.counts["slow_delivered"] += 1
-            self._send(status, answer)
+
+        def _client_gone(self) -> bool:
+            """Whether the client has closed its end. An HTTP/1.1 client sends nothing while it waits for its
+            reply, so a readable socket here is its end of file (or a reset)."""
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            try:
+                return self.connection.recv(1, socket.MSG_PEEK) == b""
+            except OSError:
+                return True
 
 
 class LlamaServer:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -94,6 +95,32 @@ def test_every_answered_call_is_counted_whether_its_item_scored_or_failed(tmp_pa
     written = _lines(tmp_path / "run.jsonl")
     assert sum(r.get("lm_calls", 0) for r in written) == counts["delivered"]  # the run file carries it too
     assert sum("call" in r for r in written) == counts["delivered"]  # once in its record, once as a call line
+
+
+def test_a_reply_the_client_stopped_waiting_for_is_not_counted_as_delivered(tmp_path):
+    """On a loaded machine an ordinary reply can come later than the client's timeout: the client gives up and
+    retries, and the reply it no longer waits for is not an LM call. (A CI run once counted such a reply as
+    delivered: 103 delivered against 102 calls.) One item's first reply here is held past the timeout."""
+    held = threading.Event()
+
+    def late_once(prompt):
+        if "answer number 3" in prompt and not held.is_set():
+            held.set()
+            return 1.6  # the client's request_timeout is 1.0
+        return 0.0
+
+    with MockOpenAI(latency=0.0, extra=late_once) as mock, FaultProxy(mock.url, rate=0.0) as proxy:
+        lm = served(proxy.url)
+        result = evaluate(items(6), [critic(lm)], num_threads=2, progress=False, run_file=tmp_path / "run.jsonl")
+        deadline = time.monotonic() + 10  # the held reply comes after the run: wait (bounded) for the proxy to see it
+        while proxy.counts["delivered"] + proxy.counts["client_gone"] < proxy.counts["requests"]:
+            assert time.monotonic() < deadline, dict(proxy.counts)
+            time.sleep(0.05)
+    counts, summary = proxy.counts, result.summary()["good"]
+    assert not result.failures and lm.limits.stats["retries"] >= 1
+    assert counts["client_gone"] == 1 and mock.counts["requests"] == counts["delivered"] + 1
+    assert summary["lm_calls"] == counts["delivered"] == 6
+    assert summary["input_tokens"] == counts["prompt_tokens"]
 
 
 TRANSIENT_NAMES = ("LMRateLimitError", "LMServerError", "LMTransportError", "LMProviderError", "EmptyCompletionError")
