@@ -246,8 +246,9 @@ class FaultProxy(_Server):
     than ``slow_seconds``, a body cut mid-JSON, a 200 that is not JSON, an empty completion; and, when
     asked, ``GARBAGE`` (a delivered completion whose content parses as nothing). ``schedule={n: kind}`` injects ``kind`` on the n-th request (1-based), including the permanent ones
     (``"bad_request"`` 400, ``"unauthorized"`` 401). ``counts`` holds requests, faults by kind,
-    ``delivered`` (intact completions the client was still there to take, a slow one included) and their
-    prompt/completion tokens, and ``client_gone`` (replies whose client had hung up)."""
+    ``delivered`` (intact completions the client was still there to take, a slow one included; by fault in
+    ``delivered.<kind>``) and their prompt/completion tokens, and ``client_gone`` (replies whose client had
+    hung up)."""
 
     def __init__(self, upstream: str, *, rate: float = 0.2, seed: int = 0, kinds: tuple[str, ...] = FAULTS,
                  schedule: dict[int, str] | None = None, retry_after: float = 0.05, slow_seconds: float = 5.0):
@@ -334,6 +335,8 @@ class FaultProxy(_Server):
                 elif status == 200:
                     usage = json.loads(answer).get("usage") or {}
                     proxy.counts["delivered"] += 1
+                    if fault is not None:  # an empty or garbage completion, or a slow one, that reached the client
+                        proxy.counts[f"delivered.{fault}"] += 1
                     proxy.counts["prompt_tokens"] += usage.get("prompt_tokens", 0)
                     proxy.counts["completion_tokens"] += usage.get("completion_tokens", 0)
 

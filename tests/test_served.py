@@ -70,7 +70,7 @@ def test_twenty_percent_faults_over_a_hundred_items_every_item_accounted_for(tmp
     assert summary["output_tokens"] == counts["completion_tokens"]
     stats = lm.limits.stats
     assert stats["retries"] >= sum(counts[f"fault.{k}"] for k in FAULTS) - counts["fault.empty_completion"]
-    assert stats["failed.EmptyCompletionError"] == counts["fault.empty_completion"]
+    assert stats["failed.EmptyCompletionError"] == counts["delivered.empty_completion"] > 0
     with capsys.disabled():
         print(f"\nproxy: {dict(counts)}\nServedLM: {dict(stats)}; recorded failures {len(result.failures)}")
 
