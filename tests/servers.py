@@ -320,25 +320,31 @@ class FaultProxy(_Server):
                 data["choices"][0]["message"]["content"] = ""
                 answer = json.dumps(data).encode()  # delivered intact as JSON, with its usage: it cost tokens
             # A client that gave up waiting (its own timeout: a slow fault, or a loaded machine) has hung up, and
-            # a reply written now reaches no one: counted as ``client_gone``, never as delivered.
+            # a reply written now reaches no one: counted as ``client_gone``, never as delivered. A reply is
+            # counted before it is written (so no client can see it uncounted) and uncounted if the write fails.
             gone = self._client_gone()
             if not gone:
+                self._count(status, fault, answer, +1)
                 try:
                     self._send(status, answer)
                 except (BrokenPipeError, ConnectionResetError):
+                    self._count(status, fault, answer, -1)
                     gone = True
             if gone:
                 self.close_connection = True
-            with proxy.lock:
-                if gone:
+                with proxy.lock:
                     proxy.counts["client_gone"] += 1
-                elif status == 200:
-                    usage = json.loads(answer).get("usage") or {}
-                    proxy.counts["delivered"] += 1
-                    if fault is not None:  # an empty or garbage completion, or a slow one, that reached the client
-                        proxy.counts[f"delivered.{fault}"] += 1
-                    proxy.counts["prompt_tokens"] += usage.get("prompt_tokens", 0)
-                    proxy.counts["completion_tokens"] += usage.get("completion_tokens", 0)
+
+        def _count(self, status: int, fault: str | None, answer: bytes, sign: int) -> None:
+            if status != 200:
+                return
+            proxy, usage = self.server.owner, json.loads(answer).get("usage") or {}
+            with proxy.lock:
+                proxy.counts["delivered"] += sign
+                if fault is not None:  # an empty or garbage completion, or a slow one, that reached the client
+                    proxy.counts[f"delivered.{fault}"] += sign
+                proxy.counts["prompt_tokens"] += sign * usage.get("prompt_tokens", 0)
+                proxy.counts["completion_tokens"] += sign * usage.get("completion_tokens", 0)
 
         def _client_gone(self) -> bool:
             """Whether the client has closed its end. An HTTP/1.1 client sends nothing while it waits for its

@@ -48,7 +48,7 @@ def fresh_limits():
 
 
 def served(url, **kwargs):
-    options = dict(api_key_env=KEY, cache=False, backoff=0.01, max_backoff=0.2, request_timeout=2.0)
+    options = dict(api_key_env=KEY, cache=False, backoff=0.01, max_backoff=0.2, request_timeout=10.0)  # outlasts stalls
     return ServedLM("openai/mock", api_base=url + "/v1", **{**options, **kwargs})
 
 
@@ -161,10 +161,10 @@ def test_calls_answered_after_an_item_timed_out_on_a_worker_are_counted():
     the actor's next reply, and the summary counts them while no record holds them."""
     from servers import asked_fields
 
-    slow = lambda prompt: 1.0 if "answer is 0." in prompt and "verdicts" in asked_fields(prompt) else 0.0  # noqa: E731
+    slow = lambda prompt: 2.5 if "answer is 0." in prompt and "verdicts" in asked_fields(prompt) else 0.0  # noqa: E731
     with MockOpenAI(latency=0.05, extra=slow) as mock:
         result = evaluate(rag_items(40), [Faithfulness()], lm=served(mock.url, request_timeout=10.0), num_threads=2,
-                          backend="ray", timeout=0.6, progress=False)
+                          backend="ray", timeout=2.0, progress=False)
     summary = result.summary()["faithfulness"]
     assert result.records[0]["error"].startswith("TimeoutError") and len(result.failures) == 1
     assert summary["unrecorded_calls"] == 2

@@ -37,7 +37,9 @@ def fresh_limits():
 
 
 def served(url, **kwargs):
-    options = dict(api_key="test-key", cache=False, backoff=0.01, max_backoff=0.2, request_timeout=1.0)
+    """A ServedLM for these tests. Its 10 s timeout is one no ordinary reply outlasts, even on a loaded machine;
+    a test whose subject is a timeout passes its own short one."""
+    options = dict(api_key="test-key", cache=False, backoff=0.01, max_backoff=0.2, request_timeout=10.0)
     return ServedLM("openai/mock", api_base=url + "/v1", **{**options, **kwargs})
 
 
@@ -54,8 +56,8 @@ def test_twenty_percent_faults_over_a_hundred_items_every_item_accounted_for(tmp
     seeded 20%: the run finishes, every item is scored, nothing is lost or counted twice, and the run's LM
     calls and tokens equal the completions the proxy delivered intact."""
     run_file = tmp_path / "run.jsonl"
-    with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=0.2, seed=7, slow_seconds=3.0) as proxy:
-        lm = served(proxy.url)
+    with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=0.2, seed=7, slow_seconds=5.0) as proxy:
+        lm = served(proxy.url, request_timeout=3.0)  # the slow faults outlast it; an ordinary reply does not
         result = evaluate(items(100), [critic(lm)], num_threads=8, run_file=run_file, progress=False)
     counts = proxy.counts
     assert all(counts[f"fault.{kind}"] > 0 for kind in FAULTS), counts
@@ -106,11 +108,11 @@ def test_a_reply_the_client_stopped_waiting_for_is_not_counted_as_delivered(tmp_
     def late_once(prompt):
         if "answer number 3" in prompt and not held.is_set():
             held.set()
-            return 1.6  # the client's request_timeout is 1.0
+            return 1.6
         return 0.0
 
     with MockOpenAI(latency=0.0, extra=late_once) as mock, FaultProxy(mock.url, rate=0.0) as proxy:
-        lm = served(proxy.url)
+        lm = served(proxy.url, request_timeout=1.0)
         result = evaluate(items(6), [critic(lm)], num_threads=2, progress=False, run_file=tmp_path / "run.jsonl")
         deadline = time.monotonic() + 10  # the held reply comes after the run: wait (bounded) for the proxy to see it
         while proxy.counts["delivered"] + proxy.counts["client_gone"] < proxy.counts["requests"]:
@@ -118,7 +120,8 @@ def test_a_reply_the_client_stopped_waiting_for_is_not_counted_as_delivered(tmp_
             time.sleep(0.05)
     counts, summary = proxy.counts, result.summary()["good"]
     assert not result.failures and lm.limits.stats["retries"] >= 1
-    assert counts["client_gone"] == 1 and mock.counts["requests"] == counts["delivered"] + 1
+    # at least the held reply (a stalled machine can make another one late too)
+    assert counts["client_gone"] >= 1 and mock.counts["requests"] == counts["delivered"] + counts["client_gone"]
     assert summary["lm_calls"] == counts["delivered"] == 6
     assert summary["input_tokens"] == counts["prompt_tokens"]
 
@@ -185,7 +188,8 @@ def test_max_concurrency_and_max_rps_hold_per_endpoint():
         lm = served(mock.url, max_rps=20)
         evaluate(items(20), [critic(lm)], num_threads=8, progress=False)
         gaps = [b - a for a, b in zip(mock.starts, mock.starts[1:])]
-        assert mock.starts[-1] - mock.starts[0] >= 19 / 20 * 0.9 and min(gaps) >= 0.03
+        # arrivals at the server jitter around the client's 50 ms spacing: the median gap, not the smallest
+        assert mock.starts[-1] - mock.starts[0] >= 19 / 20 * 0.9 and sorted(gaps)[len(gaps) // 2] >= 0.04
 
 
 def test_an_empty_completion_is_retried_without_dspys_cache():
@@ -323,9 +327,9 @@ def test_calls_answered_after_an_item_timed_out_are_counted():
     the call still answers while the run lasts, and the summary counts both of its calls."""
     from judges import Faithfulness
 
-    with MockOpenAI(latency=0.05, extra=lambda p: 1.0 if "context 0" in p and "verdicts" in asked_fields(p) else 0.0) as mock:
+    with MockOpenAI(latency=0.05, extra=lambda p: 2.5 if "context 0" in p and "verdicts" in asked_fields(p) else 0.0) as mock:
         rows = [{"response": f"answer number {i}", "retrieved_contexts": [f"context {i}"]} for i in range(25)]
-        result = evaluate(rows, [Faithfulness(lm=served(mock.url, request_timeout=30))], num_threads=1, timeout=0.5,
+        result = evaluate(rows, [Faithfulness(lm=served(mock.url, request_timeout=30))], num_threads=1, timeout=2.0,
                           progress=False)
     summary = result.summary()["faithfulness"]
     assert result.records[0]["error"].startswith("TimeoutError") and len(result.failures) == 1
