@@ -4,7 +4,7 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from judges import Judge, Metric, SampleValidationError, SingleTurnSample
+from judges import Judge, Metric, MetricConfigurationError, SampleValidationError, SingleTurnSample
 
 
 class ResponseLength(Metric):
@@ -81,18 +81,20 @@ def test_judge_runs_on_scripted_lm_and_no_lm_call_when_invalid():
     assert len(lm.history) == 1
 
 
-def test_as_metric_float_bool_feedback_and_field_map():
+def test_as_metric_one_value_a_number_true_at_the_threshold_with_feedback_and_field_map():
     metric = ResponseLength(limit=5).as_metric(threshold=0.5)
     example = dspy.Example(question="q").with_inputs("question")
-    assert metric(example, dspy.Prediction(answer="abc")) == 1.0
-    assert metric(example, dspy.Prediction(answer="abcdefgh"), trace=[]) is False
-    # GEPA's extra arguments are accepted.
+    good = metric(example, dspy.Prediction(answer="abc"))
+    assert good == 1.0 and bool(good) and "response_length" in good.feedback
+    bad = metric(example, dspy.Prediction(answer="abcdefgh"), trace=[])
+    assert bad == 0.0 and not bad and bad.score == 0.0 and bad["score"] == 0.0
+    # GEPA's extra arguments are accepted, and the same value carries its feedback.
     assert metric(example, dspy.Prediction(answer="abc"), None, "pred", []) == 1.0
     fb = ResponseLength().as_metric(feedback=True)(example, dspy.Prediction(answer="abc"))
-    assert fb.score == 1.0 and "response_length" in fb.feedback
+    assert fb.score == 1.0 and "response_length" in fb["feedback"]
     mapped = ResponseLength(limit=5).as_metric(field_map={"response": "pred.summary"})
     assert mapped(example, dspy.Prediction(summary="ok")) == 1.0
-    with pytest.raises(SampleValidationError, match="response"):
+    with pytest.raises(MetricConfigurationError, match="response"):
         mapped(example, dspy.Prediction(answer="ok"))
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import dspy
 import pytest
 
-from judges import ExactMatch, Faithfulness
+from judges import ExactMatch, Faithfulness, MetricConfigurationError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted import scripted_lm  # noqa: E402
@@ -75,10 +75,11 @@ def test_bootstrap_fewshot_compiles_with_the_exported_metric():
     demos = compiled.demos
     assert 1 <= len(demos) <= 2
     assert all(d.answer in CAPITALS.values() for d in demos)  # only demos the metric accepted
-    assert all(isinstance(v, bool) for traced, v in calls if not traced)  # bool while bootstrapping
+    # While bootstrapping the value is the score, true only at the threshold (ExactMatch: 1.0 or 0.0).
+    assert all(bool(v) == (v >= 0.5) for traced, v in calls if not traced)
 
 
 def test_field_map_error_names_what_was_tried():
     metric = Faithfulness().as_metric()
-    with pytest.raises(Exception, match=r"retrieved_contexts': not found: looked at pred.retrieved_contexts, pred.contexts"):
+    with pytest.raises(MetricConfigurationError, match=r"retrieved_contexts': not found: looked at pred.retrieved_contexts, pred.contexts"):
         metric(dspy.Example(question="q"), dspy.Prediction(answer="a"))

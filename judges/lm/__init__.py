@@ -25,12 +25,20 @@ from judges.lm.files import (
            embedded_gguf_path,
            embedded_model_file,
 )
-from judges.lm.resolve import judge_context, local_lm, resolve_adapter, resolve_lm
+from judges.lm.resolve import (
+    JudgeLMWarning,
+    configure_judges,
+    judge_context,
+    judges_context,
+    local_lm,
+    resolve_adapter,
+    resolve_lm,
+)
 from judges.lm.schemas import output_constraints
 from judges.lm.served import PermanentLMError, ServedLM
 from judges.lm.verifier import Verifier, VerifierError, resolve_verifier
 
-__all__ = ["EMBEDDED", "Embedder", "LlamaCppEngine", "PermanentLMError", "ServedLM", "default_embeddings",
+__all__ = ["EMBEDDED", "Embedder", "JudgeLMWarning", "configure_judges", "judges_context", "LlamaCppEngine", "PermanentLMError", "ServedLM", "default_embeddings",
            "embedded_embedder_path", "embedded_gguf_path", "embedded_model_file", "judge_context", "local_lm",
            "output_constraints", "resolve_adapter", "resolve_embedder", "resolve_lm", "resolve_verifier", "Verifier",
            "VerifierError"]

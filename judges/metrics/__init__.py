@@ -2,6 +2,8 @@
 each, with the family's public names in it.
 
     base.py        ``Metric`` (score, ascore, as_metric, validation) and ``Judge`` (an LLM judge, a dspy.Module)
+    export.py      a metric as a DSPy metric function for Evaluate and every optimizer (``MetricScore``)
+    combined.py    several metrics as one: weighted mean, product or minimum (``CombinedMetric``)
     logprobs.py    P(verdict) from token log-probabilities (``use_logprobs=True``)
     rag/           faithfulness, relevancy, correctness, context precision / recall ... (LLM judges)
     dual_judge.py  AnswerAccuracy, ContextRelevance, ResponseGroundedness (two judges averaged, or the verifier)
@@ -22,7 +24,8 @@ from judges.metrics.agent import (
     AgentGoalAccuracyWithReference,
     TopicAdherenceScore,
 )
-from judges.metrics.base import FieldResolver, InputTooLargeError, Judge, Metric
+from judges.metrics.base import InputTooLargeError, Judge, Metric
+from judges.metrics.combined import CombinedMetric
 from judges.metrics.custom import (
     AspectCritic,
     InstanceRubrics,
@@ -35,6 +38,12 @@ from judges.metrics.dual_judge import (
     ContextRelevance,
     JudgeOutputError,
     ResponseGroundedness,
+)
+from judges.metrics.export import (
+    DegradedJudgmentError,
+    FieldResolver,
+    MetricConfigurationError,
+    MetricScore,
 )
 from judges.metrics.grounding import (
     EmbeddingAlignment,
@@ -82,13 +91,13 @@ from judges.metrics.tools import ToolCallAccuracy, ToolCallF1
 
 __all__ = [
     "AgentGoalAccuracyWithReference", "AgentGoalAccuracyWithoutReference", "AnswerAccuracy", "AnswerCorrectness",
-    "AnswerRelevancy", "AspectCritic", "BleuScore", "ChrfScore", "ContextEntityRecall", "ContextPrecision",
+    "AnswerRelevancy", "AspectCritic", "BleuScore", "ChrfScore", "CombinedMetric", "ContextEntityRecall", "ContextPrecision",
     "ContextRecall", "ContextRelevance", "ContextRelevancy", "ContextUtilization", "DataCompyScore",
-    "DistanceMeasure", "EmbeddingAlignment", "ExactMatch", "FactualCorrectness", "Faithfulness", "FaithfulnessWithVerifier",
+    "DegradedJudgmentError", "DistanceMeasure", "EmbeddingAlignment", "ExactMatch", "FactualCorrectness", "Faithfulness", "FaithfulnessWithVerifier",
     "FaithfulnesswithHHEM", "FieldResolver",
     "IDBasedContextPrecision", "IDBasedContextRecall", "InputTooLargeError", "InstanceRubrics", "Judge",
     "JudgeOutputError", "LLMContextPrecisionWithReference", "LLMContextPrecisionWithoutReference",
-    "LLMContextRecall", "LLMSQLEquivalence", "Metric", "NoiseSensitivity", "NonLLMContextPrecisionWithReference",
+    "LLMContextRecall", "LLMSQLEquivalence", "Metric", "MetricConfigurationError", "MetricScore", "NoiseSensitivity", "NonLLMContextPrecisionWithReference",
     "NonLLMContextRecall", "NonLLMStringSimilarity", "NovelBigramSupport", "QuotedSpansAlignment",
     "ResponseGroundedness", "ResponseRelevancy", "RougeScore", "RubricsScore", "SemanticSimilarity",
     "SimpleCriteriaScore", "StringPresence", "SummarizationScore", "ToolCallAccuracy", "ToolCallF1",

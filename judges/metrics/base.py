@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any, ClassVar
@@ -25,7 +24,8 @@ from typing import Any, ClassVar
 import dspy
 
 from judges.data.samples import MultiTurnSample, SampleValidationError, SingleTurnSample
-from judges.lm.resolve import judge_context
+from judges.lm.resolve import judge_context, lm_name
+from judges.metrics.export import MetricScore, dspy_metric
 
 
 class InputTooLargeError(ValueError):
@@ -160,158 +160,30 @@ class Metric:
         *,
         threshold: float = 0.5,
         field_map: Mapping[str, str | Sequence[str]] | None = None,
-        feedback: bool = False,
-    ) -> Callable[..., Any]:
-        """A plain DSPy metric ``(example, pred, trace=None, pred_name=None, pred_trace=None)``.
+        feedback: bool | None = None,
+        on_degraded: str = "record",
+        cache: bool = True,
+    ) -> Callable[..., MetricScore]:
+        """A plain DSPy metric ``(example, pred, trace=None, pred_name=None, pred_trace=None)`` for
+        ``dspy.Evaluate`` and every optimizer, with no flag to choose per optimizer (``judges.metrics.export``).
 
-        Returns the score (float) when ``trace`` is None and ``score >= threshold`` (bool) while an
-        optimizer bootstraps demos. With ``feedback=True`` it returns ``dspy.Prediction(score,
-        feedback)`` for GEPA. ``field_map`` says where each sample field comes from, e.g.
-        ``{"response": "pred.summary", "user_input": "example.question"}``.
+        Each call returns a ``MetricScore``: the score as a float, true only at ``score >= threshold`` (what
+        bootstrapping optimizers test), with the judge's reasons as ``.feedback`` (what GEPA reads).
+        ``field_map`` says where each sample field comes from, e.g. ``{"response": "pred.summary",
+        "user_input": "example.question"}``. ``on_degraded="fail"`` raises ``DegradedJudgmentError`` where
+        the judge scored from fewer steps or judges than designed. ``cache=False`` judges a repeated
+        (example, prediction) pair again. ``feedback`` is accepted for code written before every result
+        carried feedback; it changes nothing.
 
-        A program that answers nothing is a bad answer, not an error: when a field the metric reads
-        from ``pred`` is there but None or empty (``""``, ``[]``), the metric returns ``output_floor``
-        (0.0) without an LM call, says so in the feedback, and counts it in ``metric.empty_outputs``
-        (even where the metric has a rule for empty inputs: an optimizer must never be rewarded for
-        silence). A misconfiguration is still an error, raised on the first call before any
-        LM call: a field the program never produces (no such attribute on ``pred``) or a ``field_map``
-        pointing nowhere.
+        A program that answers nothing is a bad answer, not an error: when a field the metric reads from
+        ``pred`` is there but None or empty (``""``, ``[]``), the metric returns ``output_floor`` (0.0)
+        without judging, says so in the feedback, and counts it in ``metric.empty_outputs``. A
+        misconfiguration is ``MetricConfigurationError``, raised on the first call before any LM call: a field
+        the program never produces (no such attribute on ``pred``) or a ``field_map`` pointing nowhere.
+        Parameters are checked here, when the metric is made.
         """
-        resolver = FieldResolver(self.sample_type, field_map)
-        judge = self
-        lock = threading.Lock()
-
-        def metric(example, pred, trace=None, pred_name=None, pred_trace=None):
-            sample, empty = resolver.resolve(example, pred, judge.required_fields)
-            if empty:
-                with lock:
-                    metric.empty_outputs += 1
-                score = float(judge.output_floor)
-                text = (f"The program's {' and '.join(empty)} is empty: {judge.name} scores it {score:g}, "
-                        "its floor, without judging. Produce an answer.")
-                if feedback:
-                    return dspy.Prediction(score=score, feedback=text)
-                return score if trace is None else bool(score >= threshold)
-            result = judge.score(sample)
-            if feedback:
-                return dspy.Prediction(score=float(result.score), feedback=judge.explain(result))
-            if trace is None:
-                return float(result.score)
-            return bool(result.score >= threshold)
-
-        metric.__name__ = self.name
-        metric.__qualname__ = self.name
-        metric.judge = self
-        metric.empty_outputs = 0
-        return metric
-
-
-#: Where a sample field is looked up in ``(example, pred)`` when the field map does not say.
-DEFAULT_FIELD_SOURCES: dict[str, tuple[str, ...]] = {
-    "user_input": ("example.user_input", "example.question", "pred.user_input"),
-    "response": ("pred.response", "pred.answer", "pred.output"),
-    "retrieved_contexts": (
-        "pred.retrieved_contexts",
-        "pred.contexts",
-        "pred.context",
-        "example.retrieved_contexts",
-        "example.contexts",
-        "example.context",
-    ),
-    "reference": ("example.reference", "example.answer", "example.ground_truth"),
-    "reference_contexts": ("example.reference_contexts",),
-}
-
-
-_ABSENT = object()
-
-
-def _is_empty(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip()) or (
-        isinstance(value, (list, tuple, dict)) and len(value) == 0)
-
-
-class FieldResolver:
-    """Builds a sample from a DSPy ``(example, pred)`` pair following a field map."""
-
-    def __init__(self, sample_type: type, field_map: Mapping[str, str | Sequence[str]] | None = None):
-        self.sample_type = sample_type
-        self.sources: dict[str, tuple[str, ...]] = {}
-        for name in sample_type.model_fields:
-            default = DEFAULT_FIELD_SOURCES.get(name, (f"pred.{name}", f"example.{name}"))
-            self.sources[name] = default
-        for name, spec in (field_map or {}).items():
-            if name not in sample_type.model_fields:
-                raise ValueError(f"field_map: '{name}' is not a {sample_type.__name__} field")
-            specs = (spec,) if isinstance(spec, str) else tuple(spec)
-            for path in specs:
-                if not path.startswith(("example.", "pred.")):
-                    raise ValueError(f"field_map['{name}'] = {path!r}: paths start with 'example.' or 'pred.'")
-            self.sources[name] = specs
-
-    @staticmethod
-    def _lookup(obj: Any, attr: str) -> Any:
-        """``obj``'s ``attr``, or ``_ABSENT`` when it has no such key or attribute (None is a value)."""
-        if obj is None:
-            return _ABSENT
-        if isinstance(obj, Mapping):
-            return obj.get(attr, _ABSENT)
-        try:
-            if hasattr(obj, "keys") and attr in obj.keys():
-                return obj[attr]
-        except (KeyError, TypeError):
-            pass
-        try:
-            return getattr(obj, attr, _ABSENT)
-        except Exception:  # a Prediction raises for unknown attributes in some DSPy versions
-            return _ABSENT
-
-    def resolve(self, example: Any, pred: Any, required: Sequence[str] = ()) -> tuple[Any, list[str]]:
-        """The sample, and the required fields the program left empty: present on ``pred`` (an attribute
-        the field map points at) but None or empty, with no non-empty source before them. A required field
-        that no source has at all is a misconfiguration: SampleValidationError naming where it looked."""
-        objects = {"example": example, "pred": pred}
-        data: dict[str, Any] = {}
-        empty_outputs: list[str] = []
-        for name, paths in self.sources.items():
-            seen_empty_output = False
-            for path in paths:
-                owner, _, attr = path.partition(".")
-                value = self._lookup(objects[owner], attr)
-                if value is _ABSENT:
-                    continue
-                if _is_empty(value):
-                    if owner == "pred":
-                        seen_empty_output = True
-                        continue
-                    if value is None:
-                        continue
-                data[name] = self._coerce(name, value)
-                break
-            if name not in data and seen_empty_output and name in required:
-                empty_outputs.append(name)
-        missing = [name for name in required if name not in data and name not in empty_outputs]
-        if missing:
-            raise SampleValidationError([
-                (None, name, f"not found: looked at {', '.join(self.sources[name])}; the program never produces "
-                             f"it; say where it is with field_map={{'{name}': 'pred.<attribute>'}}")
-                for name in missing
-            ])
-        for name in empty_outputs:
-            data[name] = [] if str(self.sample_type.model_fields[name].annotation).startswith("list") else ""
-        return self.sample_type.parse(data), empty_outputs
-
-    def sample(self, example: Any, pred: Any, required: Sequence[str] = ()):
-        """The sample a metric scores for ``(example, pred)`` (see ``resolve``)."""
-        return self.resolve(example, pred, required)[0]
-
-    def _coerce(self, name: str, value: Any) -> Any:
-        annotation = str(self.sample_type.model_fields[name].annotation)
-        if annotation.startswith("list[str]") and isinstance(value, str):
-            return [value]
-        if hasattr(value, "toDict"):
-            return value.toDict()
-        return value
+        return dspy_metric(self, threshold=threshold, field_map=field_map, feedback=feedback,
+                           on_degraded=on_degraded, cache=cache)
 
 
 class Judge(Metric, dspy.Module):
@@ -390,5 +262,12 @@ class Judge(Metric, dspy.Module):
         if "response" in self.required_fields and not (sample.response or "").strip():
             return dspy.Prediction(score=float(self.output_floor), undefined_reason=(
                 "the response is empty: nothing to judge; scored the floor without an LM call"))
-        with judge_context(self.judge_lm, self.judge_adapter):
-            return self(**self._forward_inputs(sample))
+        return self.judged(**self._forward_inputs(sample))
+
+    def judged(self, **inputs: Any) -> dspy.Prediction:
+        """``self(**inputs)`` on the judge's LM (``judge_context``), the result recording that LM's name as
+        ``judge_lm``."""
+        with judge_context(self.judge_lm, self.judge_adapter, judge=self.name) as lm:
+            result = self(**inputs)
+        result["judge_lm"] = lm_name(lm)
+        return result

@@ -53,7 +53,7 @@ from typing import Any
 import dspy
 
 from judges.lm.embeddings import current_default_embeddings, default_embeddings
-from judges.lm.resolve import resolve_lm
+from judges.lm.resolve import judges_context, judges_lm_setting, resolve_lm, warn_borrowed_lm
 from judges.lm.served import PermanentLMError, ServedLM
 from judges.metrics.base import Judge, Metric
 from judges.metrics.catalogue import metric_classes
@@ -218,7 +218,7 @@ class ScoringWorker:
         the paid LM calls this actor saw answered since its last reply (``Calls`` entries: those of items it
         abandoned at their timeout included)."""
         records = []
-        context = dspy.context(lm=self.lm) if self.lm is not None else contextlib.nullcontext()
+        context = judges_context(lm=self.lm) if self.lm is not None else contextlib.nullcontext()
         with context, default_embeddings(self.embeddings):
             for index, key, sample, name in items:
                 try:
@@ -259,7 +259,12 @@ class RayBackend(Backend):
                              "string (an embedder object cannot be rebuilt on workers)")
         metrics = list({item.metric.name: item.metric for item in items}.values())
         specs = {m.name: metric_spec(m) for m in metrics}
-        lm = settings.lm if settings.lm is not None else dspy.settings.lm  # what the thread pool would use
+        lm = next((candidate for candidate in (settings.lm, judges_lm_setting()[0], dspy.settings.lm)
+                   if candidate is not None), None)  # what the thread pool would use
+        if lm is not None and lm is dspy.settings.lm and settings.lm is None and judges_lm_setting()[0] is None:
+            for metric in metrics:
+                if metric.needs_lm and getattr(metric, "judge_lm", None) is None:
+                    warn_borrowed_lm(metric.name, lm)
         lm_travels = lm_spec(lm)
         started_here = not ray.is_initialized()
         if started_here:

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import dspy
 
 from judges.lm.embeddings import default_embeddings
-from judges.lm.resolve import resolve_lm
+from judges.lm.resolve import judges_context, resolve_lm
 from judges.lm.served import PermanentLMError
 from judges.run.backend import Backend, Calls, Item, Records, score_item
 from judges.run.records import failure_record, timeout_error
@@ -52,7 +52,7 @@ class ThreadBackend(Backend):
         if not items:
             return None
         lm = resolve_lm(self.settings.lm) if self.settings.lm is not None else None
-        with dspy.context(lm=lm) if lm is not None else contextlib.nullcontext(), \
+        with judges_context(lm=lm) if lm is not None else contextlib.nullcontext(), \
                 default_embeddings(self.settings.embeddings):
             return _Pool(self, items, on_records, on_calls).drive()
 
