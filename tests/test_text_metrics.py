@@ -56,25 +56,26 @@ def test_split_sentences_en_zh_ja():
     ("Pros and cons: pro bono work, em dash, en dash.", "en"),
     ("oh really yeah i've never seen either one of them", "en"),
     ("They went en route to the de facto capital.", "en"),
-    # Other languages in Latin letters
-    ("Le musée est fermé le lundi et les jours fériés.", "latin"),
-    ("Die Brücke wurde im Jahr 1932 für den Verkehr geöffnet.", "latin"),
-    ("El tren sale de la estación a las ocho y llega tarde.", "latin"),
-    ("Il ponte è stato costruito nel 1932 e sono venuti in molti.", "latin"),
-    ("A ponte foi construída em 1932 e não tem portagem.", "latin"),
-    ("De brug is in 1932 geopend en het verkeer was druk.", "latin"),
-    ("Jembatan itu dibuka pada tahun 1932 dan tidak ada tol.", "latin"),
-    ("Most został otwarty w 1932 roku i nie ma opłat.", "latin"),
-    ("Köprü 1932 yılında açıldı ve çok kalabalık oldu.", "latin"),
-    ("Most byl otevřen v roce 1932 a je to památka.", "latin"),
-    ("Voy a la playa con mi hermano mañana.", "latin"),
-    ("Io vado a Roma con mia madre domani.", "latin"),
-    ("e\u0301te\u0301 tre\u0300s chaud a\u0300 Paris cette anne\u0301e", "latin"),  # accents as combining marks
+    # Other languages in Latin letters, named (Indonesian reads as its close kin Malay)
+    ("Le musée est fermé le lundi et les jours fériés.", "fr"),
+    ("Die Brücke wurde im Jahr 1932 für den Verkehr geöffnet.", "de"),
+    ("El tren sale de la estación a las ocho y llega tarde.", "es"),
+    ("Il ponte è stato costruito nel 1932 e sono venuti in molti.", "it"),
+    ("A ponte foi construída em 1932 e não tem portagem.", "pt"),
+    ("De brug is in 1932 geopend en het verkeer was druk.", "nl"),
+    ("Jembatan itu dibuka pada tahun 1932 dan tidak ada tol.", "ms"),
+    ("Most został otwarty w 1932 roku i nie ma opłat.", "pl"),
+    ("Köprü 1932 yılında açıldı ve çok kalabalık oldu.", "tr"),
+    ("Most byl otevřen v roce 1932 a je to památka.", "cs"),
+    ("Voy a la playa con mi hermano mañana.", "es"),
+    ("Io vado a Roma con mia madre domani.", "it"),
+    ("e\u0301te\u0301 tre\u0300s chaud a\u0300 Paris cette anne\u0301e", "fr"),  # accents as combining marks
     # Other scripts
     ("这座桥于1932年通车。", "zh"),
     ("この橋は1932年に開通した。", "ja"),
     ("ｶﾀｶﾅﾃﾞｽﾈ 漢字", "ja"),  # half-width katakana
-    ("Мост открыли в 1932 году.", "other"),
+    ("Мост открыли в 1932 году.", "ru"),
+    ("다리는 1932년에 개통되었다.", "ko"),
     ("1932 — 2020", ""),
 ])
 def test_the_language_rule_tells_english_of_names_and_numbers_from_other_languages(text, expected):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import unicodedata
 
 # Han (CJK unified ideographs, extension A, compatibility), Hiragana, Katakana (+ phonetic extensions,
@@ -138,16 +139,19 @@ _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 
 @functools.lru_cache(maxsize=SENTENCE_CACHE_SIZE)
 def detect_language(text: str) -> str:
-    """The language of ``text`` as far as rules can tell: ``"ja"`` / ``"zh"`` (a quarter or more of the
-    letters Han or kana; ``"ja"`` when there is any kana), ``"other"`` (mostly another script: Cyrillic,
-    Hangul, Arabic ...), ``"latin"`` (Latin letters in another language than English: among the words in
-    lower case and each sentence's first word, the function words of French, German, Spanish, Italian,
-    Portuguese, Dutch, Indonesian, Polish, Czech or Turkish and the words with accented letters are two or
-    more and outnumber the English function words), ``"en"`` (any other text in Latin letters: an English
-    sentence of names and numbers with one function word in nine, or with an accented name, stays English;
-    so does a short foreign sentence with one such word), ``""`` (no letters). The text is read in
-    Unicode's composed form (NFC). The last ``SENTENCE_CACHE_SIZE`` texts' answers are kept, as
-    ``split_sentences`` keeps their sentences (``clear_sentence_cache`` empties both)."""
+    """The language of ``text``: ``"en"``, ``"ja"`` / ``"zh"``, another language's ISO 639 code (``"fr"``,
+    ``"de"``, ``"ru"`` ...), or ``""`` (no letters). Rules decide whether the text is English and read
+    Chinese and Japanese (a quarter or more of the letters Han or kana; ``"ja"`` when there is any kana); a
+    text the rules find in another language is named by ``name_language``. The rules for Latin letters: among
+    the words in lower case and each sentence's first word, the function words of French, German, Spanish,
+    Italian, Portuguese, Dutch, Indonesian, Polish, Czech or Turkish and the words with accented letters are
+    two or more and outnumber the English function words; any other text in Latin letters is English (an
+    English sentence of names and numbers with one function word in nine, or with an accented name, stays
+    English; so does a short foreign sentence with one such word). Mostly another script (Cyrillic, Hangul,
+    Arabic ...) is another language. Why rules first: a statistical identifier misreads short English
+    sentences of names and numbers, which the verifier must not refuse. The text is read in Unicode's
+    composed form (NFC). The last ``SENTENCE_CACHE_SIZE`` texts' answers are kept, as ``split_sentences``
+    keeps their sentences (``clear_sentence_cache`` empties both)."""
     text = unicodedata.normalize("NFC", text)
     letters = _LETTER.findall(text)
     if not letters:
@@ -157,14 +161,28 @@ def detect_language(text: str) -> str:
     if cjk >= max(1, latin // 4) and cjk >= len(letters) / 4:
         return "ja" if _KANA.search(text) else "zh"
     if latin < len(letters) / 2:
-        return "other"
+        return name_language(text)
     words = tokenize(text)
     if len(words) < 4:
         return "en"  # too short to tell English from other Latin-script languages; names and numbers mostly
     english = sum(1 for w in words if w in _ENGLISH_WORDS)
     foreign = sum(1 for w in _lower_case_words(text)
                   if w in _OTHER_LATIN_WORDS or any("\u00c0" <= ch <= "\u024f" for ch in w))
-    return "latin" if foreign >= 2 and foreign > english else "en"
+    return name_language(text) if foreign >= 2 and foreign > english else "en"
+
+
+_IDENTIFYING = threading.Lock()
+
+
+def name_language(text: str) -> str:
+    """The ISO 639 code of the language other than English that ``text`` is likeliest in, by py3langid (a
+    naive Bayes identifier over 97 languages, shipped with its model): called once the rules above have
+    found the text is not English, so English is never the answer."""
+    import py3langid
+
+    with _IDENTIFYING:  # py3langid loads its model on the first call, into a module global
+        ranked = py3langid.rank(text)
+    return next(code for code, _ in ranked if code != "en")
 
 
 def _lower_case_words(text: str) -> list[str]:
