@@ -254,9 +254,12 @@ def test_long_evidence_is_chunked_with_overlap_and_each_claim_takes_its_best_chu
         assert first.split(". ")[-1].rstrip(".") in second
     units = verifier.units([" ".join(sentences)])
     assert units[:len(chunks)] == chunks and set(units[len(chunks):]) == set(sentences)
-    rows = verifier.support([" ".join(sentences)], ["The river is 37 kilometres long."])
+    # Every other "Fact number" sentence gives the river another length, so the default check finds the claim
+    # contradicted; the units alone name the sentence that says 37.
+    rows = Verifier(check_contradictions=False).support([" ".join(sentences)], ["The river is 37 kilometres long."])
     assert rows[0]["chunk"] in units and "37" in rows[0]["sentence"]
-    only_chunks = Verifier(single_sentences=False)
+    assert verifier.support([" ".join(sentences)], ["The river is 37 kilometres long."])[0]["contradiction"]
+    only_chunks = Verifier(single_sentences=False, check_contradictions=False)
     assert only_chunks.units([" ".join(sentences)]) == chunks
     assert only_chunks.support([" ".join(sentences)], ["The river is 37 kilometres long."])[0]["chunk"] in chunks
     # A copied sentence next to another: the chunk alone misread it (P 0.13 in docs/verifier.md); its sentence not.
@@ -284,7 +287,9 @@ def test_a_shortlist_scores_each_claim_against_its_k_units_sharing_most_rare_wor
     assert shortlist(units, ["The mill by the river."], 1) == [[3]]
     sentences = [f"Fact number {i} says the river is {i} kilometres long." for i in range(40)]
     evidence = [" ".join(sentences)]
-    everything, short = Verifier(top_units=None), Verifier(stop_at=None)  # every shortlisted unit scored
+    # every shortlisted unit scored; the "Fact number" sentences contradict one another, so the unit rules are read
+    # without the check against contradictions
+    everything, short = Verifier(top_units=None), Verifier(stop_at=None, check_contradictions=False)
     claims = ["The river is 37 kilometres long.", "Fact number 3 says the river is 3 kilometres long."]
     units = everything.units(evidence)
     rows = short.support(evidence, claims)
@@ -313,10 +318,10 @@ def test_stop_at_scores_the_shortest_unit_first_and_the_rest_only_under_it():
     evidence = [" ".join(sentences)]
     claims = ["Fact number 3 says the river is 3 kilometres long.", "The river is 37 kilometres long.",
               "Fact number 5 says the lake is 9 kilometres deep."]
-    full = Verifier(stop_at=None).support(evidence, claims)
+    full = Verifier(stop_at=None, check_contradictions=False).support(evidence, claims)  # (as the shortlist test)
     assert [r["units_scored"] for r in full] == [2, 2, 2]
     asked: list[list[tuple[str, str]]] = []
-    cascade = Verifier()
+    cascade = Verifier(check_contradictions=False)
     assert cascade.stop_at == resolve_verifier(None).stop_at == 0.9  # the default
     real = cascade.probabilities
     cascade.probabilities = lambda pairs: asked.append(list(pairs)) or real(pairs)
@@ -362,7 +367,8 @@ def test_a_claim_the_evidence_says_the_other_way_round_is_checked_against_its_op
     every other claim's row is what it would be without the check."""
     evidence = ["Sales rose in May, and the north gate opened before noon."]
     claims = ["Sales fell in May.", "Sales rose in May.", "The north gate opened after noon."]
-    checked, plain = Verifier(), Verifier(check_opposites=False)
+    checked = Verifier(check_contradictions=False)  # the check against opposites alone (contradictions: below)
+    plain = Verifier(check_opposites=False, check_contradictions=False)
     assert checked.check_opposites and resolve_verifier(None).check_opposites  # the default
     asked: list[list[tuple[str, str]]] = []
     real = checked.probabilities
@@ -389,7 +395,8 @@ def test_a_claim_the_evidence_says_the_other_way_round_is_checked_against_its_op
     assert [r["opposite_probability"] for r in rows] == [0.95, None, 0.3]  # a less likely opposite changes nothing
     sample = SingleTurnSample(response="Sales fell in May.", retrieved_contexts=evidence)
     metric = FaithfulnessWithVerifier()
-    assert "the evidence supports 'Sales rose in May.' rather" in metric.feedback(metric.score(sample))
+    assert ("contradicted by the evidence sentence 'Sales rose in May, and the north gate opened before noon.', "
+            "which supports 'Sales rose in May.' instead") in metric.feedback(metric.score(sample))
     for bad in ("yes", 1, None):
         with pytest.raises(ValueError, match="check_opposites"):
             Verifier(check_opposites=bad)
@@ -409,8 +416,8 @@ def test_the_metric_scores_sentences_without_an_lm_and_names_the_failed_claim():
     assert FaithfulnessWithVerifier(aggregate="weakest").score(sample).score == result.weakest
     text = metric.feedback(result)
     assert "weakest claim P=" in text and f"(mean; {sum(p >= 0.5 for p in probabilities)} of 2 claims at P >= 0.5)" in text
-    if not result.verdicts[1]["supported"]:
-        assert "950 metres" in text and "closest evidence" in text
+    assert not result.verdicts[1]["supported"]
+    assert "'It is 950 metres tall.' (P=0.0" in text and "contradicted by the evidence sentence" in text
     assert metric.score({"response": "", "retrieved_contexts": [EVIDENCE]}).undefined_reason
     with pytest.raises(ValueError, match="claims="):
         FaithfulnessWithVerifier(claims="words")
@@ -784,7 +791,7 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     shipped = metric_config(FaithfulnessWithVerifier())["models"]["verifier"]
     manifest = json.loads(SHIPPED_MANIFEST.read_text())
     assert shipped == {"max_length": 256, "chunk_tokens": 128, "single_sentences": True, "top_units": 2,
-                       "stop_at": 0.9, "check_opposites": True,
+                       "stop_at": 0.9, "check_opposites": True, "check_contradictions": True,
                        "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
     int8 = metric_config(FaithfulnessWithVerifier(verifier="embedded-int8"))["models"]["verifier"]
     assert int8["int8"].startswith(resolve_verifier("embedded-int8").runtime + " ")  # "onnx 1.32.0": they differ

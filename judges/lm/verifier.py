@@ -46,6 +46,9 @@
 * **Checked against opposites** (``check_opposites=True``, the default since 2026-11-29): a claim saying
   "fell" where its best unit says "rose" keeps P only as far as the unit prefers it to "rose"
   (``judges.lm.verifier_opposites``, where the rule that chose it and its measurements are).
+* **Checked against contradictions** (``check_contradictions=True``, the default): a claim saying "8,856
+  metres" where any evidence sentence about the same thing says "8,849" keeps P only as far as that sentence
+  prefers the claim to its own version, whatever other sentences score (``judges.lm.verifier_opposites``).
 
 Owns: loading verifier models and scoring (evidence, claim) pairs. Must not extract claims (the metrics'
 steps do) or train (``calibration.fitting.verifier_training``).
@@ -73,7 +76,7 @@ from judges.lm.verifier_files import (
     load_shipped,
     supported_column,
 )
-from judges.lm.verifier_opposites import check_against_opposites
+from judges.lm.verifier_opposites import check_against_contradictions, check_against_opposites
 from judges.lm.verifier_units import best_sentence, length_batches, sentence_windows, shortlist
 
 #: The shipped verifier with int8 weights (``Verifier(quantize=True)``; ``verifier_onnx.shipped_onnx_int8``).
@@ -89,7 +92,8 @@ class Verifier:
                  languages: Sequence[str] | None = None, max_length: int = 256, chunk_tokens: int = 128,
                  batch_size: int = 16, single_sentences: bool = True, top_units: int | None = 2,
                  quantize: bool = False, runtime: str = "auto", padding_ratio: float = 1.25,
-                 stop_at: float | None = 0.9, check_opposites: bool = True):
+                 stop_at: float | None = 0.9, check_opposites: bool = True, check_contradictions: bool = True,
+                 closest_when_unsupported: bool = False):
         for name, value in (("max_length", max_length), ("chunk_tokens", chunk_tokens), ("batch_size", batch_size),
                             ("top_units", 1 if top_units is None else top_units)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -101,9 +105,12 @@ class Verifier:
             raise ValueError(f"Verifier: stop_at must be None or a number in (0, 1], got {stop_at!r}")
         if runtime not in RUNTIMES:
             raise ValueError(f"Verifier: runtime must be one of {list(RUNTIMES)}, got {runtime!r}")
-        if not isinstance(check_opposites, bool):
-            raise ValueError(f"Verifier: check_opposites must be True or False, got {check_opposites!r}")
-        self.check_opposites = check_opposites
+        for name, value in (("check_opposites", check_opposites), ("check_contradictions", check_contradictions),
+                            ("closest_when_unsupported", closest_when_unsupported)):
+            if not isinstance(value, bool):
+                raise ValueError(f"Verifier: {name} must be True or False, got {value!r}")
+        self.check_opposites, self.check_contradictions = check_opposites, check_contradictions
+        self.closest_when_unsupported = closest_when_unsupported
         self.max_length, self.chunk_tokens, self.batch_size = max_length, chunk_tokens, batch_size
         self.top_units, self.padding_ratio = top_units, float(padding_ratio)
         self.stop_at = None if stop_at is None else float(stop_at)
@@ -226,10 +233,12 @@ class Verifier:
         unit's sentence sharing most words with the claim), ``units_scored`` (how many (unit, claim) pairs
         the model scored for it) and, with ``check_opposites``, ``opposite`` and ``opposite_probability`` (the
         claim's likeliest opposite and its P, when the evidence says a direction word of the claim the other
-        way round; else None; ``verifier_opposites``). With ``stop_at`` each claim is first scored against
-        its shortest unit only, and against the rest when that one is under ``stop_at``, or under ``cutoff``
-        when that is higher (the cut-off the caller reads the probabilities at: whether a claim reaches it
-        stays exact; the check against opposites only lowers a probability, after the units are scored)."""
+        way round; else None; ``verifier_opposites``) and, with ``check_contradictions``, ``contradiction``
+        (the evidence sentence that contradicts the claim, or None; ``verifier_opposites``). With ``stop_at``
+        each claim is first scored against its shortest unit only, and against the rest when that one is
+        under ``stop_at``, or under ``cutoff`` when that is higher (the cut-off the caller reads the
+        probabilities at: whether a claim reaches it stays exact; both checks only lower a probability, after
+        the units are scored)."""
         claims = list(claims)
         if not claims:
             return []
@@ -256,13 +265,21 @@ class Verifier:
             score([(i, j) for i, chosen in enumerate(shortlists) if scored[i][shortest[i]] < stop
                    for j in chosen if j != shortest[i]])
         rows = []
-        for claim, mine in zip(claims, scored):
+        # (a claim sharing no word with any unit has no closest one: shortlist then gives every unit)
+        closest = ([chosen[0] if len(chosen) == 1 else None for chosen in shortlist(units, claims, 1)]
+                   if self.closest_when_unsupported else None)
+        for i, (claim, mine) in enumerate(zip(claims, scored)):
             best = min(mine, key=lambda j: (-mine[j], j))  # the earliest unit among equals
+            if closest is not None and mine[best] < (cutoff or 0.5) and closest[i] in mine:
+                best = closest[i]  # supported nowhere: read at the unit sharing most of its words
             rows.append({"claim": claim, "probability": mine[best], "chunk": units[best],
                          "sentence": best_sentence(units[best], claim, unit_sentences[units[best]]),
                          "units_scored": len(mine), "opposite": None, "opposite_probability": None})
         if self.check_opposites:
             check_against_opposites(rows, self.probabilities)
+        if self.check_contradictions:
+            sentences = dict.fromkeys(s.strip() for each in unit_sentences.values() for s in each if s.strip())
+            check_against_contradictions(rows, list(sentences), self.probabilities)
         return rows
 
     def __repr__(self) -> str:
@@ -289,7 +306,8 @@ def _int8(model):
 
 
 #: The scoring settings a metric's verifier runs with (``Verifier``'s defaults), part of its identity.
-SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units", "stop_at", "check_opposites")
+SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units", "stop_at", "check_opposites",
+                    "check_contradictions", "closest_when_unsupported")
 
 
 def verifier_identity(model: str | None) -> dict[str, Any]:

@@ -17,7 +17,18 @@ natural responses the check fired on 0 of 430, 1 of 993 and 1 of 320 items. On t
 was chosen: 0.799 -> 0.853, 0.782 -> 0.816 and 0.838 -> 0.887. Measured on the shipped verifier only
 (docs/verifier-experiments.md).
 
-Owns: the check and its formula. Must not load a model (the caller's scorer scores the opposites).
+**Contradictions anywhere in the evidence** (``Verifier(check_contradictions=True)``, the default): the check
+above reads the claim's best unit only, so a sentence about something else that the verifier happens to
+score higher (P 0.25 for "Everest lies on the border of Nepal and China" against "Mount Everest is 8,856
+metres tall", where the sentence that contradicts it scores 0.07) hid the contradiction, and adding such a
+sentence raised the claim's score. ``check_against_contradictions`` reads every evidence sentence that
+shares the claim's frame and differs in one detail (``judges.data.contrasts``: a number, date or name, or a
+direction word); where the sentence supports the claim with its detail (P >= ``CONTRAST_SUPPORT``) more than
+the claim itself, the sentence contradicts the claim, which keeps min(P, sigmoid(logit P(claim | sentence) -
+logit P(contrast | sentence))). Both terms are read against that sentence alone, so sentences added to the
+evidence can add a contradiction but never lift one. Measured in docs/verifier.md (the distractor set).
+
+Owns: the checks and their formula. Must not load a model (the caller's scorer scores the opposites).
 """
 
 from __future__ import annotations
@@ -27,10 +38,13 @@ from typing import Any
 
 import numpy as np
 
+from judges.data.contrasts import contrasts
 from judges.data.opposites import direction_contrasts
 
 #: At most this many opposites a claim, in the claim's word order.
 MAX_OPPOSITES = 4
+#: A sentence contradicts a claim only where it supports the claim's contrast at least this much.
+CONTRAST_SUPPORT = 0.5
 
 
 def logit(p: float) -> float:
@@ -65,3 +79,40 @@ def check_against_opposites(rows: list[dict[str, Any]],
         margin = logit(row["probability"]) - logit(found[likeliest])
         row["probability"] = min(row["probability"], sigmoid(margin))
         row["opposite"], row["opposite_probability"] = mine[likeliest], found[likeliest]
+
+
+def check_against_contradictions(rows: list[dict[str, Any]], sentences: Sequence[str],
+                                 probabilities: Callable[[Sequence[tuple[str, str]]], np.ndarray]) -> None:
+    """Each ``Verifier.support`` row's claim against every sentence of ``sentences`` with contrasts for it
+    (``judges.data.contrasts.contrasts``), all pairs scored in one call: a sentence whose likeliest contrast
+    has P >= ``CONTRAST_SUPPORT`` and above the claim's P against that sentence contradicts the claim. The
+    row then keeps min(P, sigmoid(logit P(claim | sentence) - logit P(contrast | sentence))) over its
+    contradictions; ``contradiction`` names the strongest ({"sentence", "contrast", "probability":
+    P(contrast | sentence), "claim_probability": P(claim | sentence)}), and where it lowered P, ``chunk`` and
+    ``sentence`` become that sentence (what the claim was judged against). Other rows get ``contradiction``
+    None."""
+    found = [(i, sentence, mine) for i, row in enumerate(rows) for sentence in sentences
+             if (mine := contrasts(row["claim"], sentence))]
+    for row in rows:
+        row.setdefault("contradiction", None)
+    if not found:
+        return
+    wanted = [(sentence, text) for i, sentence, mine in found for text in (rows[i]["claim"], *mine)]
+    scored = iter(probabilities(wanted))
+    strongest: dict[int, tuple[float, dict[str, Any]]] = {}
+    for i, sentence, mine in found:
+        claim_p = float(next(scored))
+        rivals = [float(next(scored)) for _ in mine]
+        likeliest = max(range(len(mine)), key=lambda k: (rivals[k], -k))
+        if rivals[likeliest] < CONTRAST_SUPPORT or rivals[likeliest] <= claim_p:
+            continue
+        capped = sigmoid(logit(claim_p) - logit(rivals[likeliest]))
+        if i not in strongest or capped < strongest[i][0]:
+            strongest[i] = capped, {"sentence": sentence, "contrast": mine[likeliest],
+                                    "probability": rivals[likeliest], "claim_probability": claim_p}
+    for i, (capped, contradiction) in strongest.items():
+        row = rows[i]
+        row["contradiction"] = contradiction
+        if capped <= row["probability"]:
+            row["probability"] = capped
+            row["chunk"] = row["sentence"] = contradiction["sentence"]

@@ -28,44 +28,34 @@ from typing import Any, ClassVar
 import dspy
 import numpy as np
 
+from judges.data.contrasts import DATE, MONTHS, NAME, NUMBER, STOP_CAPITALS, normalised
 from judges.data.language import split_sentences, tokenize
 from judges.lm.embeddings import resolve_embedder
 from judges.metrics.base import Metric
-
-_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|"
-           "apr|jun|jul|aug|sep|sept|oct|nov|dec")
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?%?")
-_DATE = re.compile(rf"\b(?:{_MONTHS})\.?\s+\d{{1,2}}\b|\b\d{{1,2}}\s+(?:{_MONTHS})\b", re.IGNORECASE)
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
-_STOP_CAPITALS = {"I", "The", "A", "An", "It", "This", "That", "He", "She", "They", "We", "You", "In", "On", "At"}
 
 
 def specifics(text: str) -> list[str]:
     """Numbers, dates and capitalised names (not sentence-initial) in ``text``: the details a response can
     get wrong while every other word matches its source."""
-    found = [m.group().rstrip(",") for m in _NUMBER.finditer(text)]
-    found += [m.group() for m in _DATE.finditer(text)]
+    found = [m.group().rstrip(",") for m in NUMBER.finditer(text)]
+    found += [m.group() for m in DATE.finditer(text)]
     for sentence in split_sentences(text) or [text]:
-        for match in _NAME.finditer(sentence):
+        for match in NAME.finditer(sentence):
             if match.start() == 0:
                 continue  # a sentence's first word is capitalised anyway
             name = match.group()
-            if name not in _STOP_CAPITALS and not re.fullmatch(_MONTHS, name, re.IGNORECASE):
+            if name not in STOP_CAPITALS and not re.fullmatch(MONTHS, name, re.IGNORECASE):
                 found.append(name)
     return list(dict.fromkeys(found))
-
-
-def _normalised(text: str) -> str:
-    return re.sub(r"[\s,]+", " ", text.casefold())
 
 
 def supported_specifics(response: str, evidence: str) -> tuple[list[str], list[str]]:
     """The response's specifics split into those the evidence contains (case-insensitive, numbers with or
     without thousands separators) and those it does not."""
-    haystack = _normalised(evidence)
+    haystack = normalised(evidence)
     found, missing = [], []
     for item in specifics(response):
-        (found if _normalised(item) in haystack else missing).append(item)
+        (found if normalised(item) in haystack else missing).append(item)
     return found, missing
 
 

@@ -37,7 +37,6 @@ from typing import Any, ClassVar
 import dspy
 
 from judges.data.language import detect_language, split_sentences
-from judges.lm.resolve import judge_context
 from judges.lm.verifier import Verifier, resolve_verifier, verifier_identity
 from judges.metrics.base import Judge
 from judges.metrics.rag.claims import ClaimJudge, ExtractClaims
@@ -106,8 +105,8 @@ class VerifierStep:
 
     def verify_claims(self, verifier: Verifier, claims: list[str], evidence: list[str]) -> dict[str, Any]:
         """``{"verdicts", "weakest", "mean_probability", "verifier"}``: per claim the verifier's row (claim,
-        probability, chunk, sentence, units_scored, opposite, opposite_probability) plus ``supported`` (P >=
-        threshold)."""
+        probability, chunk, sentence, units_scored, opposite, opposite_probability, contradiction) plus
+        ``supported`` (P >= threshold)."""
         rows = verifier.support(evidence, claims, cutoff=self.threshold)  # stopping early keeps this verdict exact
         for row in rows:
             row["supported"] = row["probability"] >= self.threshold
@@ -123,15 +122,26 @@ def sentence_claims(text: str) -> list[str]:
 
 
 def unsupported_feedback(verdicts: list[dict[str, Any]]) -> str:
-    """The claims a verifier did not find supported, each with its probability, the opposite the evidence
-    prefers (``Verifier.check_opposites``) when there is one, and its closest evidence."""
+    """The claims a verifier did not find supported, each with its probability and the evidence sentence it
+    was judged against; where an evidence sentence contradicts it (``Verifier.check_contradictions``), that
+    sentence and the claim as the sentence puts it; else the opposite the evidence prefers
+    (``Verifier.check_opposites``) when there is one."""
     failed = [r for r in verdicts if not r["supported"]]
     if not failed:
         return ""
+
+    def why(row: dict[str, Any]) -> str:
+        contradiction = row.get("contradiction")
+        if contradiction:
+            return (f"contradicted by the evidence sentence {contradiction['sentence']!r}, which supports "
+                    f"{contradiction['contrast']!r} instead, P={contradiction['probability']:.2f}")
+        if row.get("opposite"):
+            return (f"the evidence supports {row['opposite']!r} rather, P={row['opposite_probability']:.2f}; "
+                    f"judged against {row['sentence']!r}")
+        return f"judged against {row['sentence']!r}"
+
     return "; claims the evidence does not support: " + " | ".join(
-        f"{r['claim']!r} (P={r['probability']:.2f}; " + (
-            f"the evidence supports {r['opposite']!r} rather, P={r['opposite_probability']:.2f}; "
-            if r.get("opposite") else "") + f"closest evidence: {r['sentence']!r})" for r in failed)
+        f"{r['claim']!r} (P={r['probability']:.2f}; {why(r)})" for r in failed)
 
 
 #: How FaithfulnessWithVerifier makes one score of its claims' probabilities (see the module docstring).
@@ -168,8 +178,7 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
             return dspy.Prediction(score=float(self.output_floor), undefined_reason=(
                 "the response is empty: nothing to judge; scored the floor without a model call"))
         if self.claims == "lm":
-            with judge_context(self.judge_lm, self.judge_adapter):
-                return self(**self._forward_inputs(sample))
+            return self.judged(**self._forward_inputs(sample))
         return self(**self._forward_inputs(sample))  # no LM: the verifier alone
 
     def forward(self, response: str, retrieved_contexts: list[str], user_input: str | None = None):

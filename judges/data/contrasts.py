@@ -1,0 +1,116 @@
+"""Where a claim and an evidence sentence say the same thing but one detail differs: the specifics a text
+names, and the claim as the sentence would put it (its contrasts).
+
+    specific_spans("It opened on March 4, 1962 in Tarnby.")   # [(13, 20, 'date'), (22, 26, 'number'), (30, 36, 'name')]
+    contrasts("Mount Everest is 8,856 metres tall.", "Mount Everest is 8,849 metres tall.")
+    # ['Mount Everest is 8,849 metres tall.']
+
+A sentence is a **contrast candidate** for a claim when it shares the claim's frame (at least half of the
+claim's content words outside its specifics and direction words, ``FRAME_SHARE``, and two of them) and differs in one detail: a specific of the
+claim (a number, a date, a capitalised name) the sentence lacks where the sentence has one of the same kind
+the claim lacks, or a direction word the sentence says the other way round (``opposites.direction_contrasts``).
+Each contrast is the claim with that one detail as the sentence has it. The verifier scores a claim against
+its contrasts (``judges.lm.verifier_opposites.check_against_contradictions``): a sentence that supports the
+contrast and prefers it to the claim contradicts the claim, whatever else the evidence holds.
+
+Why the frame: a sentence about something else with another name or number in it ("Everest lies between
+Nepal and China") says nothing against the claim, and scoring contrasts against it would cost model calls
+and invent contradictions.
+
+Owns: the specifics' patterns (``judges.metrics.grounding`` counts them too) and the contrasts. Must not call a model.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from judges.data.language import split_sentences, tokenize
+from judges.data.opposites import ANTONYMS, direction_contrasts
+
+MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|"
+           "apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?%?")
+DATE = re.compile(rf"\b(?:{MONTHS})\.?\s+\d{{1,2}}\b|\b\d{{1,2}}\s+(?:{MONTHS})\b", re.IGNORECASE)
+NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
+STOP_CAPITALS = {"I", "The", "A", "An", "It", "This", "That", "He", "She", "They", "We", "You", "In", "On", "At"}
+#: A sentence shares a claim's frame when it holds at least this share of the claim's content words.
+FRAME_SHARE = 0.5
+#: At most this many contrasts a (claim, sentence).
+MAX_CONTRASTS = 4
+#: Words too common to make a frame (articles, auxiliaries, prepositions, pronouns).
+_FUNCTION_WORDS = frozenset(
+    "a an the is are was were be been being am has have had do does did of in on at to for from by with as and "
+    "or but not no it its this that these those he she they we you i his her their our my your them us him "
+    "there here which who whom what when where will would can could shall should may might must than then so "
+    "also into onto over under about after before".split())
+
+
+def specific_spans(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, kind)`` of each specific in ``text``, kind "date", "number", "weekday" or "name", none
+    inside another: dates first, then numbers outside them, then capitalised names that do not open their
+    sentence (a sentence's first word is capitalised anyway), are not a stop word and not a month or day."""
+    spans: list[tuple[int, int, str]] = [(m.start(), m.end(), "date") for m in DATE.finditer(text)]
+    taken = lambda start, end: any(s < end and start < e for s, e, _ in spans)  # noqa: E731
+    for m in NUMBER.finditer(text):
+        end = m.end() - (1 if m.group().endswith(",") else 0)
+        if not taken(m.start(), end):
+            spans.append((m.start(), end, "number"))
+    for m in re.finditer(rf"\b(?:{_WEEKDAYS})\b", text, re.IGNORECASE):
+        spans.append((m.start(), m.end(), "weekday"))
+    offset = 0
+    for sentence in split_sentences(text) or [text]:
+        at = text.find(sentence, offset)
+        at = offset if at < 0 else at
+        offset = at + len(sentence)
+        for match in NAME.finditer(sentence):
+            name = match.group()
+            if match.start() == 0 or name in STOP_CAPITALS or re.fullmatch(f"{MONTHS}|{_WEEKDAYS}", name, re.I):
+                continue
+            start, end = at + match.start(), at + match.end()
+            if not taken(start, end):
+                spans.append((start, end, "name"))
+    return sorted(spans)
+
+
+def normalised(text: str) -> str:
+    """Case, spaces and thousands separators folded: how a specific is looked for in another text."""
+    return re.sub(r"[\s,]+", " ", text.casefold()).strip()
+
+
+@functools.lru_cache(maxsize=4096)
+def frame_words(text: str) -> frozenset[str]:
+    """The content words of ``text`` outside its specifics and direction words (the details that differ)."""
+    spans = specific_spans(text)
+    kept = "".join(ch if not any(s <= i < e for s, e, _ in spans) else " " for i, ch in enumerate(text))
+    return frozenset(w for w in tokenize(kept) if w not in _FUNCTION_WORDS and w not in ANTONYMS and not w.isdigit())
+
+
+def shares_frame(claim: str, sentence: str) -> bool:
+    """Whether ``sentence`` holds at least ``FRAME_SHARE`` of the claim's content words, and two of them
+    (one when the claim has one)."""
+    words = frame_words(claim)
+    shared = len(words & set(tokenize(sentence)))
+    return bool(words) and shared >= FRAME_SHARE * len(words) and shared >= min(2, len(words))
+
+
+def specific_contrasts(claim: str, sentence: str) -> list[str]:
+    """The claim with one specific the sentence lacks replaced by one of the same kind that the sentence has
+    and the claim lacks, for each such pair, in the claim's order."""
+    have = normalised(sentence)
+    mine = [(s, e, kind) for s, e, kind in specific_spans(claim) if normalised(claim[s:e]) not in have]
+    if not mine:
+        return []
+    said = normalised(claim)
+    theirs = [(sentence[s:e], kind) for s, e, kind in specific_spans(sentence) if normalised(sentence[s:e]) not in said]
+    return [claim[:s] + value + claim[e:] for s, e, kind in mine for value, other in theirs if other == kind]
+
+
+def contrasts(claim: str, sentence: str) -> list[str]:
+    """The claim with one detail as ``sentence`` has it (a specific, or a direction word turned), at most
+    ``MAX_CONTRASTS``, without repeats; empty unless the sentence shares the claim's frame."""
+    if not shares_frame(claim, sentence):
+        return []
+    found = direction_contrasts(claim, sentence) + specific_contrasts(claim, sentence)
+    return [text for text in dict.fromkeys(found) if text != claim][:MAX_CONTRASTS]
