@@ -2,7 +2,7 @@
 its check against contradictions (``Verifier(check_contradictions=...)``), on a distractor set and the
 agreement table's sets.
 
-    .venv/bin/python experiments/verifier_contradictions.py                    # ~6 min on 2 cores
+    .venv/bin/python experiments/verifier_contradictions.py                    # ~13 min on 2 cores
     .venv/bin/python experiments/verifier_contradictions.py --summeval-limit 320
 
 Why: the verifier scores each claim against its best evidence unit, so a sentence about something else that
@@ -11,9 +11,10 @@ Everest is 8,856 metres tall." scored 0.068 against "Mount Everest is 8,849 metr
 "Everest lies on the border of Nepal and China." was added to the evidence, and the feedback named that
 sentence as the evidence (issue 57).
 
-The distractor set (``calibration/data/distractors.jsonl``, DISTRACTORS.md: 48 items, written by a helper told
-nothing of the method) has per item one evidence sentence, a claim it contradicts (8 each: number, date,
-name, direction, negation, relation), a claim it supports, and three same-topic sentences that do neither.
+Each distractor set (``calibration/data/distractors.jsonl`` and ``distractors_second.jsonl``, DISTRACTORS.md:
+48 items each, each written by a helper told nothing of the method) has per item one evidence sentence, a
+claim it contradicts (8 each: number, date, name, direction, negation, relation), a claim it supports, and
+three same-topic sentences that do neither.
 Each claim is scored (``FaithfulnessWithVerifier``'s default, the mean over the claim's sentences) against
 the evidence alone, against one passage "distractor 1, evidence, distractors 2 and 3", and against the four
 sentences as four contexts. Printed per way: the mean score of the contradicted and the supported claims in
@@ -24,11 +25,31 @@ The agreement table's sets (``verifier_agreement.sets`` / ``halves``, seed 0; BE
 split into halves) and the seven hand-written contrastive sets, whole: ROC-AUC of the metric's score with
 each way, and how many items' scores moved.
 
-The rule, written before this script first ran: ``check_contradictions=True`` becomes the default if (1) with
-it, no contradicted claim of the distractor set scores higher with distractors than without, in either
-arrangement (the property the issue asks for), and (2) no train half (BEGIN WoW, Q2, SummEval) is more than
-0.005 ROC-AUC under the verifier without it. Test halves, the contrastive sets and the supported claims are
-reported, never used to choose. Its outcome is in docs/verifier.md.
+Round 1 (commit c0205ad; rule written before it ran: no contradicted claim of the first distractor set
+rises with distractors, no train half more than 0.005 under the verifier without the check) did not pass:
+with the check 24 contradicted claims still rose (12 in each arrangement; without it 25 in each: the check caught
+numbers, names and most dates, not negations or relations), and SummEval's train half fell 0.0050 (56 of 800
+items moved: a long article's sentences about alike events share frames). The contrastive sets rose
++0.007 to +0.032. Numbers in docs/verifier.md.
+
+Round 2, written after round 1 and before it ran. Reference: the verifier without the check
+(``check_contradictions=False``, what shipped before). Candidates:
+
+  contradictions  round 1's check, except that a contradiction overrides the claim's best unit only where
+                  that unit holds the contradicting sentence or supports the claim nowhere (P < 0.5)
+  closest         contradictions, and a claim no unit supports (P < 0.5) read at the unit sharing most of its
+                  words (``closest_when_unsupported``) instead of the highest-scoring one: a sentence that
+                  supports nothing cannot lift it over the sentence that speaks of it
+
+The first distractor set, read by round 1, cannot decide: a second (``distractors_second.jsonl``,
+DISTRACTORS_SECOND.md) was written by another helper before round 2 ran, from the first's instructions
+with other topics asked for and more varied negations and dates. A
+candidate becomes the default if, on the second set: (1) in each arrangement, the contradicted claims that
+score higher with distractors than without are at most half as many as the reference's; (2) in each
+arrangement with distractors, its ROC-AUC of supported against contradicted claims is not under the
+reference's; and (3) no train half (BEGIN WoW, Q2, SummEval) is more than 0.005 under the reference's. If
+both pass, the one with fewer risen claims (both arrangements together); on a tie, contradictions. Test
+halves, the first distractor set and the contrastive sets are reported, never used to choose.
 """
 
 from __future__ import annotations
@@ -53,15 +74,19 @@ from judges.data.language import detect_language  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 from judges.metrics.rag.verified import sentence_claims  # noqa: E402
 
-WAYS = {"without": False, "with": True}
+#: Each way's Verifier settings; "reference" is what shipped before the check.
+WAYS = {"reference": {"check_contradictions": False}, "contradictions": {},
+        "closest": {"closest_when_unsupported": True}}
+CANDIDATES = ("contradictions", "closest")
 RULED = ("begin-wow", "q2", "summeval")
 TOLERANCE = 0.005
+DISTRACTOR_SETS = {"first": "distractors.jsonl", "second": "distractors_second.jsonl"}
 KINDS = ("number", "date", "name", "direction", "negation", "relation")
 
 
-def load_distractors() -> list[dict]:
-    """The distractor test set (DISTRACTORS.md): id, evidence, contradicted, kind, supported, distractors."""
-    text = (resources.files("calibration.data") / "distractors.jsonl").read_text(encoding="utf-8")
+def load_distractors(which: str = "first") -> list[dict]:
+    """A distractor test set (DISTRACTORS.md): id, evidence, contradicted, kind, supported, distractors."""
+    text = (resources.files("calibration.data") / DISTRACTOR_SETS[which]).read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
@@ -75,83 +100,95 @@ def metric_score(verifier: Verifier, response: str, contexts: list[str]) -> floa
 
 
 def arrangements(item: dict) -> dict[str, list[str]]:
+    """The evidence alone, in one passage with the distractors around it, and as four contexts."""
     first, *rest = item["distractors"]
     return {"alone": [item["evidence"]],
             "passage": [" ".join([first, item["evidence"], *rest])],
             "contexts": [item["evidence"], *item["distractors"]]}
 
 
-def distractor_table(verifiers: dict[str, Verifier], items: list[dict]) -> dict[str, dict]:
+def distractor_table(verifiers: dict[str, Verifier], items: list[dict], title: str) -> dict[str, dict]:
+    """Per way: each claim's score in each arrangement, the contradicted claims risen with distractors per
+    arrangement, and the ROC-AUC of supported against contradicted claims per arrangement (printed)."""
     out = {}
+    print(f"\n{title}: mean score (contradicted / supported), ROC-AUC, and the contradicted claims scored higher "
+          "with the distractors than without")
     for way, verifier in verifiers.items():
-        scores = {side: {name: np.array([metric_score(verifier, item[side], contexts)
-                                         for item in items for contexts in [arrangements(item)[name]]])
+        scores = {side: {name: np.array([metric_score(verifier, item[side], arrangements(item)[name]) for item in items])
                          for name in ("alone", "passage", "contexts")}
                   for side in ("contradicted", "supported")}
-        risen = {name: [item for item, before, after in zip(items, scores["contradicted"]["alone"],
-                                                            scores["contradicted"][name]) if after > before + 1e-9]
-                 for name in ("passage", "contexts")}
-        out[way] = {"scores": scores, "risen": risen}
-        print(f"\n{way} the check: mean score (contradicted / supported), and contradicted claims scored higher "
-              f"with the distractors than without")
+        risen, aucs = {}, {}
+        print(f"  {way}")
         for name in ("alone", "passage", "contexts"):
             c, s = scores["contradicted"][name], scores["supported"][name]
-            auc = roc_auc([0] * len(c) + [1] * len(s), np.concatenate([c, s]))
-            line = f"  {name:<9} {c.mean():.3f} / {s.mean():.3f}   ROC-AUC {auc:.3f}"
-            if name in risen:
+            aucs[name] = roc_auc([0] * len(c) + [1] * len(s), np.concatenate([c, s]))
+            line = f"    {name:<9} {c.mean():.3f} / {s.mean():.3f}   ROC-AUC {aucs[name]:.3f}"
+            if name != "alone":
+                risen[name] = [item for item, before, after in zip(items, scores["contradicted"]["alone"], c)
+                               if after > before + 1e-9]
                 kinds = {kind: sum(item["kind"] == kind for item in risen[name]) for kind in KINDS}
                 line += f"   risen {len(risen[name])} of {len(items)} " + str({k: v for k, v in kinds.items() if v})
             print(line)
         by_kind = {kind: [i for i, item in enumerate(items) if item["kind"] == kind] for kind in KINDS}
-        print("  contradicted, mean by kind (alone -> passage -> contexts): " + "; ".join(
+        print("    contradicted, mean by kind (alone -> passage -> contexts): " + "; ".join(
             f"{kind} " + " -> ".join(f"{scores['contradicted'][n][rows].mean():.2f}" for n in ("alone", "passage", "contexts"))
             for kind, rows in by_kind.items()))
+        out[way] = {"scores": scores, "risen": risen, "auc": aucs}
     return out
 
 
-def agreement_tables(verifiers: dict[str, Verifier], data: dict[str, tuple[list, list[int]]]) -> dict[str, dict]:
+def agreement_tables(verifiers: dict[str, Verifier], data: dict[str, tuple[list, list[int]]]) -> dict:
+    """ROC-AUC of the metric's score per way, set and half (printed with the items each candidate moved)."""
     scores = {way: {} for way in verifiers}
     for name, (samples, labels) in data.items():
         for way, verifier in verifiers.items():
             started = time.perf_counter()
             scores[way][name] = np.array([metric_score(verifier, s.response, list(s.retrieved_contexts)) for s in samples])
-            print(f"  scored {name} ({len(samples)}) {way} the check in {time.perf_counter() - started:.0f} s", flush=True)
-    print(f"\nROC-AUC of the metric's score: {'set':<22} {'half':<6} {'without':>8} {'with':>8} {'change':>8}  moved")
+            print(f"  scored {name} ({len(samples)}) {way} in {time.perf_counter() - started:.0f} s", flush=True)
+    print(f"\nROC-AUC of the metric's score: {'set':<22} {'half':<6} " + " ".join(f"{w:>14}" for w in verifiers)
+          + "  (items moved)")
     table = {}
     for name, (_, labels) in data.items():
-        parts = halves(name if name in RULED else "contrastive", labels)
-        for half, rows in parts.items():
+        for half, rows in halves(name if name in RULED else "contrastive", labels).items():
             y = np.asarray(labels)[rows]
-            before, after = (roc_auc(y, scores[way][name][rows]) for way in WAYS)
-            moved = int(np.sum(np.abs(scores["with"][name][rows] - scores["without"][name][rows]) > 1e-9))
-            table[(name, half)] = (before, after)
-            print(f"  {name:<22} {half:<6} {before:>8.4f} {after:>8.4f} {after - before:>+8.4f}  {moved} of {len(rows)}")
+            table[(name, half)] = {way: roc_auc(y, scores[way][name][rows]) for way in verifiers}
+            moved = [int(np.sum(np.abs(scores[way][name][rows] - scores["reference"][name][rows]) > 1e-9))
+                     for way in CANDIDATES]
+            print(f"  {name:<22} {half:<6} " + " ".join(f"{table[(name, half)][w]:>14.4f}" for w in verifiers)
+                  + f"  ({', '.join(f'{w} {m} of {len(rows)}' for w, m in zip(CANDIDATES, moved))})")
     return table
+
+
+def verdict(second: dict[str, dict], table: dict) -> str | None:
+    """Round 2's rule (the module docstring): the candidate that becomes the default, or None."""
+    passing = {}
+    for way in CANDIDATES:
+        reference, mine = second["reference"], second[way]
+        fewer = all(2 * len(mine["risen"][a]) <= len(reference["risen"][a]) for a in ("passage", "contexts"))
+        ranks = all(mine["auc"][a] >= reference["auc"][a] for a in ("passage", "contexts"))
+        worst = min(table[(name, "train")][way] - table[(name, "train")]["reference"] for name in RULED)
+        print(f"  {way}: risen at most half the reference's {fewer}; ROC-AUC not under it {ranks}; "
+              f"largest fall of a train half {worst:+.4f} (>= -{TOLERANCE}: {worst >= -TOLERANCE})")
+        if fewer and ranks and worst >= -TOLERANCE:
+            passing[way] = sum(len(mine["risen"][a]) for a in ("passage", "contexts"))
+    return min(passing, key=lambda way: (passing[way], CANDIDATES.index(way))) if passing else None
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--summeval-limit", type=int, default=None, help="the first N SummEval summaries (all)")
     args = parser.parse_args()
-    verifiers = {way: Verifier(check_contradictions=flag) for way, flag in WAYS.items()}
-    items = load_distractors()
-    distractors = distractor_table(verifiers, items)
+    verifiers = {way: Verifier(**settings) for way, settings in WAYS.items()}
+    distractors = {which: distractor_table(verifiers, load_distractors(which), f"The {which} distractor set")
+                   for which in DISTRACTOR_SETS}
     data = sets(args.summeval_limit)
     data.pop("contrastive")
     for which in CONTRASTIVE_SETS:
         rows = load_contrastive(which)
-        data[f"contrastive-{which}"] = (
-            [SingleTurnSample(response=r["response"], retrieved_contexts=[r["evidence"]]) for r in rows],
-            [int(r["label"]) for r in rows])
+        data[f"contrastive-{which}"] = ([SingleTurnSample(response=r["response"], retrieved_contexts=[r["evidence"]])
+                                         for r in rows], [int(r["label"]) for r in rows])
     table = agreement_tables(verifiers, data)
-    risen = sum(len(v) for v in distractors["with"]["risen"].values())
-    worst = min(table[(name, "train")][1] - table[(name, "train")][0] for name in RULED)
-    passed = risen == 0 and worst >= -TOLERANCE
-    print(f"\nThe rule: contradicted claims risen with distractors, with the check: {risen} (must be 0); the "
-          f"largest fall of a train half: {worst:+.4f} (must be >= -{TOLERANCE}). "
-          f"{'PASSED: the check is the default' if passed else 'NOT PASSED'}")
+    print("\nRound 2's rule, on the second distractor set and the train halves:")
+    chosen = verdict(distractors["second"], table)
+    print(f"  -> {chosen or 'neither passed: the library keeps the reference'}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

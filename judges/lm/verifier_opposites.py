@@ -23,10 +23,12 @@ score higher (P 0.25 for "Everest lies on the border of Nepal and China" against
 metres tall", where the sentence that contradicts it scores 0.07) hid the contradiction, and adding such a
 sentence raised the claim's score. ``check_against_contradictions`` reads every evidence sentence that
 shares the claim's frame and differs in one detail (``judges.data.contrasts``: a number, date or name, or a
-direction word); where the sentence supports the claim with its detail (P >= ``CONTRAST_SUPPORT``) more than
+direction word); where the sentence supports the claim with its detail (P >= ``SUPPORTED``) more than
 the claim itself, the sentence contradicts the claim, which keeps min(P, sigmoid(logit P(claim | sentence) -
-logit P(contrast | sentence))). Both terms are read against that sentence alone, so sentences added to the
-evidence can add a contradiction but never lift one. Measured in docs/verifier.md (the distractor set).
+logit P(contrast | sentence))) unless another unit supports it (a long article's sentences about alike
+events share frames: round 1 capped such claims and cost SummEval 0.005). Both terms are read against that
+sentence alone, so sentences added to the evidence that support nothing can add a contradiction but never
+lift one. Chosen by ``experiments/verifier_contradictions.py`` (docs/verifier.md, "Distractors").
 
 Owns: the checks and their formula. Must not load a model (the caller's scorer scores the opposites).
 """
@@ -43,8 +45,10 @@ from judges.data.opposites import direction_contrasts
 
 #: At most this many opposites a claim, in the claim's word order.
 MAX_OPPOSITES = 4
-#: A sentence contradicts a claim only where it supports the claim's contrast at least this much.
-CONTRAST_SUPPORT = 0.5
+#: The probability at which the verifier reads a pair as supported: a sentence contradicts a claim only where
+#: it supports the claim's contrast at least this much, and overrides the claim's best unit only where that
+#: unit is under it (or holds the sentence).
+SUPPORTED = 0.5
 
 
 def logit(p: float) -> float:
@@ -85,12 +89,12 @@ def check_against_contradictions(rows: list[dict[str, Any]], sentences: Sequence
                                  probabilities: Callable[[Sequence[tuple[str, str]]], np.ndarray]) -> None:
     """Each ``Verifier.support`` row's claim against every sentence of ``sentences`` with contrasts for it
     (``judges.data.contrasts.contrasts``), all pairs scored in one call: a sentence whose likeliest contrast
-    has P >= ``CONTRAST_SUPPORT`` and above the claim's P against that sentence contradicts the claim. The
-    row then keeps min(P, sigmoid(logit P(claim | sentence) - logit P(contrast | sentence))) over its
-    contradictions; ``contradiction`` names the strongest ({"sentence", "contrast", "probability":
-    P(contrast | sentence), "claim_probability": P(claim | sentence)}), and where it lowered P, ``chunk`` and
-    ``sentence`` become that sentence (what the claim was judged against). Other rows get ``contradiction``
-    None."""
+    has P >= ``SUPPORTED`` and above the claim's P against that sentence contradicts the claim. Where the
+    claim's best unit holds that sentence, or supports the claim nowhere (P < ``SUPPORTED``), the row then keeps
+    min(P, sigmoid(logit P(claim | sentence) - logit P(contrast | sentence))) over its contradictions;
+    ``contradiction`` names the strongest ({"sentence", "contrast", "probability": P(contrast | sentence),
+    "claim_probability": P(claim | sentence)}), and where it lowered P, ``chunk`` and ``sentence`` become that
+    sentence (what the claim was judged against). Other rows get ``contradiction`` None."""
     found = [(i, sentence, mine) for i, row in enumerate(rows) for sentence in sentences
              if (mine := contrasts(row["claim"], sentence))]
     for row in rows:
@@ -104,8 +108,10 @@ def check_against_contradictions(rows: list[dict[str, Any]], sentences: Sequence
         claim_p = float(next(scored))
         rivals = [float(next(scored)) for _ in mine]
         likeliest = max(range(len(mine)), key=lambda k: (rivals[k], -k))
-        if rivals[likeliest] < CONTRAST_SUPPORT or rivals[likeliest] <= claim_p:
+        if rivals[likeliest] < SUPPORTED or rivals[likeliest] <= claim_p:
             continue
+        if rows[i]["probability"] >= SUPPORTED and sentence not in rows[i]["chunk"]:
+            continue  # supported by another unit: a long text's other sentence about something alike
         capped = sigmoid(logit(claim_p) - logit(rivals[likeliest]))
         if i not in strongest or capped < strongest[i][0]:
             strongest[i] = capped, {"sentence": sentence, "contrast": mine[likeliest],
