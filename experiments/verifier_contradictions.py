@@ -192,3 +192,7 @@ def main() -> int:
     chosen = verdict(distractors["second"], table)
     print(f"  -> {chosen or 'neither passed: the library keeps the reference'}")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
