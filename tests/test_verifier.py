@@ -254,11 +254,11 @@ def test_long_evidence_is_chunked_with_overlap_and_each_claim_takes_its_best_chu
         assert first.split(". ")[-1].rstrip(".") in second
     units = verifier.units([" ".join(sentences)])
     assert units[:len(chunks)] == chunks and set(units[len(chunks):]) == set(sentences)
-    # Every other "Fact number" sentence gives the river another length, so the default check finds the claim
-    # contradicted; the units alone name the sentence that says 37.
-    rows = Verifier(check_contradictions=False).support([" ".join(sentences)], ["The river is 37 kilometres long."])
+    rows = verifier.support([" ".join(sentences)], ["The river is 37 kilometres long."])
     assert rows[0]["chunk"] in units and "37" in rows[0]["sentence"]
-    assert verifier.support([" ".join(sentences)], ["The river is 37 kilometres long."])[0]["contradiction"]
+    # Every other "Fact number" sentence gives the river another length, but the unit holding "37" supports the
+    # claim: a sentence outside it does not override that support (a long text's sentences about alike things).
+    assert rows[0]["probability"] >= 0.5 and rows[0]["contradiction"] is None
     only_chunks = Verifier(single_sentences=False, check_contradictions=False)
     assert only_chunks.units([" ".join(sentences)]) == chunks
     assert only_chunks.support([" ".join(sentences)], ["The river is 37 kilometres long."])[0]["chunk"] in chunks
@@ -792,6 +792,7 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     manifest = json.loads(SHIPPED_MANIFEST.read_text())
     assert shipped == {"max_length": 256, "chunk_tokens": 128, "single_sentences": True, "top_units": 2,
                        "stop_at": 0.9, "check_opposites": True, "check_contradictions": True,
+                       "closest_when_unsupported": True,
                        "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
     int8 = metric_config(FaithfulnessWithVerifier(verifier="embedded-int8"))["models"]["verifier"]
     assert int8["int8"].startswith(resolve_verifier("embedded-int8").runtime + " ")  # "onnx 1.32.0": they differ
@@ -841,3 +842,57 @@ def test_pairs_are_batched_by_token_length_and_padding_changes_no_probability():
     for bad in (0.5, True, "1.25", float("nan")):
         with pytest.raises(ValueError, match="padding_ratio"):
             Verifier(padding_ratio=bad)
+
+
+def test_contrasts_name_the_one_detail_a_frame_sharing_sentence_says_otherwise():
+    from judges.data.contrasts import contrasts, shares_frame, specific_spans
+
+    assert specific_spans("It opened on March 4, 1962 in Tarnby.") == [(13, 20, "date"), (22, 26, "number"),
+                                                                       (30, 36, "name")]
+    claim = "Mount Everest is 8,856 metres tall."
+    assert contrasts(claim, "Mount Everest is 8,849 metres tall.") == ["Mount Everest is 8,849 metres tall."]
+    assert contrasts(claim, "Everest lies on the border of Nepal and China.") == []  # another matter: no frame
+    assert contrasts(claim, claim) == [] and contrasts("Obama was born in Kenya.", "Obama was born in Hawaii.") == [
+        "Obama was born in Hawaii."]
+    assert contrasts("Prices fell in May.", "Prices rose in May.") == ["Prices rose in May."]
+    assert contrasts("The bridge opened on March 14.", "The bridge opened to traffic on March 4.") == [
+        "The bridge opened on March 4."]
+    # two content words: both must be shared ("widened" is not in the sentence)
+    assert not shares_frame("The bridge was widened in 1985.", "The bridge opened in 1962.")
+
+
+def test_unrelated_sentences_do_not_lift_a_contradicted_claim_and_the_feedback_names_the_contradiction():
+    """The issue's case: the contradicting sentence alone, then with a sentence about something else that the
+    model scores higher; the claim's score must not rise, and the feedback must name the contradiction."""
+    claim = "Mount Everest is 8,856 metres tall."
+    says, other = "Mount Everest is 8,849 metres tall.", "Everest lies on the border of Nepal and China."
+    verifier, before = resolve_verifier(None), Verifier(check_contradictions=False, closest_when_unsupported=False)
+    assert before.support([says, other], [claim])[0]["probability"] > before.support([says], [claim])[0]["probability"]
+    alone, mixed = verifier.support([says], [claim])[0], verifier.support([other, says], [claim])[0]
+    assert mixed["probability"] <= alone["probability"] + 1e-9 and alone["probability"] < 0.05
+    assert mixed["contradiction"]["sentence"] == says and mixed["sentence"] == says
+    assert mixed["contradiction"]["contrast"] == says and mixed["contradiction"]["probability"] > 0.5
+    metric = FaithfulnessWithVerifier()
+    text = metric.feedback(metric.score({"response": claim, "retrieved_contexts": [other, says]}))
+    assert f"contradicted by the evidence sentence {says!r}, which supports {says!r} instead" in text
+
+
+def test_the_contradiction_formula_and_the_closest_unit_on_a_scripted_scorer():
+    """sigmoid(logit P(claim | sentence) - logit P(contrast | sentence)), only where the contrast is supported
+    and preferred; a claim supported nowhere is read at the unit sharing most of its words."""
+    claim, says, other = "The dam is 40 metres high.", "The dam is 55 metres high.", "The dam has a fish ladder."
+    fixed = {(says, claim): 0.2, (says, "The dam is 55 metres high."): 0.8, (other, claim): 0.45}
+    verifier = Verifier()
+    verifier.probabilities = lambda pairs: np.array([fixed.get(tuple(p), 0.3) for p in pairs])
+    row = verifier.support([says, other], [claim])[0]
+    # odds 0.2/0.8 against 0.8/0.2: 1/17; the sentence saying "55" decides, not the fish ladder's 0.45
+    assert row["probability"] == pytest.approx(1 / 17) and row["chunk"] == says
+    fixed[(says, "The dam is 55 metres high.")] = 0.4  # a contrast the sentence does not support: no contradiction
+    row = verifier.support([says, other], [claim])[0]
+    assert row["contradiction"] is None and row["probability"] == 0.2 and row["chunk"] == says  # the closest unit
+    plain = Verifier(closest_when_unsupported=False)
+    plain.probabilities = verifier.probabilities
+    assert plain.support([says, other], [claim])[0]["probability"] == 0.45  # the best unit, a sentence on else
+    for bad in ("yes", 1, None):
+        with pytest.raises(ValueError, match="closest_when_unsupported"):
+            Verifier(closest_when_unsupported=bad)

@@ -49,6 +49,10 @@
 * **Checked against contradictions** (``check_contradictions=True``, the default): a claim saying "8,856
   metres" where any evidence sentence about the same thing says "8,849" keeps P only as far as that sentence
   prefers the claim to its own version, whatever other sentences score (``judges.lm.verifier_opposites``).
+* **Read where it is spoken of when supported nowhere** (``closest_when_unsupported=True``, the default): a
+  claim no unit supports (P < 0.5, or the caller's ``cutoff``) takes P at the unit sharing most of its words,
+  not at the highest-scoring one, so a sentence about something else cannot lift it over the sentence that
+  speaks of it. Both chosen by ``experiments/verifier_contradictions.py`` (docs/verifier.md, "Distractors").
 
 Owns: loading verifier models and scoring (evidence, claim) pairs. Must not extract claims (the metrics'
 steps do) or train (``calibration.fitting.verifier_training``).
@@ -93,7 +97,7 @@ class Verifier:
                  batch_size: int = 16, single_sentences: bool = True, top_units: int | None = 2,
                  quantize: bool = False, runtime: str = "auto", padding_ratio: float = 1.25,
                  stop_at: float | None = 0.9, check_opposites: bool = True, check_contradictions: bool = True,
-                 closest_when_unsupported: bool = False):
+                 closest_when_unsupported: bool = True):
         for name, value in (("max_length", max_length), ("chunk_tokens", chunk_tokens), ("batch_size", batch_size),
                             ("top_units", 1 if top_units is None else top_units)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -229,7 +233,8 @@ class Verifier:
     def support(self, evidence: Sequence[str], claims: Sequence[str], *,
                 cutoff: float | None = None) -> list[dict[str, Any]]:
         """Per claim: ``probability`` (its best unit's, see ``units``; with ``top_units``, the best of its
-        shortlist; with ``stop_at``, the best of the units scored), ``chunk`` (that unit), ``sentence`` (the
+        shortlist; with ``stop_at``, the best of the units scored; with ``closest_when_unsupported``, where
+        that is under ``cutoff`` (0.5 when None), the unit's sharing most of its words), ``chunk`` (that unit), ``sentence`` (the
         unit's sentence sharing most words with the claim), ``units_scored`` (how many (unit, claim) pairs
         the model scored for it) and, with ``check_opposites``, ``opposite`` and ``opposite_probability`` (the
         claim's likeliest opposite and its P, when the evidence says a direction word of the claim the other
