@@ -79,6 +79,17 @@ def test_faithfulness_einstein_20_march_is_half():
     assert c2 in Faithfulness().feedback(result)
 
 
+def test_an_unsupported_claim_s_feedback_names_its_closest_evidence_and_what_that_says_otherwise():
+    claim = "Mount Everest is 8,856 metres tall."
+    says, other = "Mount Everest is 8,849 metres tall.", "Everest lies on the border of Nepal and China."
+    lm = DummyLM([claims(claim), verdicts((claim, False))])
+    judge = Faithfulness(lm=lm)
+    result = judge.score(SingleTurnSample(response=claim, retrieved_contexts=[other, says]))
+    assert result.verdicts[0]["evidence"] == says and result.verdicts[0]["contrast"] == says
+    assert judge.feedback(result) == (f"faithfulness = 0.00; claims not supported: {claim!r} (the judge: scripted; "
+                                      f"closest evidence: {says!r}, which says {says!r})")
+
+
 def test_faithfulness_falls_back_to_sentences_when_no_claims():
     s1, s2 = "Einstein was born in Germany.", "He was born in 1879."
     lm = DummyLM([claims(), verdicts((s1, True), (s2, True))])

@@ -137,6 +137,14 @@ class Calibrator:
         """The names of the design matrix's columns, in order."""
         return (["judge score"] if self.use_raw else []) + list(self.features)
 
+    def describe(self) -> str:
+        """What maps the judge's score to the calibrated one, in words: "stacked on judge score,
+        embedding_alignment", "isotonic on judge score", "none"."""
+        if self.kind is None:
+            return "none"
+        inputs = ["judge score"] if self.kind in ("isotonic", "platt") else self._inputs()
+        return f"{self.kind} on {', '.join(inputs) or 'a constant'}"
+
     def out_of_range(self, raw: Sequence[float], extra: np.ndarray | None = None, tolerance: float = 1e-9) -> dict[str, float]:
         """Per input, the share of these items whose value lies outside the range seen at fit time (only
         inputs with some outside)."""

@@ -109,7 +109,19 @@ class CompiledJudge(Metric):
         return self.schema["low"] + score * (self.schema["high"] - self.schema["low"])
 
     def feedback(self, result: dspy.Prediction) -> str:
-        return self.judge.explain(result)
+        """The calibrated score, what calibrated it and from what, then the judge's own explanation of its raw
+        score (its reasons read the raw score: "faithfulness = 0.40 (mean; ...)" is the judge's, not the
+        calibrated value)."""
+        own = dspy.Prediction(**{k: v for k, v in result.items() if k not in ("score", "raw_score")})
+        own["score"] = result.get("raw_score", result.score)
+        explained = self.judge.explain(own)
+        if self.calibrator.kind is None:
+            return explained
+        fitted = self.report.get("calibrator", {}) if isinstance(self.report, dict) else {}
+        source = (f", fitted on {fitted['fitted_on']} labelled items" + (f" of {fitted['fitted_on_sets']}"
+                  if fitted.get("fitted_on_sets") else "")) if fitted.get("fitted_on") else ""
+        return (f"{self.name} = {result.score:.2f}, calibrated ({self.calibrator.describe()}{source}) from the "
+                f"judge's own score {own.score:.2f}. The judge: {explained}")
 
     # --- JSON, no pickle ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -4,7 +4,10 @@
     text's sentences (``judges.data.language.split_sentences``) are used instead and ``claims_source`` says so.
   * ``verify`` (:class:`VerifyClaims`): all claims against one text in a single call -> a verdict per
     claim. Verdicts are matched to claims by their copied text (position as a fallback); a claim left
-    without a verdict counts as not supported and is listed in ``unverified``.
+    without a verdict counts as not supported and is listed in ``unverified``. Each claim not supported
+    is given the sentence of that text sharing most of its words (``evidence``) and, where that sentence
+    says one detail of it differently, the claim as the sentence puts it (``contrast``,
+    ``judges.data.contrasts``): the feedback shows both, for a person or a reflection LM to act on.
 
 Owns: those two signatures, ``ClaimJudge`` (the base of every judge built from them), ``align_verdicts``
 and ``EmbeddingsMixin``. Must not define a metric of the catalogue (``answer`` and ``context`` do).
@@ -17,9 +20,11 @@ from typing import Any, ClassVar
 import dspy
 import pydantic
 
+from judges.data.contrasts import contrasts
 from judges.data.language import split_sentences
 from judges.lm.embeddings import resolve_embedder
 from judges.lm.schemas import output_constraints
+from judges.lm.verifier_units import best_sentence
 from judges.metrics.base import Judge
 from judges.metrics.logprobs import verdict_probabilities
 
@@ -52,6 +57,7 @@ class VerifyClaims(dspy.Signature):
 
 def join_contexts(contexts: list[str]) -> str:
     return "\n\n".join(contexts)
+
 
 
 def normalised(text: str) -> str:
@@ -123,7 +129,14 @@ class ClaimJudge(Judge):
             out = self.verify(context=context, claims=claims, config=self.verdict_config())
         verdicts = list(out.verdicts)
         probabilities = verdict_probabilities(out.get("logprobs"), "supported") if self.use_logprobs else None
-        return align_verdicts(claims, verdicts, probabilities if probabilities and len(probabilities) == len(verdicts) else None)
+        rows, unverified = align_verdicts(
+            claims, verdicts, probabilities if probabilities and len(probabilities) == len(verdicts) else None)
+        sentences = split_sentences(context) or [context]
+        for row in rows:
+            if not row["supported"] and context.strip():
+                row["evidence"] = best_sentence(context, row["claim"], sentences)
+                row["contrast"] = next(iter(contrasts(row["claim"], row["evidence"])), None)
+        return rows, unverified
 
     @staticmethod
     def unverified_degraded(unverified: list[int], claims: list[str]) -> dict[str, str]:
@@ -140,11 +153,21 @@ class ClaimJudge(Judge):
         return sum(r.get("probability", r["supported"]) for r in rows) / len(rows) if rows else 0.0
 
     def feedback(self, result: dspy.Prediction) -> str:
-        unsupported = [r["claim"] for r in result.get("verdicts", []) if not r["supported"]]
+        unsupported = [r for r in result.get("verdicts", []) if not r["supported"]]
         text = f"{self.name} = {result.score:.2f}"
         if unsupported:
-            text += "; claims not supported: " + " | ".join(unsupported)
+            text += "; claims not supported: " + " | ".join(claim_feedback(r) for r in unsupported)
         return text
+
+
+def claim_feedback(row: dict[str, Any]) -> str:
+    """One unsupported claim as the feedback shows it: the claim, the judge's reason, the closest evidence
+    sentence and, where that sentence puts a detail otherwise, the claim as it does."""
+    notes = [f"the judge: {row['reason']}"] if row.get("reason") else []
+    if row.get("evidence"):
+        notes.append(f"closest evidence: {row['evidence']!r}" +
+                     (f", which says {row['contrast']!r}" if row.get("contrast") else ""))
+    return f"{row['claim']!r}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 class EmbeddingsMixin:
