@@ -164,3 +164,29 @@ def test_selection_rule(tmp_path, monkeypatch, capsys):
                                                                "stacked, any_gain"]
     # token overlap separates the labels perfectly here: every scorer ranks every test item right
     assert all(" | 1.000 (0.000) | " in line for line in rows_printed)
+
+
+def test_optimise_program_runs_each_optimizer_with_one_metric(tmp_path, monkeypatch, capsys):
+    """experiments/optimise_program.py on a scripted program LM that answers with the first retrieved fact:
+    every optimizer runs, the held-out table is printed and written, and the demos kept passed the metric."""
+    sys.path.insert(0, str(EXPERIMENTS))
+    import optimise_program
+    from test_optimizers import placeholder_fields
+
+    def respond(prompt):
+        if "[[ ## context ## ]]" in prompt and "`answer`" in prompt.split("Your output fields are:")[-1][:300]:
+            return {"answer": prompt.split("[[ ## context ## ]]")[-1].split("[[ ## question")[0].strip().split("\n")[0]}
+        return placeholder_fields(prompt)
+
+    lm = scripted_lm(respond)
+    monkeypatch.setattr(optimise_program, "resolve_lm", lambda name: lm)
+    assert optimise_program.main(["--optimizers", "bootstrap,mipro,gepa", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    result = json.loads((tmp_path / "results.json").read_text())
+    assert list(result["rows"]) == ["none", "bootstrap", "mipro", "gepa"] and len(result["test"]) == 10
+    assert "| uncompiled |" in printed and "| gepa |" in printed
+    assert result["rows"]["bootstrap"]["demos"] and result["rows"]["gepa"]["repeats"] > 0
+    metric = optimise_program.make_metric("verifier")
+    facts = {f["answer"]: f for f in optimise_program.load_facts()}
+    assert all(any(metric(dspy.Example(short_answer=a), dspy.Prediction(answer=d, context=[f["fact"]]))
+                   for a, f in facts.items()) for d in result["rows"]["bootstrap"]["demos"])
