@@ -81,5 +81,6 @@ def test_bootstrap_fewshot_compiles_with_the_exported_metric():
 
 def test_field_map_error_names_what_was_tried():
     metric = Faithfulness().as_metric()
-    with pytest.raises(MetricConfigurationError, match=r"retrieved_contexts': not found: looked at pred.retrieved_contexts, pred.contexts"):
+    with pytest.raises(MetricConfigurationError,
+                       match=r"retrieved_contexts': not found: looked at pred.retrieved_contexts, pred.contexts"):
         metric(dspy.Example(question="q"), dspy.Prediction(answer="a"))

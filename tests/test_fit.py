@@ -111,7 +111,8 @@ def test_save_load_round_trip_and_tamper_detection(tmp_path):
     # The feedback says the score is calibrated, by what and on what, and gives the judge's own raw score.
     raw = loaded.score({"response": "item 1: good"}).raw_score
     assert value.feedback.startswith(f"good = {float(value):.2f}, calibrated (platt on judge score, fitted on 12 "
-                                     f"labelled items") and f"from the judge's own score {raw:.2f}. The judge: good" in value.feedback
+                                     "labelled items")
+    assert f"from the judge's own score {raw:.2f}. The judge: good" in value.feedback
 
     data = json.loads(path.read_text())
     data["calibrator"]["params"]["coef"][0] *= -1

@@ -158,6 +158,7 @@ def test_a_degraded_judgment_reaches_gepa_s_reflection_is_counted_and_can_fail()
                                                                trainset=trainset()[:4], valset=trainset()[:4])
     assert metric.degraded > 0
     assert "The judgment is degraded (verify: no verdict for 1 of 1 claims" in "\n".join(reflections.prompts)
+    assert "the score may reflect the judge (scripted/test) failing" in "\n".join(reflections.prompts)
     strict = judge.as_metric(field_map={"response": "pred.answer", "retrieved_contexts": "example.answer"},
                              on_degraded="fail")
     from judges import DegradedJudgmentError
@@ -167,10 +168,14 @@ def test_a_degraded_judgment_reaches_gepa_s_reflection_is_counted_and_can_fail()
 
 
 def test_a_combined_metric_bootstraps_on_its_product_and_merges_the_feedback():
-    a, b = NonLLMStringSimilarity().named("spelling"), NonLLMStringSimilarity(distance_measure="hamming").named("letters")
+    a = NonLLMStringSimilarity().named("spelling")
+    b = NonLLMStringSimilarity(distance_measure="hamming").named("letters")
     combined = CombinedMetric([a, b], rule="product").as_metric(threshold=0.75, field_map=FIELDS)
-    by_hand = (lambda e, p, t=None: a.as_metric(threshold=0.75, field_map=FIELDS)(e, p, t)
-               * b.as_metric(threshold=0.75, field_map=FIELDS)(e, p, t))
+
+    def by_hand(example, pred, trace=None):  # what users wrote before CombinedMetric
+        return (a.as_metric(threshold=0.75, field_map=FIELDS)(example, pred, trace)
+                * b.as_metric(threshold=0.75, field_map=FIELDS)(example, pred, trace))
+
     value = combined(trainset()[1], dspy.Prediction(answer="Tokyoo"), trace=[])
     assert value == pytest.approx(5 / 6 * 5 / 6) and not value  # each part passes 0.75, the product does not
     assert "spelling 0.83" in value.feedback and "- letters:" in value.feedback

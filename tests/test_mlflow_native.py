@@ -147,7 +147,8 @@ def test_scorer_feedback_metadata_and_missing_fields(tmp_path):
     scorer = as_mlflow_scorer(compiled)
     fb = scorer.run(inputs="Is it?", outputs="the item is good")
     assert fb.value == pytest.approx(float(compiled.calibrator.predict([1.0])[0]))
-    assert 0 < fb.value < 1 and fb.rationale.startswith("good: yes")
+    assert 0 < fb.value < 1 and fb.rationale.startswith(f"good = {fb.value:.2f}, calibrated (platt on judge score)")
+    assert "from the judge's own score 1.00. The judge: good: yes" in fb.rationale  # what decided the score
     assert fb.metadata["checksum"] == compiled.to_dict()["checksum"] == scorer.metric_spec["checksum"]
     assert fb.metadata["judge_lm"] == "scripted/test" and float(fb.metadata["raw_score"]) == 1.0
     assert float(fb.metadata["calibrated_probability"]) == pytest.approx(fb.value)

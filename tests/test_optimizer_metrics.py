@@ -145,6 +145,7 @@ def test_a_field_the_program_never_produces_is_one_clear_error_before_any_lm_cal
     metric = Faithfulness(lm=lm).as_metric(field_map={"response": "pred.summary"})
     with dspy.context(lm=program_lm()):
         prediction = Program()(question=devset()[1].question)
-    with pytest.raises(MetricConfigurationError, match="'response': not found: looked at pred.summary; the program never produces it"):
+    with pytest.raises(MetricConfigurationError,
+                       match="'response': not found: looked at pred.summary; the program never produces it"):
         metric(devset()[1], prediction)
     assert lm.engine.calls == 0

@@ -1,23 +1,26 @@
 """Where a claim and an evidence sentence say the same thing but one detail differs: the specifics a text
 names, and the claim as the sentence would put it (its contrasts).
 
-    specific_spans("It opened on March 4, 1962 in Tarnby.")   # [(13, 20, 'date'), (22, 26, 'number'), (30, 36, 'name')]
+    specific_spans("It opened on March 4, 1962 in Tarnby.")
+    # [(13, 20, 'date'), (22, 26, 'number'), (30, 36, 'name')]
     contrasts("Mount Everest is 8,856 metres tall.", "Mount Everest is 8,849 metres tall.")
     # ['Mount Everest is 8,849 metres tall.']
 
-A sentence is a **contrast candidate** for a claim when it shares the claim's frame (at least half of the
-claim's content words outside its specifics and direction words, ``FRAME_SHARE``, and two of them) and differs in one detail: a specific of the
-claim (a number, a date, a capitalised name) the sentence lacks where the sentence has one of the same kind
-the claim lacks, or a direction word the sentence says the other way round (``opposites.direction_contrasts``).
-Each contrast is the claim with that one detail as the sentence has it. The verifier scores a claim against
-its contrasts (``judges.lm.verifier_opposites.check_against_contradictions``): a sentence that supports the
-contrast and prefers it to the claim contradicts the claim, whatever else the evidence holds.
+A sentence is a **contrast candidate** for a claim when it shares the claim's frame (at least half of the claim's
+content words outside its specifics and direction words, ``FRAME_SHARE``, and two of them) and differs in one
+detail: a specific of the claim (a number, a date, a capitalised name) the sentence lacks where the sentence has one
+of the same kind the claim lacks, or a direction word the sentence says the other way round
+(``opposites.direction_contrasts``). Each contrast is the claim with that one detail as the sentence has it. The
+verifier scores a claim against its contrasts (``judges.lm.verifier_opposites.check_against_contradictions``): a
+sentence that supports the contrast and prefers it to the claim contradicts the claim, whatever else the evidence
+holds.
 
 Why the frame: a sentence about something else with another name or number in it ("Everest lies between
 Nepal and China") says nothing against the claim, and scoring contrasts against it would cost model calls
 and invent contradictions.
 
-Owns: the specifics' patterns (``judges.metrics.grounding`` counts them too) and the contrasts. Must not call a model.
+Owns: the specifics' patterns (``judges.metrics.grounding`` counts them too) and the contrasts. Must not call a
+model.
 """
 
 from __future__ import annotations

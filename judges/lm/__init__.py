@@ -38,7 +38,9 @@ from judges.lm.schemas import output_constraints
 from judges.lm.served import PermanentLMError, ServedLM
 from judges.lm.verifier import Verifier, VerifierError, resolve_verifier
 
-__all__ = ["EMBEDDED", "Embedder", "JudgeLMWarning", "configure_judges", "judges_context", "LlamaCppEngine", "PermanentLMError", "ServedLM", "default_embeddings",
-           "embedded_embedder_path", "embedded_gguf_path", "embedded_model_file", "judge_context", "local_lm",
-           "output_constraints", "resolve_adapter", "resolve_embedder", "resolve_lm", "resolve_verifier", "Verifier",
-           "VerifierError"]
+__all__ = [
+    "configure_judges", "default_embeddings", "EMBEDDED", "embedded_embedder_path", "embedded_gguf_path",
+    "embedded_model_file", "Embedder", "judge_context", "JudgeLMWarning", "judges_context", "LlamaCppEngine",
+    "local_lm", "output_constraints", "PermanentLMError", "resolve_adapter", "resolve_embedder", "resolve_lm",
+    "resolve_verifier", "ServedLM", "Verifier", "VerifierError"
+]

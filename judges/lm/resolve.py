@@ -108,7 +108,7 @@ class JudgeLMWarning(UserWarning):
 _PROCESS_JUDGE_LM: dict[str, Any] = {"lm": None, "adapter": None}
 #: The same for a block of code and the threads it starts with a copy of its context (``judges_context``).
 _CONTEXT_JUDGE_LM: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar("judge_lm", default=None)
-_WARNED: set[tuple[str, str]] = set()
+_WARNED: set[tuple[str, str, int]] = set()
 _WARNED_LOCK = threading.Lock()
 
 
@@ -172,8 +172,9 @@ def resolve_lm(lm: Any = None, *, judge: str | None = None) -> Any:
 
 
 def warn_borrowed_lm(judge: str, lm: Any) -> None:
-    """The ``JudgeLMWarning`` that ``judge`` judges with DSPy's configured LM ``lm``, once per judge and LM."""
-    key = (judge, lm_name(lm))
+    """The ``JudgeLMWarning`` that ``judge`` judges with DSPy's configured LM ``lm``, once per judge and LM
+    object."""
+    key = (judge, lm_name(lm), id(lm))  # per LM object: a new LM of the same model is said again
     with _WARNED_LOCK:
         if key in _WARNED:
             return
@@ -191,13 +192,12 @@ ANSWER_SETTINGS = ("temperature", "max_tokens", "max_completion_tokens", "top_p"
 
 def lm_identity(lm: Any = None, adapter: Any = None) -> dict[str, Any]:
     """What a run file records of the LM a judge runs with, so that a resume with another LM is refused
-    rather than mixed in: the LM ``resolve_lm(lm)`` gives (``None``: the judges' own setting, else
-    ``dspy.settings.lm`` now, else the embedded one) by its model name (an in-process model's name says its weights and drafting; for a
-    ``ServedLM`` the LiteLLM string, which for a self-hosted server may be an alias), the settings that
-    change its answers (``ANSWER_SETTINGS``; a ``ServedLM``'s response schema and its bounds too) and the
-    adapter that prompts it (``resolve_adapter(lm, adapter)``). Its endpoint, key and limits are left out: the
-    same model behind another port judges the same. Cheap: the in-process engine loads its model on the
-    first call, not here."""
+    rather than mixed in: the LM ``resolve_lm(lm)`` gives (``None``: the judges' own setting, else ``dspy.settings.lm``
+    now, else the embedded one) by its model name (an in-process model's name says its weights and drafting; for a
+    ``ServedLM`` the LiteLLM string, which for a self-hosted server may be an alias), the settings that change its
+    answers (``ANSWER_SETTINGS``; a ``ServedLM``'s response schema and its bounds too) and the adapter that prompts
+    it (``resolve_adapter(lm, adapter)``). Its endpoint, key and limits are left out: the same model behind another
+    port judges the same. Cheap: the in-process engine loads its model on the first call, not here."""
     if lm is None and adapter is None:
         adapter = judges_lm_setting()[1]
     resolved = resolve_lm(lm)

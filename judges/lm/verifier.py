@@ -233,17 +233,16 @@ class Verifier:
     def support(self, evidence: Sequence[str], claims: Sequence[str], *,
                 cutoff: float | None = None) -> list[dict[str, Any]]:
         """Per claim: ``probability`` (its best unit's, see ``units``; with ``top_units``, the best of its
-        shortlist; with ``stop_at``, the best of the units scored; with ``closest_when_unsupported``, where
-        that is under ``cutoff`` (0.5 when None), the unit's sharing most of its words), ``chunk`` (that unit), ``sentence`` (the
-        unit's sentence sharing most words with the claim), ``units_scored`` (how many (unit, claim) pairs
-        the model scored for it) and, with ``check_opposites``, ``opposite`` and ``opposite_probability`` (the
-        claim's likeliest opposite and its P, when the evidence says a direction word of the claim the other
-        way round; else None; ``verifier_opposites``) and, with ``check_contradictions``, ``contradiction``
-        (the evidence sentence that contradicts the claim, or None; ``verifier_opposites``). With ``stop_at``
-        each claim is first scored against its shortest unit only, and against the rest when that one is
-        under ``stop_at``, or under ``cutoff`` when that is higher (the cut-off the caller reads the
-        probabilities at: whether a claim reaches it stays exact; both checks only lower a probability, after
-        the units are scored)."""
+        shortlist; with ``stop_at``, the best of the units scored; with ``closest_when_unsupported``, where that is under ``cutoff``
+        (0.5 when None), the unit's sharing most of its words), ``chunk`` (that unit), ``sentence`` (the unit's
+        sentence sharing most words with the claim), ``units_scored`` (how many (unit, claim) pairs the model scored
+        for it) and, with ``check_opposites``, ``opposite`` and ``opposite_probability`` (the claim's likeliest
+        opposite and its P, when the evidence says a direction word of the claim the other way round; else None;
+        ``verifier_opposites``) and, with ``check_contradictions``, ``contradiction`` (the evidence sentence that
+        contradicts the claim, or None; ``verifier_opposites``). With ``stop_at`` each claim is first scored against
+        its shortest unit only, and against the rest when that one is under ``stop_at``, or under ``cutoff`` when
+        that is higher (the cut-off the caller reads the probabilities at: whether a claim reaches it stays exact;
+        both checks only lower a probability, after the units are scored)."""
         claims = list(claims)
         if not claims:
             return []

@@ -90,16 +90,16 @@ from judges.metrics.text import (
 from judges.metrics.tools import ToolCallAccuracy, ToolCallF1
 
 __all__ = [
-    "AgentGoalAccuracyWithReference", "AgentGoalAccuracyWithoutReference", "AnswerAccuracy", "AnswerCorrectness",
-    "AnswerRelevancy", "AspectCritic", "BleuScore", "ChrfScore", "CombinedMetric", "ContextEntityRecall", "ContextPrecision",
-    "ContextRecall", "ContextRelevance", "ContextRelevancy", "ContextUtilization", "DataCompyScore",
-    "DegradedJudgmentError", "DistanceMeasure", "EmbeddingAlignment", "ExactMatch", "FactualCorrectness", "Faithfulness", "FaithfulnessWithVerifier",
-    "FaithfulnesswithHHEM", "FieldResolver",
-    "IDBasedContextPrecision", "IDBasedContextRecall", "InputTooLargeError", "InstanceRubrics", "Judge",
-    "JudgeOutputError", "LLMContextPrecisionWithReference", "LLMContextPrecisionWithoutReference",
-    "LLMContextRecall", "LLMSQLEquivalence", "Metric", "MetricConfigurationError", "MetricScore", "NoiseSensitivity", "NonLLMContextPrecisionWithReference",
-    "NonLLMContextRecall", "NonLLMStringSimilarity", "NovelBigramSupport", "QuotedSpansAlignment",
-    "ResponseGroundedness", "ResponseRelevancy", "RougeScore", "RubricsScore", "SemanticSimilarity",
-    "SimpleCriteriaScore", "StringPresence", "SummarizationScore", "ToolCallAccuracy", "ToolCallF1",
-    "TopicAdherenceScore", "UnsupportedSpecifics", "WeakestSentenceSupport", "average_precision",
+    "AgentGoalAccuracyWithoutReference", "AgentGoalAccuracyWithReference", "AnswerAccuracy", "AnswerCorrectness",
+    "AnswerRelevancy", "AspectCritic", "average_precision", "BleuScore", "ChrfScore", "CombinedMetric",
+    "ContextEntityRecall", "ContextPrecision", "ContextRecall", "ContextRelevance", "ContextRelevancy",
+    "ContextUtilization", "DataCompyScore", "DegradedJudgmentError", "DistanceMeasure", "EmbeddingAlignment",
+    "ExactMatch", "FactualCorrectness", "Faithfulness", "FaithfulnesswithHHEM", "FaithfulnessWithVerifier",
+    "FieldResolver", "IDBasedContextPrecision", "IDBasedContextRecall", "InputTooLargeError", "InstanceRubrics",
+    "Judge", "JudgeOutputError", "LLMContextPrecisionWithoutReference", "LLMContextPrecisionWithReference",
+    "LLMContextRecall", "LLMSQLEquivalence", "Metric", "MetricConfigurationError", "MetricScore",
+    "NoiseSensitivity", "NonLLMContextPrecisionWithReference", "NonLLMContextRecall", "NonLLMStringSimilarity",
+    "NovelBigramSupport", "QuotedSpansAlignment", "ResponseGroundedness", "ResponseRelevancy", "RougeScore",
+    "RubricsScore", "SemanticSimilarity", "SimpleCriteriaScore", "StringPresence", "SummarizationScore",
+    "ToolCallAccuracy", "ToolCallF1", "TopicAdherenceScore", "UnsupportedSpecifics", "WeakestSentenceSupport"
 ]

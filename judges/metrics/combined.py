@@ -26,6 +26,7 @@ from typing import Any
 import dspy
 
 from judges.data.samples import SampleValidationError
+from judges.lm.resolve import lm_identity
 from judges.metrics.base import Metric
 
 #: How the parts' scores make one.
@@ -109,7 +110,16 @@ class CombinedMetric(Metric):
                 "rule": self.rule, "weights": self.weights}
 
     def model_identity(self) -> dict[str, Any]:
-        return {name: identity for name, m in self.metrics.items() if (identity := m.model_identity())}
+        """Each part's own models (a verifier's weights) and own LM, where it has them: a run file records the
+        run's LM for the combination, not the LMs its parts bring."""
+        out = {}
+        for name, metric in self.metrics.items():
+            identity = dict(metric.model_identity())
+            if metric.needs_lm and getattr(metric, "judge_lm", None) is not None:
+                identity["lm"] = lm_identity(metric.judge_lm, getattr(metric, "judge_adapter", None))
+            if identity:
+                out[name] = identity
+        return out
 
     def validate_sample(self, sample: Any, index: int | None = None):
         """The sample as each part checks it: one error lists every part's problems."""

@@ -180,8 +180,8 @@ def dspy_metric(metric: Any, *, threshold: float = 0.5, field_map: Mapping[str, 
             count("degraded")
             if on_degraded == "fail":
                 raise DegradedJudgmentError(f"{metric.name}: the judgment is degraded ({degraded}); on_degraded='fail'")
-            text += (f". The judgment is degraded ({degraded}): the score may reflect the judge "
-                     f"{result.get('judge_lm') or ''} failing, not the program's answer")
+            judge = f"the judge ({result.judge_lm})" if result.get("judge_lm") else "the judge"
+            text += f". The judgment is degraded ({degraded}): the score may reflect {judge} failing, not the answer"
         return MetricScore(result.score, threshold, text, degraded=degraded, judge_lm=result.get("judge_lm"))
 
     scorer.__name__ = scorer.__qualname__ = metric.name

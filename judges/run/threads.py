@@ -30,8 +30,6 @@ import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-import dspy
-
 from judges.lm.embeddings import default_embeddings
 from judges.lm.resolve import judges_context, resolve_lm
 from judges.lm.served import PermanentLMError
