@@ -134,9 +134,10 @@ def run(program_lm, reflection_lm, metric_kind: str = "verifier", judge_lm: Any 
             row = held_out(program, metric, test)
             demos = [demo.answer for _, predictor in program.named_predictors() for demo in predictor.demos]
             instructions = program.answer.signature.instructions
-            row.update(minutes=(time.perf_counter() - started) / 60, program_lm_calls=len(program_lm.history) - calls_before,
-                       demos=demos, instructions=instructions, empty_outputs=metric.empty_outputs,
-                       degraded=metric.degraded, repeats=metric.repeats)
+            row.update(minutes=(time.perf_counter() - started) / 60,
+                       program_lm_calls=len(program_lm.history) - calls_before, demos=demos,
+                       instructions=instructions, empty_outputs=metric.empty_outputs, degraded=metric.degraded,
+                       repeats=metric.repeats)
             rows[name] = row
             print(f"  {name:<10} held-out mean {row['mean']:.3f}, at or above {THRESHOLD}: {row['passing']:.0%} "
                   f"({len(test)} questions); {len(demos)} demos; {row['minutes']:.1f} min", flush=True)
@@ -148,7 +149,8 @@ def table(result: dict[str, Any]) -> str:
              "empty outputs | degraded | repeats not judged again |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, row in result["rows"].items():
         lines.append(f"| {'uncompiled' if name == 'none' else name} | {row['mean']:.3f} | {row['passing']:.0%} | "
-                     f"{len(row['demos'])} | {row['program_lm_calls']} | {row['minutes']:.1f} | {row['empty_outputs']} | "
+                     f"{len(row['demos'])} | {row['program_lm_calls']} | {row['minutes']:.1f} | "
+                     f"{row['empty_outputs']} | "
                      f"{row['degraded']} | {row['repeats']} |")
     return "\n".join(lines)
 
@@ -160,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metric", choices=("verifier", "llm"), default="verifier")
     parser.add_argument("--judge-lm", default="embedded", help="the LLM judge's own LM (--metric llm)")
     parser.add_argument("--optimizers", default=",".join(OPTIMIZERS), help=f"comma-separated, of {list(OPTIMIZERS)}")
-    parser.add_argument("--n-train", type=int, default=10, help="questions for the optimizers (of 20; the rest held out)")
+    parser.add_argument("--n-train", type=int, default=10,
+                        help="questions for the optimizers (of 20; the rest held out)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="runs/optimise", help="where results.json goes")
     args = parser.parse_args(argv)

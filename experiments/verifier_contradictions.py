@@ -123,7 +123,8 @@ def distractor_table(verifiers: dict[str, Verifier], items: list[dict], title: s
     print(f"\n{title}: mean score (contradicted / supported), ROC-AUC, and the contradicted claims scored higher "
           "with the distractors than without")
     for way, verifier in verifiers.items():
-        scores = {side: {name: np.array([metric_score(verifier, item[side], arrangements(item)[name]) for item in items])
+        scores = {side: {name: np.array([metric_score(verifier, item[side], arrangements(item)[name])
+                                         for item in items])
                          for name in ("alone", "passage", "contexts")}
                   for side in ("contradicted", "supported")}
         risen, aucs = {}, {}
@@ -140,7 +141,8 @@ def distractor_table(verifiers: dict[str, Verifier], items: list[dict], title: s
             print(line)
         by_kind = {kind: [i for i, item in enumerate(items) if item["kind"] == kind] for kind in KINDS}
         print("    contradicted, mean by kind (alone -> passage -> contexts): " + "; ".join(
-            f"{kind} " + " -> ".join(f"{scores['contradicted'][n][rows].mean():.2f}" for n in ("alone", "passage", "contexts"))
+            f"{kind} " + " -> ".join(f"{scores['contradicted'][n][rows].mean():.2f}"
+                                     for n in ("alone", "passage", "contexts"))
             for kind, rows in by_kind.items()))
         out[way] = {"scores": scores, "risen": risen, "auc": aucs}
     return out
@@ -152,7 +154,8 @@ def agreement_tables(verifiers: dict[str, Verifier], data: dict[str, tuple[list,
     for name, (samples, labels) in data.items():
         for way, verifier in verifiers.items():
             started = time.perf_counter()
-            scores[way][name] = np.array([metric_score(verifier, s.response, list(s.retrieved_contexts)) for s in samples])
+            scores[way][name] = np.array([metric_score(verifier, s.response, list(s.retrieved_contexts))
+                                          for s in samples])
             print(f"  scored {name} ({len(samples)}) {way} in {time.perf_counter() - started:.0f} s", flush=True)
     print(f"\nROC-AUC of the metric's score: {'set':<22} {'half':<6} " + " ".join(f"{w:>14}" for w in verifiers)
           + "  (items moved)")
