@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
-from calibration.fitting.verifier_mix import contrastive_set  # noqa: E402
-from calibration.fitting.verifier_training import frozen_names  # noqa: E402
-from judges.lm.verifier_files import base_classifier  # noqa: E402
+from calibration.verifier.mix import contrastive_set  # noqa: E402
+from calibration.verifier.training import frozen_names  # noqa: E402
+from judges.lm.verifier.files import base_classifier  # noqa: E402
 
 FROZEN_COUNTS = (0, 2, 3, 4, 5)
 

@@ -20,8 +20,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 from verifier_agreement import sets  # noqa: E402
 
-from calibration.data import pairs  # noqa: E402
-from calibration.data.contrastive import load_contrastive  # noqa: E402
+from calibration.verifier import pairs  # noqa: E402
+from calibration.verifier.contrastive import load_contrastive  # noqa: E402
 from calibration.data.loaders import load_begin, load_summeval  # noqa: E402
 from judges.data.language import detect_language  # noqa: E402
 

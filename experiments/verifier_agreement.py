@@ -5,9 +5,9 @@
 
 Sets (shared data only; none trained on by the shipped verifier):
   begin-wow      BEGIN dev, the WoW part (the verifier trained on the CMU and TC parts): fully attributable = 1
-  q2             Q2's WoW consistency annotations (``calibration.data.pairs.load_q2_wow``; held out of training)
+  q2             Q2's WoW consistency annotations (``calibration.verifier.pairs.load_q2_wow``; held out of training)
   summeval       SummEval consistency: 1 when all three experts gave 5, else 0 (the article is the evidence)
-  contrastive    the hand-written copy-with-a-changed-fact set (``calibration/data/contrastive.jsonl``)
+  contrastive    the hand-written copy-with-a-changed-fact set (``calibration/verifier/sets/contrastive.jsonl``)
 
 Each set is split 50/50 (seeded, by label). On the train half every cheap signal gets the cut-off with the
 best balanced accuracy, and the best of them is "the best cheap signal"; the verifier's cut-off is fitted
@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from calibration.agreement.stats import agreement  # noqa: E402
 from calibration.data.loaders import load_begin, load_summeval  # noqa: E402
-from calibration.data.contrastive import load_contrastive  # noqa: E402
-from calibration.data.pairs import load_q2_wow  # noqa: E402
+from calibration.verifier.contrastive import load_contrastive  # noqa: E402
+from calibration.verifier.pairs import load_q2_wow  # noqa: E402
 from calibration.fitting.calibrators import Calibrator  # noqa: E402
 from calibration.fitting.heldout import best_threshold, hard_item_positions  # noqa: E402
 from calibration.fitting.signals import FEATURES  # noqa: E402
-from calibration.fitting.verifier_training import roc_auc  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import Faithfulness, FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 
 CHEAP = ("token_overlap", "weakest_sentence", "specifics_supported", "bigram_support", "embedding_similarity",

@@ -43,10 +43,10 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
-from calibration.fitting.verifier_mix import training_mix  # noqa: E402
-from calibration.fitting.verifier_soup import soup_recipe  # noqa: E402
-from calibration.fitting.verifier_training import batches, frozen_names, optimizer_and_schedule  # noqa: E402
-from judges.lm.verifier_files import base_classifier  # noqa: E402
+from calibration.verifier.mix import training_mix  # noqa: E402
+from calibration.verifier.soup import soup_recipe  # noqa: E402
+from calibration.verifier.training import batches, frozen_names, optimizer_and_schedule  # noqa: E402
+from judges.lm.verifier.files import base_classifier  # noqa: E402
 
 VARIANTS = ("shipped", "eager-fused", "no-attention-dropout", "no-dropout", "compiled")
 #: The variants run when ``--variants`` is not given.

@@ -26,7 +26,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 from verifier_debias import train_and_measure  # noqa: E402
 
-from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe  # noqa: E402
+from calibration.verifier.soup import SoupRecipe, soup_recipe  # noqa: E402
 
 #: What seed 1 of the single recipe moved each train-half ROC-AUC by (docs/verifier-experiments.md, "Measured: how far
 #: two trainings of the same mix land apart"); the contrastive set is scored whole.

@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
-from calibration.fitting.verifier_mix import contrastive_set, training_mix  # noqa: E402
-from calibration.fitting.verifier_soup import soup_recipe  # noqa: E402
-from calibration.fitting.verifier_training import MANIFEST_NAME, logits, roc_auc, train_verifier  # noqa: E402
-from judges.lm.verifier_files import SHIPPED_MANIFEST, base_classifier  # noqa: E402
+from calibration.verifier.mix import contrastive_set, training_mix  # noqa: E402
+from calibration.verifier.soup import soup_recipe  # noqa: E402
+from calibration.verifier.training import MANIFEST_NAME, logits, roc_auc, train_verifier  # noqa: E402
+from judges.lm.verifier.files import SHIPPED_MANIFEST, base_classifier  # noqa: E402
 
 
 def rescore(out: Path, config, lengths: list[int]) -> None:

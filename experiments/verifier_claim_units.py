@@ -50,7 +50,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 from verifier_agreement import halves, sets  # noqa: E402
 
-from calibration.fitting.verifier_training import roc_auc  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
 from judges.data.language import split_sentences  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 

@@ -4,11 +4,11 @@ without losing the dialogue sets? Prints one line per model: the contrastive set
     .venv/bin/python experiments/verifier_continuation.py                 # ~8 min training + ~1 min scoring
     .venv/bin/python experiments/verifier_continuation.py --begin         # BEGIN CMU/TC turns mixed in (x2)
 
-The shipped verifier scores the hand-written paraphrases of ``calibration/data/contrastive.jsonl`` P = 0.33 on
+The shipped verifier scores the hand-written paraphrases of ``calibration/verifier/sets/contrastive.jsonl`` P = 0.33 on
 average (wrong: they are supported). This continues its training (one pass, AdamW 2e-5, batches of 16,
 seeded) on ``--pairs`` positives whose claims are in other words than their evidence (MNLI/SNLI
 entailments, VitaminC, ExpertQA and FactCheck-GPT supported claims) against as many negatives, half from
-the same corpora and half rule-made copy-with-a-changed-fact pairs (``calibration.data.perturb``), and with
+the same corpora and half rule-made copy-with-a-changed-fact pairs (``calibration.verifier.perturb``), and with
 ``--begin`` the BEGIN CMU-DoG and Topical-Chat turns twice. Measured on the contrastive set (all of it; never
 trained on) and the test halves of BEGIN WoW and Q2 (``experiments/verifier_agreement.py``'s split; both
 held out of all training here): ROC-AUC of the weakest sentence's probability. The model is written to
@@ -31,11 +31,11 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from verifier_agreement import sets, split  # noqa: E402
 from verifier_interpolation import weakest  # noqa: E402
 
-from calibration.data.pairs import training_pairs  # noqa: E402
-from calibration.fitting.verifier_mix import begin_pairs, contrastive_set, rule_pairs  # noqa: E402
-from calibration.fitting.verifier_training import roc_auc  # noqa: E402
+from calibration.verifier.pairs import training_pairs  # noqa: E402
+from calibration.verifier.mix import begin_pairs, contrastive_set, rule_pairs  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
-from judges.lm.verifier_files import load_shipped  # noqa: E402
+from judges.lm.verifier.files import load_shipped  # noqa: E402
 
 SOURCES = {"mnli": 9815, "snli": 6000, "expertqa": 3000, "factcheck_gpt": 3000, "vitaminc_real": 6000}
 

@@ -11,7 +11,7 @@ Everest is 8,856 metres tall." scored 0.068 against "Mount Everest is 8,849 metr
 "Everest lies on the border of Nepal and China." was added to the evidence, and the feedback named that
 sentence as the evidence (issue 57).
 
-Each distractor set (``calibration/data/distractors.jsonl`` and ``distractors_second.jsonl``, DISTRACTORS.md:
+Each distractor set (``calibration/verifier/sets/distractors.jsonl`` and ``distractors_second.jsonl``, DISTRACTORS.md:
 48 items each, each written by a helper told nothing of the method) has per item one evidence sentence, a
 claim it contradicts (8 each: number, date, name, direction, negation, relation), a claim it supports, and
 three same-topic sentences that do neither.
@@ -64,10 +64,8 @@ sentence that contradicts it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -76,8 +74,13 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 from verifier_agreement import halves, sets  # noqa: E402
 
-from calibration.data.contrastive import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
-from calibration.fitting.verifier_training import roc_auc  # noqa: E402
+from calibration.verifier.contrastive import (  # noqa: E402
+    CONTRASTIVE_SETS,
+    DISTRACTOR_SETS,
+    load_contrastive,
+    load_distractors,
+)
+from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import SingleTurnSample  # noqa: E402
 from judges.data.language import detect_language  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
@@ -89,14 +92,8 @@ WAYS = {"reference": {"check_contradictions": False, "closest_when_unsupported":
 CANDIDATES = ("contradictions", "closest")
 RULED = ("begin-wow", "q2", "summeval")
 TOLERANCE = 0.005
-DISTRACTOR_SETS = {"first": "distractors.jsonl", "second": "distractors_second.jsonl"}
+
 KINDS = ("number", "date", "name", "direction", "negation", "relation")
-
-
-def load_distractors(which: str = "first") -> list[dict]:
-    """A distractor test set (DISTRACTORS.md): id, evidence, contradicted, kind, supported, distractors."""
-    text = (resources.files("calibration.data") / DISTRACTOR_SETS[which]).read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def metric_score(verifier: Verifier, response: str, contexts: list[str]) -> float:

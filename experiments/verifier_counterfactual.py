@@ -61,7 +61,7 @@ the fourth set in place of the third (rise > 0.039 for the weakest claim and the
 
 Round 2's outcome: direction-contrast passed (the fourth set +0.049 for both scores; every train half
 unchanged), negation-contrast did not (Q2's train half -0.014). direction-contrast is now
-``Verifier(check_opposites=True)``, the default (``judges.lm.verifier_opposites``), so this script's
+``Verifier(check_opposites=True)``, the default (``judges.lm.verifier.opposites``), so this script's
 reference is ``Verifier(check_opposites=False)``: the shipped way before it.
 
 Round 3, written after round 2 and before it ran; its reference is direction-contrast (the library's default
@@ -172,13 +172,13 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from verifier_agreement import halves, sets  # noqa: E402
 
 from calibration.agreement.stats import agreement  # noqa: E402
-from calibration.data import perturb  # noqa: E402
-from calibration.data.contrastive import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
-from calibration.fitting.verifier_training import roc_auc  # noqa: E402
+from calibration.verifier import perturb  # noqa: E402
+from calibration.verifier.contrastive import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import SingleTurnSample  # noqa: E402
 from judges.data.opposites import direction_contrasts, direction_flips, match_case  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
-from judges.lm.verifier_opposites import MAX_OPPOSITES, check_against_opposites, logit, sigmoid  # noqa: E402
+from judges.lm.verifier.opposites import MAX_OPPOSITES, check_against_opposites, logit, sigmoid  # noqa: E402
 from judges.metrics.rag.verified import sentence_claims  # noqa: E402
 
 WAYS = ("shipped", "direction", "negation", "direction-contrast", "negation-contrast", "negation-statement",

@@ -6,7 +6,7 @@
 The shipped soup beats the best cheap signal on every shared set, yet on the items that signal gets wrong it
 is right on 0.42 (BEGIN WoW), 0.45 (Q2) and 0.25 (SummEval) of the test halves, and threshold-free it ranks
 them at 0.51, 0.35 and 0.44 ROC-AUC: it errs where overlap errs (Spearman 0.62-0.77 with that signal). The
-product of experts (``TrainConfig.debias``, ``calibration.fitting.verifier_bias``) trains the logit plus a
+product of experts (``TrainConfig.debias``, ``calibration.verifier.bias``) trains the logit plus a
 fixed per-source logistic model of the label on the claim's token and word-pair overlap, so the gradient
 goes to what overlap does not explain; the model is then scored alone.
 
@@ -44,10 +44,10 @@ from verifier_interpolation import state_of, weakest  # noqa: E402
 
 from calibration.fitting.heldout import best_threshold, hard_item_positions  # noqa: E402
 from calibration.fitting.signals import FEATURES  # noqa: E402
-from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe, train_soup  # noqa: E402
-from calibration.fitting.verifier_training import roc_auc  # noqa: E402
+from calibration.verifier.soup import SoupRecipe, soup_recipe, train_soup  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
-from judges.lm.verifier_files import load_shipped  # noqa: E402
+from judges.lm.verifier.files import load_shipped  # noqa: E402
 
 SETS = ("begin-wow", "q2", "summeval")
 

@@ -55,9 +55,9 @@ from verifier_debias import hf_folder, train_and_measure  # noqa: E402
 from verifier_interpolation import weakest  # noqa: E402
 from verifier_third_parent import TWO_PARENTS  # noqa: E402
 
-from calibration.data.contrastive import load_contrastive  # noqa: E402
-from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe  # noqa: E402
-from calibration.fitting.verifier_training import roc_auc  # noqa: E402
+from calibration.verifier.contrastive import load_contrastive  # noqa: E402
+from calibration.verifier.soup import SoupRecipe, soup_recipe  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import SingleTurnSample  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 

@@ -38,7 +38,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from verifier_direction import DIRECTION_PAIRS  # noqa: E402
 from verifier_direction_swap import train_and_decide  # noqa: E402
 
-from calibration.fitting.verifier_soup import SOUP_SCALE, SoupRecipe, soup_recipe  # noqa: E402
+from calibration.verifier.soup import SOUP_SCALE, SoupRecipe, soup_recipe  # noqa: E402
 
 #: The share of each source's pairs in both mixes (``SOUP_SCALE`` is 0.7).
 SCALE = 0.4

@@ -37,7 +37,7 @@ from verifier_direction import DIRECTION_PAIRS, by_kind, passes_rule, print_kind
 from verifier_interpolation import weakest  # noqa: E402
 
 from calibration.fitting.signals import FEATURES  # noqa: E402
-from calibration.fitting.verifier_soup import SoupRecipe, train_soup  # noqa: E402
+from calibration.verifier.soup import SoupRecipe, train_soup  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 
 SECOND_SEED = 2

@@ -35,8 +35,8 @@ from verifier_bfloat16 import train_half_scores  # noqa: E402
 from verifier_debias import train_and_measure  # noqa: E402
 from verifier_direction import DIRECTION_PAIRS, passes_rule, print_kinds, soup_kinds  # noqa: E402
 
-from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe  # noqa: E402
-from calibration.fitting.verifier_training import MANIFEST_NAME  # noqa: E402
+from calibration.verifier.soup import SoupRecipe, soup_recipe  # noqa: E402
+from calibration.verifier.training import MANIFEST_NAME  # noqa: E402
 
 HOUR_MINUTES = 60
 

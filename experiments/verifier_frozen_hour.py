@@ -41,8 +41,8 @@ from verifier_debias import train_and_measure  # noqa: E402
 from verifier_direction import print_kinds, soup_kinds, train_halves_keep  # noqa: E402
 from verifier_direction_swap import HOUR_MINUTES  # noqa: E402
 
-from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe  # noqa: E402
-from calibration.fitting.verifier_training import MANIFEST_NAME  # noqa: E402
+from calibration.verifier.soup import SoupRecipe, soup_recipe  # noqa: E402
+from calibration.verifier.training import MANIFEST_NAME  # noqa: E402
 
 #: The encoder layers frozen from the bottom, with every embedding (``TrainConfig.frozen_layers``).
 FROZEN_LAYERS = 4

@@ -1,7 +1,7 @@
 """Why is a verifier right or wrong on the items the best cheap signal gets wrong? Printed as a table.
 
     mkdir -p runs/before-soup && for f in safetensors json; do git show \\
-        e90aec9^:judges/lm/weights/groundedness-minilm.$f > runs/before-soup/groundedness-minilm.$f; done
+        e90aec9^:judges/lm/verifier/weights/groundedness-minilm.$f > runs/before-soup/groundedness-minilm.$f; done
     .venv/bin/python experiments/verifier_hard_slice.py --other runs/before-soup     # ~4 min on 2 cores
 
 For the shipped verifier and ``--other`` (a trained verifier's folder, or a Hugging Face one), on the test
@@ -29,7 +29,7 @@ from verifier_interpolation import weakest  # noqa: E402
 
 from calibration.fitting.heldout import best_threshold  # noqa: E402
 from calibration.fitting.signals import FEATURES  # noqa: E402
-from calibration.fitting.verifier_training import WEIGHTS_NAME, roc_auc  # noqa: E402
+from calibration.verifier.training import WEIGHTS_NAME, roc_auc  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 
 

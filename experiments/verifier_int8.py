@@ -25,7 +25,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from verifier_agreement import sets, split  # noqa: E402
 from verifier_interpolation import weakest  # noqa: E402
 
-from calibration.fitting.verifier_training import roc_auc  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 
 

@@ -45,11 +45,11 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 from verifier_agreement import sets, split  # noqa: E402
 
-from calibration.fitting.verifier_mix import contrastive_set  # noqa: E402
-from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME, roc_auc  # noqa: E402
+from calibration.verifier.mix import contrastive_set  # noqa: E402
+from calibration.verifier.training import MANIFEST_NAME, WEIGHTS_NAME, roc_auc  # noqa: E402
 from judges.data.language import split_sentences  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
-from judges.lm.verifier_files import load_shipped  # noqa: E402
+from judges.lm.verifier.files import load_shipped  # noqa: E402
 
 TOLERANCE = 0.005
 GRID = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)

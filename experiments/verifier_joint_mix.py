@@ -65,7 +65,7 @@ mix, not the seed, and the mix needs faithful compressed restatements before it 
 
 ``--compressed 1`` (added 2026-11-26 in session 16, before its first run): that mix with every evidence
 sentence that can be compressed faithfully compressed before the rules make pairs from them
-(``calibration.data.compress``: an opening of time dropped, an added clause cut off the end, an age dropped;
+(``calibration.verifier.compress``: an opening of time dropped, an added clause cut off the end, an age dropped;
 the same 20,000 rule-made pairs, now with compressions as positives and with a changed fact alike). First
 declared at 0.5; after a review made the rules stricter, 0.5 gave 531 compressed positives and 857
 compressed negatives of the 20,000, so it was raised to 1 before the run. The question: seed 0 of the
@@ -114,7 +114,7 @@ measured times adding up to <= 60 min? If it does, the soup becomes ``make verif
 second seed of the pair passes too); if not, the shortened first parent costs what the soup gained.
 Its answer (docs/verifier-experiments.md): yes, at alpha 0.7 (BEGIN WoW train 0.932, Q2 0.681, contrastive 0.812,
 SummEval train 0.768; 21.8 + 30.6 = 52.4 min). Then (added 2026-11-27 in session 18, before its run) the recipe again
-with the next seeds, as ``calibration.fitting.verifier_soup.train_soup("runs/verifier-soup-seed1",
+with the next seeds, as ``calibration.verifier.soup.train_soup("runs/verifier-soup-seed1",
 soup_recipe(seed=1))`` trains it (the shipped mix x0.7 seed 1, the changed facts x2 x0.7 seed 2, averaged at the
 recipe's fixed alpha 0.7, the interpolation's grid printed beside it). The question: does the recipe pass the
 same rule with other seeds? If it does, seed 0's soup becomes the shipped verifier and ``make verifier``'s
@@ -145,15 +145,15 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from verifier_agreement import sets  # noqa: E402
 from verifier_interpolation import measure  # noqa: E402
 
-from calibration.fitting.verifier_soup import scaled  # noqa: E402
-from calibration.fitting.verifier_training import (  # noqa: E402
+from calibration.verifier.soup import scaled  # noqa: E402
+from calibration.verifier.training import (  # noqa: E402
     MANIFEST_NAME,
     WEIGHTS_NAME,
     TrainConfig,
     train_verifier,
 )
 from judges.lm.verifier import Verifier  # noqa: E402
-from judges.lm.verifier_files import load_shipped  # noqa: E402
+from judges.lm.verifier.files import load_shipped  # noqa: E402
 
 
 def main() -> int:

@@ -3,7 +3,7 @@
     .venv/bin/python experiments/verifier_opposite_probe.py                       # the first two sets, ~10 s
     .venv/bin/python experiments/verifier_opposite_probe.py --sets first second third fourth fifth sixth seventh
 
-The probe behind the check against opposites (``judges.lm.verifier_opposites``; docs/verifier-experiments.md,
+The probe behind the check against opposites (``judges.lm.verifier.opposites``; docs/verifier-experiments.md,
 "Measured: a claim against its own opposite"). First run as a one-off on 2026-11-29, before the check existed;
 this script is that probe kept. For every item of a hand-written contrastive set (``load_contrastive``) whose
 response has a direction word (``judges.data.opposites.direction_flips``: rose/fell, north/south ...), it
@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calibration.data.contrastive import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
+from calibration.verifier.contrastive import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
 from judges.data.opposites import direction_flips  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 

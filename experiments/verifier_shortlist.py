@@ -6,7 +6,7 @@
 On a SummEval news article the verifier scores every claim against every chunk and every sentence of the
 article (``Verifier.units``): ~470 ms a summary on ONNX Runtime (~810 ms on torch), against ~8 ms a BEGIN turn. With
 ``Verifier(top_units=k)`` a claim is scored only against the ``k`` units sharing most of its words (rarer
-words weigh more: ``judges.lm.verifier_units.shortlist``). Here, for each ``k`` (and all units), on the first
+words weigh more: ``judges.lm.verifier.units.shortlist``). Here, for each ``k`` (and all units), on the first
 ``--summeval-limit`` SummEval summaries split as in ``experiments/verifier_agreement.py``: the weakest
 sentence's ROC-AUC against the consistency label on the train and the test half, and the median seconds a
 summary. Then BEGIN WoW and Q2 (their knowledge is one to three sentences: a chunk and its sentences, so
@@ -34,7 +34,7 @@ from verifier_agreement import sets, split  # noqa: E402
 from verifier_interpolation import weakest  # noqa: E402
 
 from calibration.data.loaders import load_summeval  # noqa: E402
-from calibration.fitting.verifier_training import roc_auc  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
 from judges.data.language import split_sentences  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 

@@ -6,7 +6,7 @@
 Issue #29 asks for the verifier to be trained on the public pairs "plus the shared BEGIN dev and SummEval
 data where labels fit". The shipped soup trains on no SummEval at all, and on SummEval consistency beats the
 best cheap signal (bigram support) by +0.013 ROC-AUC on the agreement table's test half, under the +0.02 the
-issue asks. ``calibration.data.summary_pairs`` turns the summaries of articles A40-A99 into sentence pairs
+issue asks. ``calibration.verifier.summary_pairs`` turns the summaries of articles A40-A99 into sentence pairs
 where SummEval's summary-level label fits: each sentence of a summary all three experts scored 5 is
 supported (against the article window the verifier itself would shortlist), with a copy of it where one
 fact is changed (not supported), plus the lone not-copied sentence of a summary scored 3 or less. The
@@ -42,8 +42,8 @@ from verifier_debias import SETS, hf_folder, train_and_measure  # noqa: E402
 from verifier_interpolation import weakest  # noqa: E402
 
 from calibration.fitting.signals import FEATURES  # noqa: E402
-from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe  # noqa: E402
-from calibration.fitting.verifier_training import roc_auc  # noqa: E402
+from calibration.verifier.soup import SoupRecipe, soup_recipe  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 
 SUMMEVAL_SENTENCES = 3000

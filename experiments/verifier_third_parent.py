@@ -29,7 +29,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from verifier_bfloat16 import bfloat16_recipe, train_half_scores, within_a_seed  # noqa: E402
 from verifier_debias import train_and_measure  # noqa: E402
 
-from calibration.fitting.verifier_soup import SoupRecipe  # noqa: E402
+from calibration.verifier.soup import SoupRecipe  # noqa: E402
 
 
 def three_parent_recipe() -> SoupRecipe:

@@ -34,7 +34,7 @@ from verifier_agreement import sets, split  # noqa: E402
 from verifier_interpolation import weakest  # noqa: E402
 from verifier_shortlist import summeval_row, summeval_set  # noqa: E402
 
-from calibration.fitting.verifier_training import roc_auc  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
 from judges.lm.verifier import Verifier  # noqa: E402
 
 TOLERANCE = 0.005

@@ -1,5 +1,5 @@
-"""Verifier training pairs (calibration.data.pairs), the copy-with-a-changed-fact rules
-(calibration.data.perturb) and the hand-written contrastive test set. Loader tests read small slices of
+"""Verifier training pairs (calibration.verifier.pairs), the copy-with-a-changed-fact rules
+(calibration.verifier.perturb) and the hand-written contrastive test set. Loader tests read small slices of
 the real files in shared/data/verifier and skip when that folder is missing; label mappings are checked
 against rows looked up in the raw files (no dataset text is pasted here)."""
 
@@ -13,10 +13,10 @@ from collections import Counter
 
 import pytest
 
-from calibration.data import pairs as P
-from calibration.data.contrastive import CONTRASTIVE_SETS, load_contrastive
-from calibration.data.compress import compress_sentence, cut_tail, drop_age, drop_opening
-from calibration.data.perturb import (
+from calibration.verifier import pairs as P
+from calibration.verifier.contrastive import CONTRASTIVE_SETS, load_contrastive
+from calibration.verifier.compress import compress_sentence, cut_tail, drop_age, drop_opening
+from calibration.verifier.perturb import (
     REPLY_OPENINGS,
     as_reply,
     change_number,

@@ -13,7 +13,7 @@ def words(texts):
 
 
 def test_copied_and_the_lower_case_name_swap():
-    from calibration.data.summary_pairs import copied, swap_lower_name
+    from calibration.verifier.summary_pairs import copied, swap_lower_name
 
     article = "Andros Townsend scored for England. Paul Merson apologised on Sunday."
     assert copied("andros townsend scored for england .", article)
@@ -28,7 +28,7 @@ def test_copied_and_the_lower_case_name_swap():
 
 def test_summary_pairs_label_only_what_the_summary_score_gives_and_skip_the_measured_articles(shared_data):
     from calibration.data.loaders import load_summeval
-    from calibration.data.summary_pairs import HELD_OUT_ARTICLES, copied, summary_pairs
+    from calibration.verifier.summary_pairs import HELD_OUT_ARTICLES, copied, summary_pairs
 
     assert summary_pairs(0, seed=0) == summary_pairs(-1, seed=0) == []
     for bad in (1.5, True, "10"):
@@ -62,9 +62,9 @@ def test_summary_pairs_label_only_what_the_summary_score_gives_and_skip_the_meas
 
 
 def test_train_config_summeval_adds_the_pairs_and_scaled_scales_them(shared_data):
-    from calibration.fitting.verifier_soup import scaled
-    from calibration.fitting.verifier_mix import training_mix
-    from calibration.fitting.verifier_training import TrainConfig
+    from calibration.verifier.soup import scaled
+    from calibration.verifier.mix import training_mix
+    from calibration.verifier.training import TrainConfig
 
     config = TrainConfig(per_source={"fever_symmetric": 40}, perturbed=0, begin_parts=(), held_out=60, summeval=30)
     train, held = training_mix(config)

@@ -20,9 +20,9 @@ from judges import (
 from judges.data.language import detect_language
 from judges.data.opposites import direction_contrasts
 from judges.lm.verifier import resolve_verifier
-from judges.lm.verifier_files import SHIPPED_MANIFEST, SHIPPED_WEIGHTS, load_shipped
-from judges.lm.verifier_onnx import onnx_available, shipped_onnx, shipped_onnx_int8
-from judges.lm.verifier_units import best_sentence, length_batches, shortlist
+from judges.lm.verifier.files import SHIPPED_MANIFEST, SHIPPED_WEIGHTS, load_shipped
+from judges.lm.verifier.onnx_graph import onnx_available, shipped_onnx, shipped_onnx_int8
+from judges.lm.verifier.units import best_sentence, length_batches, shortlist
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -135,12 +135,12 @@ def test_on_onnx_runtime_the_shipped_verifier_gives_torchs_probabilities_from_a_
     def broken(*args, **kwargs):
         raise RuntimeError("no exporter here")
 
-    monkeypatch.setattr("judges.lm.verifier_onnx.shipped_onnx", broken)
+    monkeypatch.setattr("judges.lm.verifier.onnx_graph.shipped_onnx", broken)
     with pytest.warns(RuntimeWarning, match="runs on torch.*no exporter here"):
         assert Verifier().runtime == "torch"
     with pytest.raises(VerifierError, match=r"could not run on ONNX Runtime \(graph cache .*cache\): no exporter here"):
         Verifier(runtime="onnx")
-    monkeypatch.setattr("judges.lm.verifier_onnx.onnx_available", lambda: False)
+    monkeypatch.setattr("judges.lm.verifier.onnx_graph.onnx_available", lambda: False)
     assert Verifier().runtime == "torch"
     with pytest.raises(VerifierError, match=r"not installed: pip install 'dspy-judges\[embeddings\]'"):
         Verifier(runtime="onnx")
@@ -270,7 +270,7 @@ def test_long_evidence_is_chunked_with_overlap_and_each_claim_takes_its_best_chu
     # a unit's sentences from the split that made it: the same answer without splitting the unit again
     assert best_sentence("Cats purr. Dogs bark loudly.", "the dogs bark", ["Cats purr.", "Dogs bark loudly."]) == \
         "Dogs bark loudly."
-    import judges.lm.verifier as V
+    import judges.lm.verifier.model as V
 
     splits, real_split = [], V.split_sentences
     monkeypatch.setattr(V, "split_sentences", lambda text: splits.append(text) or real_split(text))
@@ -458,14 +458,14 @@ def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path, shar
 
     from safetensors.torch import load_file
 
-    from calibration.fitting.verifier_training import (
+    from calibration.verifier.training import (
         MANIFEST_NAME,
         WEIGHTS_NAME,
         TrainConfig,
         train_verifier,
     )
 
-    pytest.importorskip("calibration.data.pairs")
+    pytest.importorskip("calibration.verifier.pairs")
     config = TrainConfig(per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8, batch_size=8,
                          eval_every=3, checkpoint_every=2)
     whole = train_verifier(tmp_path / "whole", config, progress=False)
@@ -495,8 +495,8 @@ def test_average_from_writes_the_average_of_late_snapshots_beside_the_same_run_a
 
     from safetensors.torch import load_file
 
-    from calibration.fitting import verifier_training
-    from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME, TrainConfig, train_verifier
+    from calibration.verifier import training as verifier_training
+    from calibration.verifier.training import MANIFEST_NAME, WEIGHTS_NAME, TrainConfig, train_verifier
 
     monkeypatch.setattr(verifier_training, "AVERAGE_EVERY", 2)
     plain = TrainConfig(per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8, batch_size=8,
@@ -521,8 +521,8 @@ def test_average_from_writes_the_average_of_late_snapshots_beside_the_same_run_a
 def test_begin_repeat_puts_the_begin_pairs_in_the_mix_that_many_times_on_one_side_of_the_split(shared_data):
     from dataclasses import replace
 
-    from calibration.fitting.verifier_mix import training_mix
-    from calibration.fitting.verifier_training import TrainConfig
+    from calibration.verifier.mix import training_mix
+    from calibration.verifier.training import TrainConfig
 
     config = TrainConfig(per_source={"fever_symmetric": 40}, perturbed=0, begin_parts=("tc",), held_out=60)
     once, twice = (training_mix(replace(config, begin_repeat=n)) for n in (1, 2))
@@ -540,8 +540,8 @@ def test_begin_repeat_puts_the_begin_pairs_in_the_mix_that_many_times_on_one_sid
 def test_as_replies_dresses_that_share_of_the_rule_made_pairs_and_keeps_the_rest_of_the_mix(shared_data):
     from dataclasses import replace
 
-    from calibration.fitting.verifier_mix import training_mix
-    from calibration.fitting.verifier_training import TrainConfig
+    from calibration.verifier.mix import training_mix
+    from calibration.verifier.training import TrainConfig
 
     config = TrainConfig(per_source={"fever_symmetric": 200}, perturbed=300, begin_parts=(), held_out=0)
     bare, dressed = training_mix(config)[0], training_mix(replace(config, as_replies=0.5))[0]
@@ -562,8 +562,8 @@ def test_as_replies_dresses_that_share_of_the_rule_made_pairs_and_keeps_the_rest
 def test_compressed_adds_compressions_of_both_labels_to_the_rule_made_pairs(shared_data):
     from dataclasses import replace
 
-    from calibration.fitting.verifier_mix import training_mix
-    from calibration.fitting.verifier_training import TrainConfig
+    from calibration.verifier.mix import training_mix
+    from calibration.verifier.training import TrainConfig
 
     config = TrainConfig(per_source={"fever_symmetric": 200}, perturbed=300, begin_parts=(), held_out=0)
     mix = training_mix(replace(config, compressed=0.5))[0]
@@ -584,9 +584,9 @@ def test_compressed_adds_compressions_of_both_labels_to_the_rule_made_pairs(shar
 def test_direction_adds_minimal_pairs_of_a_flipped_and_a_kept_sentence_on_one_side_of_the_split(shared_data):
     from dataclasses import replace
 
-    from calibration.fitting.verifier_mix import training_mix
-    from calibration.fitting.verifier_soup import scaled
-    from calibration.fitting.verifier_training import TrainConfig
+    from calibration.verifier.mix import training_mix
+    from calibration.verifier.soup import scaled
+    from calibration.verifier.training import TrainConfig
 
     config = TrainConfig(per_source={"fever_symmetric": 200}, perturbed=100, begin_parts=(), held_out=40)
     plain, more = training_mix(config), training_mix(replace(config, direction=60))
@@ -632,7 +632,7 @@ def test_train_config_checks_each_field_as_it_is_made(field, bad, says):
     per_source), whether the config is made directly or with ``replace``."""
     from dataclasses import replace
 
-    from calibration.fitting.verifier_training import TrainConfig
+    from calibration.verifier.training import TrainConfig
 
     with pytest.raises(ValueError, match=f"TrainConfig: {says}"):
         TrainConfig(**{field: bad})
@@ -647,7 +647,7 @@ def test_training_in_bfloat16_runs_and_differs_from_float32(tmp_path, shared_dat
 
     from safetensors.torch import load_file
 
-    from calibration.fitting.verifier_training import TrainConfig, train_verifier
+    from calibration.verifier.training import TrainConfig, train_verifier
 
     config = TrainConfig(per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8, batch_size=8,
                          eval_every=1000)
@@ -666,8 +666,8 @@ def test_frozen_layers_keep_the_embeddings_and_the_lowest_layers_as_the_base_has
     import torch
     from safetensors.torch import load_file
 
-    from calibration.fitting.verifier_training import MANIFEST_NAME, TrainConfig, train_verifier
-    from judges.lm.verifier_files import base_classifier
+    from calibration.verifier.training import MANIFEST_NAME, TrainConfig, train_verifier
+    from judges.lm.verifier.files import base_classifier
 
     config = TrainConfig(per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8, batch_size=8,
                          eval_every=1000, frozen_layers=2)

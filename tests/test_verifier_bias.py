@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from calibration.data.pairs import EvidencePair
-from calibration.fitting.verifier_bias import BIAS_FEATURES, LexicalBias, lexical_features
+from calibration.verifier.pairs import EvidencePair
+from calibration.verifier.bias import BIAS_FEATURES, LexicalBias, lexical_features
 
 EVIDENCE = "The bridge over the river was opened in 1932 by the mayor of the town."
 
@@ -54,7 +54,7 @@ def test_each_source_gets_its_own_model_and_the_rule_made_pairs_none():
 
 
 def test_debiased_training_keeps_its_bias_model_and_resumes_only_as_itself(tmp_path, shared_data):
-    from calibration.fitting.verifier_training import TrainConfig, train_verifier
+    from calibration.verifier.training import TrainConfig, train_verifier
 
     config = TrainConfig(seed=0, per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8,
                          batch_size=8, eval_every=100, checkpoint_every=2)

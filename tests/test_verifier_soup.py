@@ -7,20 +7,20 @@ import json
 import numpy as np
 import pytest
 
-from judges.lm.verifier_files import load_shipped
+from judges.lm.verifier.files import load_shipped
 
 
 def tiny(seed: int, perturbed: int = 16):
-    from calibration.fitting.verifier_training import TrainConfig
+    from calibration.verifier.training import TrainConfig
 
     return TrainConfig(seed=seed, per_source={"fever_symmetric": 48}, perturbed=perturbed, begin_parts=(), held_out=8,
                        batch_size=8, eval_every=100, checkpoint_every=2)
 
 
 def test_scaled_multiplies_every_count_of_the_mix_and_nothing_else():
-    from calibration.fitting.verifier_soup import scaled
-    from calibration.fitting.verifier_config import DEFAULT_MIX
-    from calibration.fitting.verifier_training import TrainConfig
+    from calibration.verifier.soup import scaled
+    from calibration.verifier.config import DEFAULT_MIX
+    from calibration.verifier.training import TrainConfig
 
     config = scaled(TrainConfig(seed=3, other_words=100), 0.7)
     assert config.per_source == {k: round(v * 0.7) for k, v in DEFAULT_MIX.items()}
@@ -32,8 +32,8 @@ def test_scaled_multiplies_every_count_of_the_mix_and_nothing_else():
 def test_the_recipe_is_the_measured_one_and_its_weights_are_checked():
     from dataclasses import replace
 
-    from calibration.fitting.verifier_soup import SoupRecipe, soup_recipe
-    from calibration.fitting.verifier_training import TrainConfig
+    from calibration.verifier.soup import SoupRecipe, soup_recipe
+    from calibration.verifier.training import TrainConfig
 
     recipe = soup_recipe(seed=1)
     first, second = recipe.parents
@@ -72,9 +72,9 @@ def test_train_soup_averages_two_resumable_trainings(tmp_path, monkeypatch, shar
 
     from safetensors.torch import load_file
 
-    from calibration.fitting import verifier_soup
-    from calibration.fitting.verifier_soup import SoupRecipe, train_soup
-    from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME, train_verifier
+    from calibration.verifier import soup as verifier_soup
+    from calibration.verifier.soup import SoupRecipe, train_soup
+    from calibration.verifier.training import MANIFEST_NAME, WEIGHTS_NAME, train_verifier
 
     recipe = SoupRecipe((tiny(0), tiny(1, perturbed=24)), (0.25, 0.75), fit_temperature=False)
     (tmp_path / "soup").mkdir()
@@ -110,8 +110,8 @@ def test_train_soup_averages_two_resumable_trainings(tmp_path, monkeypatch, shar
 
 
 def test_the_command_trains_the_soup_resumes_and_installs_it(tmp_path, monkeypatch, capsys, shared_data):
-    from calibration.fitting.verifier_soup import SoupRecipe
-    from calibration.fitting.verifier_training import MANIFEST_NAME, WEIGHTS_NAME
+    from calibration.verifier.soup import SoupRecipe
+    from calibration.verifier.training import MANIFEST_NAME, WEIGHTS_NAME
     from judges_app.cli import main
     from judges_app.cli import train_verifier as command
 
@@ -141,9 +141,9 @@ def test_the_temperature_rescales_the_head_only_and_lowers_the_held_out_log_loss
 
     from safetensors.torch import load_file
 
-    from calibration.fitting.verifier_soup import HEAD, SoupRecipe, average_files, temperature, train_soup
-    from calibration.fitting.verifier_mix import training_mix
-    from calibration.fitting.verifier_training import MANIFEST_NAME
+    from calibration.verifier.soup import HEAD, SoupRecipe, average_files, temperature, train_soup
+    from calibration.verifier.mix import training_mix
+    from calibration.verifier.training import MANIFEST_NAME
 
     parents = (tiny(0), replace(tiny(0), held_out=12))  # one's held-out pairs partly in the other's training
     plain = train_soup(tmp_path / "plain", SoupRecipe(parents, (0.5, 0.5), fit_temperature=False), progress=False)

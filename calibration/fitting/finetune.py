@@ -13,7 +13,7 @@ from both, like any optimizer.
 The fine-tuned model is written as a Hugging Face folder (safetensors) under ``out`` and the returned judge
 names it (``verifier=<folder>``), so a compiled judge saved as JSON points at it.
 
-Owns: fine-tuning on labels. Must not train from scratch (``calibration.fitting.verifier_training``).
+Owns: fine-tuning on labels. Must not train from scratch (``calibration.verifier.training``).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from calibration.data.labelled import LabelledSet
-from calibration.fitting.verifier_training import roc_auc
+from calibration.verifier.training import roc_auc
 from judges.lm.verifier import EMBEDDED_INT8
-from judges.lm.verifier_files import load_shipped
+from judges.lm.verifier.files import load_shipped
 from judges.metrics.rag.verified import FaithfulnessWithVerifier
 
 MIN_LABELS = 40

@@ -11,7 +11,7 @@ content words outside its specifics and direction words, ``FRAME_SHARE``, and tw
 detail: a specific of the claim (a number, a date, a capitalised name) the sentence lacks where the sentence has one
 of the same kind the claim lacks, or a direction word the sentence says the other way round
 (``opposites.direction_contrasts``). Each contrast is the claim with that one detail as the sentence has it. The
-verifier scores a claim against its contrasts (``judges.lm.verifier_opposites.check_against_contradictions``): a
+verifier scores a claim against its contrasts (``judges.lm.verifier.opposites.check_against_contradictions``): a
 sentence that supports the contrast and prefers it to the claim contradicts the claim, whatever else the evidence
 holds.
 

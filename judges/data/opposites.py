@@ -1,7 +1,7 @@
 """Direction words and their opposites (rose/fell, north/south, won/lost, before/after ...), English only.
 
 Two users: the rule-made training pairs turn one of these words to its opposite to make a claim the
-evidence does not support (``calibration.data.perturb.flip_direction``), and the verifier checks a claim
+evidence does not support (``calibration.verifier.perturb.flip_direction``), and the verifier checks a claim
 against its opposite where the evidence uses the opposite word (``direction_contrasts``,
 ``judges.lm.verifier.Verifier(check_opposites=True)``): "Prices fell in May." read against "Prices rose
 in May." is scored next to "Prices rose in May.", and the evidence's preference between the two decides.

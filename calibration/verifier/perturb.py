@@ -18,7 +18,7 @@ pair whose labels differ by one word.
 
 Positives (label 1): the sentence itself ("copy"), or the sentence without a parenthetical or an
 appositive / trailing relative clause ("trim"; ``trim_sentence``), which the sentence still entails; with
-``perturbed_pairs(compress=...)``, sentences compressed first (``calibration.data.compress``), as
+``perturbed_pairs(compress=...)``, sentences compressed first (``calibration.verifier.compress``), as
 positives ("compressed") and with a fact changed ("<kind>_compressed") alike.
 
 ``as_reply`` dresses a claim of either label as a chat reply ("yes, ...", "did you know ...?", lower case,
@@ -40,7 +40,7 @@ import random
 import re
 from collections.abc import Sequence
 
-from calibration.data.compress import compress_sentence
+from calibration.verifier.compress import compress_sentence
 from judges.data.language import split_sentences
 from judges.data.opposites import DIRECTION_WORD, direction_flips, keep_case
 

@@ -3,10 +3,10 @@
     train, held = training_mix(TrainConfig())        # the shipped first parent's mix (reads the shared data)
 
 The sources, each mapped to supported / not supported where it is loaded: the public corpora of
-``calibration.data.pairs`` (q2_wow held out), rule-made copy-with-a-changed-fact pairs
-(``calibration.data.perturb``) made from the corpora's own evidence, BEGIN dev turns of the parts named in
+``calibration.verifier.pairs`` (q2_wow held out), rule-made copy-with-a-changed-fact pairs
+(``calibration.verifier.perturb``) made from the corpora's own evidence, BEGIN dev turns of the parts named in
 ``begin_parts`` (the other parts and the demo's slice stay out), supported pairs in other words drawn again
-(``other_words``), SummEval summary sentences (``summeval``, ``calibration.data.summary_pairs``) and minimal
+(``other_words``), SummEval summary sentences (``summeval``, ``calibration.verifier.summary_pairs``) and minimal
 pairs of a direction word flipped and kept (``direction``). Every
 draw is seeded from ``TrainConfig.seed`` with a stream of its own, so one option's count never moves another's
 pairs (the groups it adds do move the held-out split and the order). The first hand-written contrastive set is
@@ -23,11 +23,11 @@ from collections import Counter
 from collections.abc import Sequence
 
 from calibration.data.loaders import load_begin, load_begin_slice
-from calibration.data.contrastive import load_contrastive
-from calibration.data.pairs import EvidencePair, training_pairs
-from calibration.data.perturb import as_reply, direction_minimal_pair, names_in, perturbed_pairs
-from calibration.data.summary_pairs import summary_pairs
-from calibration.fitting.verifier_config import TrainConfig
+from calibration.verifier.contrastive import load_contrastive
+from calibration.verifier.pairs import EvidencePair, training_pairs
+from calibration.verifier.perturb import as_reply, direction_minimal_pair, names_in, perturbed_pairs
+from calibration.verifier.summary_pairs import summary_pairs
+from calibration.verifier.config import TrainConfig
 
 
 def begin_pairs(parts: Sequence[str]) -> list[EvidencePair]:

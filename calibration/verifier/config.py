@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from calibration.data.loaders import BEGIN_FILES
-from calibration.data.pairs import EVALUATION_SOURCES, LOADERS
+from calibration.verifier.pairs import EVALUATION_SOURCES, LOADERS
 
 #: The default mix: pairs drawn per source (label-balanced where the source allows).
 DEFAULT_MIX = {"vitaminc_real": 22000, "vitaminc_synthetic": 12000, "mnli": 9815, "snli": 6000,
@@ -41,7 +41,7 @@ class TrainConfig:
     #: they are made, with a random stream of their own (the pairs stay those of the undressed mix); 0 in
     #: the shipped model's mix.
     as_replies: float = 0.0
-    #: The share of evidence sentences compressed faithfully (``calibration.data.compress``) before the
+    #: The share of evidence sentences compressed faithfully (``calibration.verifier.compress``) before the
     #: rules make pairs from them, so compressions come as positives and with a changed fact alike; 0 in
     #: the shipped model's mix.
     compressed: float = 0.0
@@ -51,7 +51,7 @@ class TrainConfig:
     #: Supported pairs whose claim is in other words than its evidence, drawn again on top of the mix
     #: (``other_words_positives``); 0 in the shipped model's mix.
     other_words: int = 0
-    #: SummEval sentences and changed-fact copies of them (``calibration.data.summary_pairs``); 0 when shipped.
+    #: SummEval sentences and changed-fact copies of them (``calibration.verifier.summary_pairs``); 0 when shipped.
     summeval: int = 0
     #: Minimal pairs from the corpus's evidence, a sentence with a direction word flipped (not supported) and
     #: kept (supported) (``verifier_mix.direction_pairs``); 0 in the shipped model's mix.

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from judges.lm.files import embedded_embedder_path, model_cache_dir
-from judges.lm.verifier_files import (
+from judges.lm.verifier.files import (
     SHIPPED_MANIFEST,
     SHIPPED_WEIGHTS,
     VerifierError,

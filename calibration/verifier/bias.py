@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibration.data.pairs import EvidencePair
+from calibration.verifier.pairs import EvidencePair
 from judges.data.language import tokenize
 from judges.metrics.grounding import novel_bigrams, token_support
 
 #: The bias model's inputs, in its coefficients' order.
 BIAS_FEATURES = ("token_support", "bigram_support")
-#: Sources (prefixes) given no bias model: the rule-made pairs (``calibration.data.perturb``).
+#: Sources (prefixes) given no bias model: the rule-made pairs (``calibration.verifier.perturb``).
 NO_BIAS_MODEL = ("perturbed_",)
 
 

