@@ -35,7 +35,7 @@ test-unit: $(STAMP)
 # Train the groundedness verifier again from scratch (a soup of two trainings and their average, 46-61 min on
 # 2 cores before 2026-11-29, 84 min on an AVX2-only CPU, resumable) and install it into judges/lm/verifier/weights/;
 # never part of `make test`. On a CPU with bfloat16 units `dspy-judges train-verifier --precision bfloat16`
-# takes ~35 min (another file, docs/verifier-experiments.md).
+# takes ~35 min (another file, docs/verifier-log.md).
 verifier: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/dspy-judges train-verifier --out runs/verifier --install
 

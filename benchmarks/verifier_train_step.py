@@ -9,7 +9,7 @@ base classifier as ``train_verifier`` builds it, with ``TrainConfig.frozen_layer
 after 5 of warm-up. Then torch's float32 matrix product at the model's shapes (the batch's tokens x 384 x
 1536 and back) and at 2048 x 2048 x 2048, and the forward pass's rate from its count of multiply-adds
 (2 x the encoder's weights x the batch's tokens: attention scores and the head left out, so a floor).
-Written 2026-11-29 for docs/verifier-experiments.md, run 6.
+Written 2026-11-29 for docs/verifier-log.md, run 6.
 """
 
 from __future__ import annotations

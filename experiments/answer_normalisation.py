@@ -10,6 +10,7 @@ signal keeps whichever agrees better (docs/agreement.md says which and by how mu
 
 from __future__ import annotations
 
+import argparse
 import re
 import string
 import sys
@@ -39,6 +40,7 @@ def recall(sample, normalise) -> float:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     data = load_evouna()
     print(f"\nReference-token recall against EVOUNA's human verdicts (NQ, all systems, n={len(data)})\n")
     print("| normalisation | ROC-AUC [95% CI] |")

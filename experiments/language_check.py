@@ -12,6 +12,7 @@ counts before 2026-11-27's rule came from this count run with ``judges/data/lang
 
 from __future__ import annotations
 
+import argparse
 import collections
 import sys
 from pathlib import Path
@@ -45,6 +46,7 @@ def texts() -> dict[str, list[str]]:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     total = flagged = 0
     for name, group in texts().items():
         found = [t for t in group if detect_language(t) not in ("", "en")]

@@ -190,3 +190,13 @@ def test_optimise_program_runs_each_optimizer_with_one_metric(tmp_path, monkeypa
     facts = {f["answer"]: f for f in optimise_program.load_facts()}
     assert all(any(metric(dspy.Example(short_answer=a), dspy.Prediction(answer=d, context=[f["fact"]]))
                    for a, f in facts.items()) for d in result["rows"]["bootstrap"]["demos"])
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in EXPERIMENTS.glob("*.py")))
+def test_every_study_says_what_it_answers_with_help(script, monkeypatch, capsys):
+    """experiments/ holds the studies a user would run again, each with --help (its README indexes them)."""
+    monkeypatch.setattr(sys, "argv", [script, "--help"])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(EXPERIMENTS / script), run_name="__main__")
+    assert done.value.code == 0 and "usage:" in capsys.readouterr().out
+    assert script in (EXPERIMENTS / "README.md").read_text()

@@ -4,8 +4,8 @@
     bias.logits(train_pairs)                # its log-odds, centred: what the product of experts adds
 
 The cheap signals the verifier must beat are word overlap under several names, and the verifier trained
-plainly errs where they err (docs/verifier.md: on the items the best cheap signal gets wrong it ranks at
-0.35-0.51 ROC-AUC). The product of experts (Clark et al. 2019, "Don't take the easy way out"; He et al.
+plainly errs where they err (docs/verifier.md: it ranks poorly on the items the best cheap signal gets
+wrong). The product of experts (Clark et al. 2019, "Don't take the easy way out"; He et al.
 2019, "Unlearn dataset bias ... by fitting the residual"; Mahabadi et al. 2020) trains the model's logit
 plus a fixed bias model's log-odds against the label, so the model is pushed to learn what the bias model
 does not already explain; it is scored alone. Here the bias model sees only how much of the claim's words
@@ -47,15 +47,13 @@ def lexical_features(pairs: Sequence[EvidencePair]) -> np.ndarray:
 @dataclass(frozen=True)
 class LexicalBias:
     """Per source of the mix, a logistic regression of the label on ``BIAS_FEATURES``: each corpus offers
-    its own shortcut (on the soup's second mix, overlap ranks MNLI's labels at 0.70 ROC-AUC, BEGIN CMU-DoG's
-    at 0.97). The rule-made pairs (sources ``perturbed_*``) get none: they were made to counter the shortcut
+    its own shortcut (overlap ranks some sources' labels far better than others'). The rule-made pairs (sources ``perturbed_*``) get none: they were made to counter the shortcut
     (a changed fact keeps nearly every word), and their near-total overlap is what the model must see past.
     A source with one label only, or not seen in ``fit``, gets none either."""
 
     #: source -> (coefficients in ``BIAS_FEATURES`` order, intercept).
     models: dict[str, tuple[tuple[float, ...], float]]
-    #: The mean log-odds over the pairs with a model that it was fitted on, taken off theirs (until 2026-11-27
-    #: evening: the mean over every pair, those without a model counting 0).
+    #: The mean log-odds over the pairs with a model that it was fitted on, taken off theirs.
     centre: float
     #: source -> ROC-AUC of its model on the pairs it was fitted on: how much of its labels overlap explains.
     roc_auc: dict[str, float]

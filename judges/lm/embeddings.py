@@ -79,7 +79,7 @@ class Embedder:
 
     def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """Cosine similarity matrix between two lists of texts (one batched encode), in [-1, 1]: float32
-        rounding makes a unit vector's dot product with itself up to ~1.0000001, which would put scores
+        rounding can make a unit vector's dot product with itself slightly over 1, which would put scores
         built on it just outside [0, 1]."""
         vectors = self.embed(list(a) + list(b))
         return np.clip(vectors[: len(a)] @ vectors[len(a) :].T, -1.0, 1.0)

@@ -163,9 +163,9 @@ class LlamaCppEngine:
     * Calls are serialised with a lock (a llama.cpp context is not thread-safe).
     * Speed: a context per prompt family keeps each judge step's instructions evaluated
       (``prefix_contexts``); greedy grammar-constrained decoding tests the grammar on the best token
-      first (``grammar_best_first``, ``GreedyGrammarSampler``: the same tokens, ~9 ms a token less);
+      first (``grammar_best_first``, ``GreedyGrammarSampler``: the same tokens, faster);
       llama.cpp drops to one thread while another program takes the cores (``adaptive_threads``,
-      ``DecodeThreads``: its threads otherwise wait on each other, up to 3.4 s a token here);
+      ``DecodeThreads``: its threads otherwise wait on each other, seconds a token);
       ``draft_tokens`` > 0 drafts answers from their prompt (``PromptLookup``; off by default: batched
       logits differ from single steps, so a near-tie can go the other way); ``flash_attn`` is
       llama.cpp's own switch (off by default: it changes floating-point sums).

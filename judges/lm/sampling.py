@@ -19,12 +19,11 @@ class GreedyGrammarSampler:
     """Greedy decoding under a grammar that tests the grammar on the best token first.
 
     llama.cpp's grammar sampler tests every token of the vocabulary against the grammar at every step
-    (49,152 tokens for SmolLM2: ~9 ms a token here, more than the model's own step). The greedy answer
+    (49,152 tokens for SmolLM2: more time a token than the model's own step). The greedy answer
     under a grammar is the highest-logit token the grammar allows; when the unconstrained best token is
     allowed (most steps: inside a JSON string almost anything is) it is that answer, so only it is tested;
     when it is rejected, the ``tiers`` best tokens are tested (64, then 1,024), and the whole vocabulary
-    only when none of them is allowed (testing it took ~6.5 ms, ~18 times an item on Faithfulness: 0.12 s
-    of its 1.8). Each token is judged on its own by the grammar, and a tier's best allowed token is taken
+    only when none of them is allowed (rare steps). Each token is judged on its own by the grammar, and a tier's best allowed token is taken
     only when its logit is above every token outside the tier, so this picks the same token as llama.cpp's
     chain (grammar, then greedy; ties to the lowest id in both) at every step: the same completions,
     faster. Used for temperature 0 without penalties or logits processors; anything else takes
@@ -108,13 +107,11 @@ class PromptLookup:
     A judge's answers copy their prompt: claims quote the response, verdicts quote the claims, and the JSON
     keys repeat. llama.cpp evaluates the token just chosen and the drafted ones in one batch; the greedy
     choice at each position keeps a drafted token only when it is the token chosen there. A batch of 8
-    tokens costs ~3 single steps here, so drafting pays only on long matches: on Faithfulness answers (30
-    BEGIN turns, decoding time simulated from the measured cost of each batch size) drafting on any 1-2
-    token match was slower than none (1.12-1.66 s an item against 1.11), on matches of 3 or more tokens
-    with 7 drafted, faster (0.81).
+    tokens costs a few single steps, so drafting pays only on long matches (3 or more tokens, 7 drafted:
+    measured in docs/performance.md).
 
     Not exact: llama.cpp's logits for a token evaluated inside a batch differ from those of the same token
-    evaluated alone (by up to ~0.5 here at most positions after a batch's first; Q4_1 and Q8_0 weights,
+    evaluated alone (by up to half a logit at most positions after a batch's first; Q4_1 and Q8_0 weights,
     f16 and f32 KV caches alike), so a near-tie can go the other way: Faithfulness changed its verdicts on
     2 of 30 BEGIN turns (``benchmarks/engine_speed.py --paired``). Hence off by default
     (``LlamaCppEngine(draft_tokens=7)`` turns it on, for greedy grammar-constrained answers), like flash

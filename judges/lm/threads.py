@@ -25,13 +25,12 @@ class DecodeThreads:
 
     Decoding one token of a small model is a few milliseconds of work split across threads that wait for
     each other at every layer. When another busy program takes the cores, a waiting thread spins while the
-    one it waits for is descheduled: here, beside an embedding job using both cores, a token took 332 ms
-    with 2 threads and 22 ms with 1, and beside matrix products on 2 BLAS threads up to 3.4 s with 2
-    threads and 14-30 ms with 1 (alone: 8 and 13 ms). So the engine times its decode steps and keeps
+    one it waits for is descheduled: a token can take fifteen times longer with 2 threads than with 1
+    (measured in docs/performance.md). So the engine times its decode steps and keeps
     the setting whose steps are faster: now and then it tries the other one for ``probe_steps`` steps and
     switches when their median is under ``margin`` times the median of the current setting's last 9 steps
-    (clearly faster, not faster by noise). The first try comes after ``first_interval`` steps; each try that loses doubles the wait (up to ``max_interval``), a switch
-    resets it; and a step over 4x the recent median (a neighbour may have arrived) triggers a try at once
+    (clearly faster, not faster by noise). The first try comes after ``first_interval`` steps; each try that
+    loses doubles the wait (up to ``max_interval``), a switch resets it; and a step over 4x the recent median (a neighbour may have arrived) triggers a try at once
     (it wins once slow steps are most of the recent ones, not after one spike). When a try of more threads
     cost over 10x a step (beside matrix products on both cores one such step took seconds), the next waits
     until no other task is runnable on the machine (``others_running``; ``/proc/loadavg``).

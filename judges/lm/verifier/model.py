@@ -16,43 +16,39 @@
   its path; ``supported_label`` names the label that means supported (a name such as "entailment", or an
   index); a one-logit model reads as sigmoid(logit).
 * **int8** (``quantize=True``, or ``"embedded-int8"`` as a metric's ``verifier=``): the shipped graph with
-  int8 weights, quantized once by ONNX Runtime into the model cache (``onnx_graph.shipped_onnx_int8``;
-  since 2026-11-26), on ONNX Runtime when installed: ~1.6x faster than the float32 default at its memory;
-  on torch (``runtime="torch"``, no ONNX Runtime, or a model folder) PyTorch's dynamic quantization of the
-  linear layers as the model loads, at twice the memory. Measured in docs/verifier.md; opt-in: the float32
-  model is what the agreement tables measure, and the two int8 runtimes give different probabilities.
+  int8 weights, quantized once by ONNX Runtime into the model cache (``onnx_graph.shipped_onnx_int8``), on
+  ONNX Runtime when installed; on torch (``runtime="torch"``, no ONNX Runtime, or a model folder) PyTorch's
+  dynamic quantization of the linear layers as the model loads. Faster, opt-in: the float32 model is what
+  the agreement tables measure, and the two int8 runtimes give different probabilities (docs/verifier.md).
 * **Runtime**: the shipped float32 verifier runs on ONNX Runtime when it is installed (``runtime="auto"``,
-  the default; the ``embeddings`` extra installs it): its graph is exported by torch once into the model
-  cache (``judges.lm.verifier.onnx_graph``, a few seconds) and a later process scores without importing torch or
-  transformers at all: about 250 MB resident with the library and a metric loaded, against about 475 MB on
-  torch (measured in docs/verifier.md), with the same token ids and probabilities within 1e-5 of torch's.
-  ``runtime="torch"`` keeps torch; model folders always run on torch; when the export or ONNX Runtime
-  fails, "auto" warns and falls back to torch.
+  the default; the ``embeddings`` extra installs it). Its graph is exported by torch once into the model
+  cache (``judges.lm.verifier.onnx_graph``); a later process scores without importing torch or
+  transformers, in about half torch's memory, with the same token ids and probabilities within float
+  rounding. ``runtime="torch"`` keeps torch; model folders always run on torch; when the export or ONNX
+  Runtime fails, "auto" warns and falls back to torch.
 * **Languages**: the shipped verifier was trained on English pairs only and its vocabulary is English, so it
   covers ``("en",)``; ``languages=`` says what another model covers (``("*",)`` for any).
-* **Evidence units** (``judges.lm.verifier.units``, where the rules that chose them and their measurements
-  are): long evidence is cut into overlapping windows of about 128 tokens of whole sentences; each claim is
-  scored against the 2 windows or single sentences sharing most of its words (the shortlist), and the
-  sentence of its best unit sharing most words with it is named as its evidence.
-* **Stopping early** (``stop_at=0.9``, the default since 2026-11-27; ``None`` scores every shortlisted unit):
-  each claim is scored against its shortest unit first and against the rest only when that one is under
-  ``stop_at``; its probability is then at most ``1 - stop_at`` under the best unit's, and whether it
-  reaches ``stop_at`` (or any cut-off under it) is exact. Chosen by ``experiments/verifier_cascade.py``
-  with a rule written before it ran (the smallest of 0.9 and 0.95 whose SummEval, BEGIN WoW and Q2 train
-  halves stay within 0.005 of no stop): on SummEval 4.0 pairs a summary instead of 6.0 and 42 ms instead
-  of 74 ms in the same run; SummEval's train half 0.7554 -> 0.7554, its test half 0.7541 -> 0.7528; BEGIN
-  WoW and Q2 unchanged to the fourth decimal; the contrastive set 0.7128 -> 0.7122. A metric passes its
-  ``threshold`` as ``support``'s ``cutoff``, so a threshold over 0.9 still reads exact verdicts.
-* **Checked against opposites** (``check_opposites=True``, the default since 2026-11-29): a claim saying
-  "fell" where its best unit says "rose" keeps P only as far as the unit prefers it to "rose"
-  (``judges.lm.verifier.opposites``, where the rule that chose it and its measurements are).
+* **Evidence units** (``judges.lm.verifier.units``): long evidence is cut into overlapping windows of about
+  128 tokens of whole sentences; each claim is scored against the 2 windows or single sentences sharing
+  most of its words (the shortlist), and the sentence of its best unit sharing most words with it is named
+  as its evidence.
+* **Stopping early** (``stop_at=0.9``, the default; ``None`` scores every shortlisted unit): each claim is
+  scored against its shortest unit first and against the rest only when that one is under ``stop_at``.
+  Its probability is then at most ``1 - stop_at`` under the best unit's, and whether it reaches ``stop_at``
+  (or any cut-off under it) is exact. A metric passes its ``threshold`` as ``support``'s ``cutoff``, so a
+  threshold over 0.9 still reads exact verdicts.
+* **Checked against opposites** (``check_opposites=True``, the default): a claim saying "fell" where its
+  best unit says "rose" keeps P only as far as the unit prefers it to "rose" (``judges.lm.verifier.opposites``).
 * **Checked against contradictions** (``check_contradictions=True``, the default): a claim saying "8,856
   metres" where any evidence sentence about the same thing says "8,849" keeps P only as far as that sentence
   prefers the claim to its own version, whatever other sentences score (``judges.lm.verifier.opposites``).
 * **Read where it is spoken of when supported nowhere** (``closest_when_unsupported=True``, the default): a
   claim no unit supports (P < 0.5, or the caller's ``cutoff``) takes P at the unit sharing most of its words,
   not at the highest-scoring one, so a sentence about something else cannot lift it over the sentence that
-  speaks of it. Both chosen by ``experiments/verifier_contradictions.py`` (docs/verifier.md, "Distractors").
+  speaks of it.
+
+Each of these settings was chosen by a trial with a rule written before it ran; docs/verifier-log.md has
+every trial, its rule and its numbers.
 
 Owns: loading verifier models and scoring (evidence, claim) pairs. Must not extract claims (the metrics'
 steps do) or train (``calibration.verifier.training``).
@@ -292,8 +288,8 @@ class Verifier:
 
 def _int8(model):
     """``model`` with its linear layers' weights in int8 and activations quantized as they come (PyTorch's
-    dynamic quantization): on 2 CPU cores 2-3x faster, ROC-AUC within 0.009 of float32 on the shared sets
-    (docs/verifier.md). Deterministic: the same weights give the same int8 model."""
+    dynamic quantization): faster on CPU, at a small cost in agreement (docs/verifier.md, "int8").
+    Deterministic: the same weights give the same int8 model."""
     import warnings
 
     import torch
@@ -317,10 +313,10 @@ SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units
 def verifier_identity(model: str | None) -> dict[str, Any]:
     """What a metric's verifier scores depend on (run files refuse to resume when it changed): the weights
     (the shipped file's SHA-256 as its manifest holds it, checked; a folder's files hashed) and the scoring
-    settings the library runs it with (``SCORING_SETTINGS``, its defaults: 128-token windows since 2026-11-26
-    score differently from the 160 before). int8 adds the runtime it loaded on (loading it) with its version,
-    and the batching: its activations are quantized with one scale a batch, so its probabilities move with
-    which pairs share a batch (float32's do not)."""
+    settings the library runs it with (``SCORING_SETTINGS``, its defaults: windows of another size score
+    differently). int8 adds the runtime it loaded on (loading it) with its version, and the batching: its
+    activations are quantized with one scale a batch, so its probabilities move with which pairs share a
+    batch (float32's do not)."""
     defaults = inspect.signature(Verifier.__init__).parameters
     identity: dict[str, Any] = {name: defaults[name].default for name in SCORING_SETTINGS}
     if model in (None, EMBEDDED, EMBEDDED_INT8):

@@ -1,34 +1,26 @@
-"""The verifier's check of a claim against its opposite (``Verifier(check_opposites=True)``, the default).
+"""The verifier's checks of a claim against its opposite and against contradicting sentences.
 
-A claim that copies its evidence but says "fell" where the evidence says "rose" (and not "fell"; the
-direction words of ``judges.data.opposites``) is scored again with that word turned back, against the same
-evidence unit, and keeps min(P, sigmoid(logit P - logit P(opposite))): supported only as far as the evidence
-prefers it to its own opposite. Why: the shipped cross-encoder reads such a copy as near a faithful
-paraphrase in absolute terms (P 0.44-0.57 on average on the hand-written contrastive sets), but shown the
-claim and its opposite it prefers the evidence's own word (the turned-back copy scored higher in 100% and
-80% of the first two sets' direction items).
+**Opposites** (``Verifier(check_opposites=True)``, the default). A claim that copies its evidence but says
+"fell" where the evidence says "rose" (and not "fell"; the direction words of ``judges.data.opposites``) is
+scored again with that word turned back, against the same evidence unit. It keeps min(P, sigmoid(logit P -
+logit P(opposite))): supported only as far as the evidence prefers it to its own opposite. Why: the shipped
+cross-encoder reads such a copy as near a faithful paraphrase in absolute terms, but shown the claim and its
+opposite it mostly prefers the evidence's own word.
 
-Chosen by ``experiments/verifier_counterfactual.py`` in its second round, with a rule written before it
-ran, on a hand-written set no one had measured on (the fourth, calibration/verifier/sets/CONTRASTIVE.md): ROC-AUC
-0.783 -> 0.832 (the weakest claim and the mean alike); the first three sets 0.800 -> 0.879, 0.773 -> 0.834
-and 0.799 -> 0.811 (the first two prompted the idea, the third decided its first, wider round, which
-failed). BEGIN WoW, Q2 and SummEval did not move at the fourth decimal, train and test halves alike: on their
-natural responses the check fired on 0 of 430, 1 of 993 and 1 of 320 items. On three sets written after it
-was chosen: 0.799 -> 0.853, 0.782 -> 0.816 and 0.838 -> 0.887. Measured on the shipped verifier only
-(docs/verifier-experiments.md).
+**Contradictions anywhere in the evidence** (``Verifier(check_contradictions=True)``, the default). The
+check above reads the claim's best unit only, so a sentence about something else that the verifier happens
+to score higher hid the contradiction, and adding such a sentence raised the claim's score.
+``check_against_contradictions`` reads every evidence sentence that shares the claim's frame and differs in
+one detail (``judges.data.contrasts``: a number, date or name, or a direction word). Where the sentence
+supports the claim with its detail (P >= ``SUPPORTED``) more than the claim itself, it contradicts the claim.
+The claim then keeps min(P, sigmoid(logit P(claim | sentence) - logit P(contrast | sentence))), unless
+another unit supports it: a long article's sentences about alike events share frames. Both terms are read
+against that sentence alone, so sentences added to the evidence that support nothing can add a
+contradiction but never lift one.
 
-**Contradictions anywhere in the evidence** (``Verifier(check_contradictions=True)``, the default): the check
-above reads the claim's best unit only, so a sentence about something else that the verifier happens to
-score higher (P 0.25 for "Everest lies on the border of Nepal and China" against "Mount Everest is 8,856
-metres tall", where the sentence that contradicts it scores 0.07) hid the contradiction, and adding such a
-sentence raised the claim's score. ``check_against_contradictions`` reads every evidence sentence that
-shares the claim's frame and differs in one detail (``judges.data.contrasts``: a number, date or name, or a
-direction word); where the sentence supports the claim with its detail (P >= ``SUPPORTED``) more than
-the claim itself, the sentence contradicts the claim, which keeps min(P, sigmoid(logit P(claim | sentence) -
-logit P(contrast | sentence))) unless another unit supports it (a long article's sentences about alike
-events share frames: round 1 capped such claims and cost SummEval 0.005). Both terms are read against that
-sentence alone, so sentences added to the evidence that support nothing can add a contradiction but never
-lift one. Chosen by ``experiments/verifier_contradictions.py`` (docs/verifier.md, "Distractors").
+Both were chosen by trials with a rule written before each ran; their numbers are in docs/verifier-log.md
+("the check against opposites", "contradictions and the closest unit") and their effect on each set in
+docs/verifier.md.
 
 Owns: the checks and their formula. Must not load a model (the caller's scorer scores the opposites).
 """

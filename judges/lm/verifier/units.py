@@ -4,21 +4,15 @@ The settings named below are ``Verifier``'s (``judges.lm.verifier``).
 * **Long evidence** is split into overlapping chunks of whole sentences; each claim takes the best of those
   chunks and (``single_sentences=True``, the default) of the evidence's single sentences, and the sentence of
   that unit sharing most words with the claim is named as its evidence. Single sentences were added because
-  a cross-encoder this small misreads a copied sentence next to others (an exact copy of a chunk's first
-  sentence scored 0.13); on SummEval consistency (test half, docs/verifier.md) the weakest claim's ROC-AUC
-  went from 0.678 (chunks) to 0.764 (chunks and sentences), at about twice the pairs on long evidence;
-  BEGIN WoW's and Q2's test-half rows are unchanged (their knowledge is mostly one sentence).
+  a cross-encoder this small misreads a copied sentence next to others.
 * **A shortlist per claim** (``top_units=2``, the default; ``None`` scores every unit): each claim is scored
-  only against the 2 units sharing most of its words, rarer words weighing more (``shortlist``). Chosen by
-  ``experiments/verifier_shortlist.py`` with a rule written before it ran: on SummEval (320 summaries)
-  the weakest claim's ROC-AUC went 0.725 -> 0.746 (train half) and 0.764 -> 0.766 (test half) at 6 pairs a
-  summary instead of 52 (0.086 s instead of 0.466 s on ONNX Runtime); BEGIN WoW's and Q2's halves did not
-  move. A claim sharing no word with any unit is scored against every unit.
-* **Windows of about 128 tokens** (``chunk_tokens``; 160 before 2026-11-26), chosen by
-  ``experiments/verifier_windows.py`` with a rule written before it ran (the fastest setting whose SummEval
-  train half stays within 0.005 of 160 tokens' and BEGIN WoW's and Q2's too): 0.081 s a SummEval summary
-  instead of 0.105 s in the same run (the shortlist's run had timed 160 tokens at 0.086 s); SummEval's train
-  half 0.747 -> 0.755, its test half 0.766 -> 0.754 (reported, not used to choose); BEGIN WoW and Q2 unchanged.
+  only against the 2 units sharing most of its words, rarer words weighing more (``shortlist``). A claim
+  sharing no word with any unit is scored against every unit. On long evidence this scores a fraction of the
+  pairs, with no loss of agreement.
+* **Windows of about 128 tokens** (``chunk_tokens``): faster than longer windows, with no loss of agreement.
+
+Each was chosen by a trial with a rule written before it ran (docs/verifier-log.md: "single sentences",
+"the shortlist", "windows").
 
 Owns: windows of whole sentences, the shortlist of units per claim, a unit's best sentence, batches by length.
 Pure functions over text and token counts: must not load or call a model (``judges.lm.verifier`` does).

@@ -16,12 +16,9 @@ returns (``claims="lm"``, as in Faithfulness). Each claim takes its best evidenc
     mean_probability   the mean claim probability
 
 Why the mean by default: a response has one or two sentences in dialogue, so the thresholded share takes
-two or three values and ranks poorly. On the test halves of docs/verifier.md's agreement table (ROC-AUC,
-BEGIN WoW / Q2 / SummEval / the contrastive set) the share scores 0.851 / 0.643 / 0.653 / 0.533, under
-token overlap on BEGIN WoW (0.949), where the mean scores 0.949 / 0.686 / 0.761 / 0.784 and the weakest
-0.953 / 0.681 / 0.775 / 0.800. The mean was chosen on the train halves of the verifier's probabilities
-(0.937 / 0.680 / 0.774 against the weakest's 0.932 / 0.681 / 0.768). Since the verifier checks claims against
-their opposites (2026-11-29) the contrastive set reads 0.590 / 0.863 / 0.879; the other sets are unchanged.
+two or three values and ranks poorly against people's labels. The mean was chosen over the share and the
+weakest claim on the train halves of the agreement table's sets (docs/verifier-log.md, "the mean as the
+default aggregate").
 
 Language: the shipped verifier knows English only. On a response or evidence in another language
 (``judges.data.language.detect_language``) ``multilingual_verifier`` scores it when given; without one the
@@ -154,7 +151,7 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
     needs_verifier: ClassVar[bool] = True
-    saved_before: ClassVar[dict[str, Any]] = {"aggregate": "share"}  # the score before 2026-11-27
+    saved_before: ClassVar[dict[str, Any]] = {"aggregate": "share"}  # the score before the mean
 
     def __init__(self, *, verifier: str | None = None, supported_label: str | int | None = None,
                  claims: str = "sentences", threshold: float = 0.5, aggregate: str = "mean",
