@@ -70,7 +70,7 @@ class TrainConfig:
     #: Encoder layers frozen from the bottom, with every embedding (0 in the shipped model's mix: only the word
     #: embeddings are frozen). The backward pass then stops above them: each frozen layer of the six saves
     #: about a tenth of a batch's time (measured), and the model learns far more slowly
-    #: (docs/verifier-log.md, run 6).
+    #: (docs/verifier-log.md, "Direction pairs, run 6").
     frozen_layers: int = 0
     batch_size: int = 16
     learning_rate: float = 5e-5
@@ -82,7 +82,7 @@ class TrainConfig:
     threads: int = 2
     #: The forward passes' precision: "float32" (the shipped model), or "bfloat16" (torch's autocast on the
     #: CPU; weights, gradients and AdamW stay float32): ~1.9x faster where the CPU has bfloat16 units
-    #: (AVX512-BF16, AMX), other tensors than float32's, docs/verifier-log.md.
+    #: (AVX512-BF16, AMX), other tensors than float32's, docs/verifier-log.md, "bfloat16 training".
     precision: str = "float32"
 
     def __post_init__(self) -> None:

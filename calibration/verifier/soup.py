@@ -5,10 +5,11 @@ resumable; the average is remade from their files, so a rerun after an interrupt
     train_soup("runs/verifier-soup")                  # two trainings, then the average (about an hour)
     train_soup("runs/verifier-soup", soup_recipe(seed=1))   # the same recipe, another pair of seeds
 
-``soup_recipe()`` is the shipped recipe (docs/verifier-log.md, "soups"): the shipped mix and the mix with
-twice the rule-made changed facts, each cut to 0.7 of its pairs, weight 0.7 on the second.
+``soup_recipe()`` is the shipped recipe (docs/verifier-log.md, "Soup of two trainings at 0.7"): the shipped
+mix and the mix with twice the rule-made changed facts, each cut to 0.7 of its pairs, weight 0.7 on the
+second.
 ``soup_recipe(direction=4000)`` puts minimal pairs of a flipped direction word in place of as many of the
-second's rule-made pairs (tried, not shipped: "minimal pairs", run 4); ``in_place=False`` adds them instead
+second's rule-made pairs (tried, not shipped: "Direction pairs, run 4"); ``in_place=False`` adds them instead
 (runs 1-3) and ``scale`` cuts every count (run 5, 0.4: not shipped).
 
 Averaging shrinks the logits (two heads on features that differ): the soups scored copies well under
@@ -45,7 +46,7 @@ HEAD = ("classifier.weight", "classifier.bias")
 
 #: Every count of both mixes is multiplied by this (``scaled``): the two trainings fit the issue's hour.
 SOUP_SCALE = 0.7
-#: The second parent's weight in the average, as the interpolation trial's rule chose it (docs/verifier-log.md).
+#: The second parent's weight in the average, as "Weight-space interpolation" chose it (docs/verifier-log.md).
 SOUP_ALPHA = 0.7
 
 
@@ -83,9 +84,9 @@ def soup_recipe(seed: int = 0, threads: int = 2, precision: str = "float32", dir
     ``seed + 1``), both scaled by ``scale`` (``SOUP_SCALE``), weights ``1 - SOUP_ALPHA`` and ``SOUP_ALPHA``.
     ``direction`` minimal pairs of a flipped direction word (``TrainConfig.direction``; 0, the shipped recipe,
     makes none) go into the second parent, in place of as many of its rule-made pairs (``in_place``, run 4)
-    or on top of them (``in_place=False``, runs 1-3 and 5 in docs/verifier-log.md). The shipped model is
-    float32's; ``precision="bfloat16"`` trains both parents under autocast, faster on a CPU with bfloat16
-    units, and close to it in agreement (docs/verifier-log.md, "bfloat16")."""
+    or on top of them (``in_place=False``; "Direction pairs", runs 1-3 and 5, in docs/verifier-log.md). The
+    shipped model is float32's; ``precision="bfloat16"`` trains both parents under autocast, faster on a CPU
+    with bfloat16 units, and close to it in agreement (docs/verifier-log.md, "bfloat16 training")."""
     doubled = 2 * TrainConfig().perturbed
     if not isinstance(in_place, bool):
         raise ValueError(f"soup_recipe: in_place must be True or False, got {in_place!r}")

@@ -68,7 +68,7 @@ def direction_contrasts(claim: str, evidence: str) -> list[str]:
     """The claim with one direction word turned to its opposite, for each of its direction words whose
     opposite ``evidence`` has and which ``evidence`` itself lacks (the claim says "fell" where the evidence
     says "rose"), in the claim's order, without repeats. Empty when there is none, which keeps the check off
-    most text: it rarely fires on natural responses (docs/verifier-log.md, "the check against opposites")."""
+    most text: it rarely fires on natural responses (docs/verifier-log.md, "Opposites round 2")."""
     out = [claim[:m.start()] + opposite(m.group(1)) + claim[m.end():] for m in DIRECTION_WORD.finditer(claim)
            if _has_word(evidence, ANTONYMS[m.group(1).lower()]) and not _has_word(evidence, m.group(1))]
     return [text for text in dict.fromkeys(out) if text != claim]

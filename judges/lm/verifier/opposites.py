@@ -19,7 +19,7 @@ against that sentence alone, so sentences added to the evidence that support not
 contradiction but never lift one.
 
 Both were chosen by trials with a rule written before each ran; their numbers are in docs/verifier-log.md
-("the check against opposites", "contradictions and the closest unit") and their effect on each set in
+("Opposites round 2", "Distractors round 2") and their effect on each set in
 docs/verifier.md.
 
 Owns: the checks and their formula. Must not load a model (the caller's scorer scores the opposites).

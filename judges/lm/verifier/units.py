@@ -11,8 +11,8 @@ The settings named below are ``Verifier``'s (``judges.lm.verifier``).
   pairs, with no loss of agreement.
 * **Windows of about 128 tokens** (``chunk_tokens``): faster than longer windows, with no loss of agreement.
 
-Each was chosen by a trial with a rule written before it ran (docs/verifier-log.md: "single sentences",
-"the shortlist", "windows").
+Each was chosen by a trial with a rule written before it ran (docs/verifier-log.md: "Single sentences as
+units", "Shortlist of 2 units", "Windows of 128 tokens").
 
 Owns: windows of whole sentences, the shortlist of units per claim, a unit's best sentence, batches by length.
 Pure functions over text and token counts: must not load or call a model (``judges.lm.verifier`` does).

@@ -17,8 +17,8 @@ returns (``claims="lm"``, as in Faithfulness). Each claim takes its best evidenc
 
 Why the mean by default: a response has one or two sentences in dialogue, so the thresholded share takes
 two or three values and ranks poorly against people's labels. The mean was chosen over the share and the
-weakest claim on the train halves of the agreement table's sets (docs/verifier-log.md, "the mean as the
-default aggregate").
+weakest claim on the train halves of the agreement table's sets (docs/verifier-log.md, "The mean as the
+metric's score").
 
 Language: the shipped verifier knows English only. On a response or evidence in another language
 (``judges.data.language.detect_language``) ``multilingual_verifier`` scores it when given; without one the
