@@ -896,3 +896,30 @@ def test_the_contradiction_formula_and_the_closest_unit_on_a_scripted_scorer():
     for bad in ("yes", 1, None):
         with pytest.raises(ValueError, match="closest_when_unsupported"):
             Verifier(closest_when_unsupported=bad)
+
+
+def test_files_saved_before_the_verifier_moved_still_resume_and_load(tmp_path, monkeypatch):
+    """tests/data holds a run file and a compiled judge saved at 0306f0d, before the verifier's modules moved
+    into judges/lm/verifier/ and calibration/verifier/: the run resumes without scoring again, and the compiled
+    judge loads and scores as it did then."""
+    from judges import ExactMatch, evaluate
+    from judges.lm.verifier.model import Verifier as Moved
+
+    data = Path(__file__).parent / "data"
+    samples = [
+        {"response": "The Eiffel Tower was finished in 1889.", "reference": "The Eiffel Tower was finished in 1889.",
+         "retrieved_contexts": ["The Eiffel Tower was completed in 1889 for the World's Fair."]},
+        {"response": "It is 950 metres tall.", "retrieved_contexts": ["The tower is 330 metres tall."],
+         "reference": "It is 330 metres tall."},
+        {"response": "Paris is in France.", "retrieved_contexts": ["Paris is the capital of France."],
+         "reference": "Paris is in France."}]
+    run = tmp_path / "run.jsonl"
+    shutil.copy(data / "run_before_the_move.jsonl", run)
+    monkeypatch.setattr(Moved, "support", lambda *a, **k: pytest.fail("a resumed run scored again"))
+    result = evaluate(samples, [FaithfulnessWithVerifier(), ExactMatch()], run_file=run)
+    assert result.summary()["faithfulness_with_verifier"]["mean"] == pytest.approx(0.6238380973854895)
+    monkeypatch.undo()
+    from calibration.fitting.compiled import CompiledJudge
+
+    loaded = CompiledJudge.load(data / "verifier_platt_before_the_move.json")
+    assert loaded.score(samples[0]).score == pytest.approx(0.8580565590742742, abs=1e-6)
