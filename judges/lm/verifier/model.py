@@ -288,7 +288,7 @@ class Verifier:
 
 def _int8(model):
     """``model`` with its linear layers' weights in int8 and activations quantized as they come (PyTorch's
-    dynamic quantization): faster on CPU, at a small cost in agreement (docs/verifier.md, "int8").
+    dynamic quantization): faster on CPU, at a small cost in agreement (docs/verifier.md, "Speed and memory").
     Deterministic: the same weights give the same int8 model."""
     import warnings
 
