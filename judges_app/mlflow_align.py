@@ -8,7 +8,8 @@ The traces' HUMAN feedback named like the judge are the labels (``judges_app.mlf
 our catalogue that is fitted (``calibration.fitting.fit``) is the one given, or else an ``AspectCritic``
 whose definition is the MLflow judge's instructions. The aligned judge is an MLflow ``Judge`` scoring with
 the resulting ``CompiledJudge`` (its ``compiled`` attribute; ``alignment_report`` says which traces were
-left out and why).
+left out and why). It is named ``<judge's name>_aligned`` (or the aligner's ``name=``), never the human
+label's name: its Feedback would otherwise fill the people's column in MLflow's UI.
 
 Owns: the optimizer and the judge it returns. Must not implement fitting (``calibration.fitting``).
 """
@@ -28,21 +29,24 @@ from calibration.fitting.fit import fit
 from judges.metrics.base import Metric
 from judges.metrics.custom import AspectCritic
 from judges_app.mlflow_labels import SkipReport, labelled_rows, labelled_set
-from judges_app.mlflow_scorers import metric_identity, score_as_feedback
+from judges_app.mlflow_scorers import ALIGNED, check_feedback_name, metric_identity, score_as_feedback
 
 
 class CalibratedMlflowJudge(Judge):
     """An MLflow ``Judge`` that scores with a ``CompiledJudge`` (what ``DspyJudgesAligner.align`` returns).
 
-    Its Feedback is ``judges_app.mlflow_scorers.score_as_feedback``'s: the calibrated score as value."""
+    Its Feedback is ``judges_app.mlflow_scorers.score_as_feedback``'s: the calibrated score as value, under
+    ``name`` (default ``<compiled judge's name>_aligned``), which may not be ``assessment``, the name of the
+    human label it was aligned on."""
 
     metric_spec: dict[str, Any] = {}
     judge_instructions: str = ""
     _compiled: CompiledJudge = PrivateAttr()
     _report: SkipReport | None = PrivateAttr(default=None)
 
-    def __init__(self, compiled: CompiledJudge, *, name: str, instructions: str = "",
-                 report: SkipReport | None = None, **data: Any):
+    def __init__(self, compiled: CompiledJudge, *, name: str | None = None, assessment: str | None = None,
+                 instructions: str = "", report: SkipReport | None = None, **data: Any):
+        name = check_feedback_name(compiled.name + ALIGNED if name is None else name, assessment)
         super().__init__(name=name, metric_spec=metric_identity(compiled), judge_instructions=instructions, **data)
         self._compiled = compiled
         self._report = report
@@ -76,7 +80,7 @@ class CalibratedMlflowJudge(Judge):
     def __call__(self, *, inputs: Any = None, outputs: Any = None, expectations: Any = None,
                  trace: Any = None) -> Feedback:
         return score_as_feedback(self._compiled, inputs=inputs, outputs=outputs, expectations=expectations,
-                                 trace=trace, name=self.name)
+                                 trace=trace, name=self.name, judge=self._compiled.name + ALIGNED)
 
 
 def critic_for(judge: Judge, lm: Any = None) -> AspectCritic:
@@ -91,21 +95,27 @@ class DspyJudgesAligner(AlignmentOptimizer):
     it (``calibration.fitting.fit`` with ``optimizer``, ``calibrator``, ``seed`` and ``fit_options``).
 
     ``metric`` is the judge of our catalogue to fit (default: ``critic_for(judge, lm)``); ``label_kind`` is
-    the feedback's scale ("binary": booleans / yes-no words / 0-1)."""
+    the feedback's scale ("binary": booleans / yes-no words / 0-1). The aligned judge is named ``name``,
+    default ``<judge's name>_aligned``; the judge's own name is the human label's and is refused."""
 
     def __init__(self, metric: Metric | None = None, *, lm: Any = None, optimizer: Any = "labeled",
-                 calibrator: str | None = "isotonic", label_kind: str = "binary", seed: int = 0, **fit_options: Any):
+                 calibrator: str | None = "isotonic", label_kind: str = "binary", seed: int = 0,
+                 name: str | None = None, **fit_options: Any):
         if metric is not None and not (isinstance(metric, Metric) and metric.needs_lm):
             raise TypeError(f"DspyJudgesAligner: metric must be an LLM judge of the catalogue, got {metric!r}")
-        self.metric, self.lm, self.optimizer = metric, lm, optimizer
+        if name is not None:
+            check_feedback_name(name, None)
+        self.metric, self.lm, self.optimizer, self.name = metric, lm, optimizer, name
         self.calibrator, self.label_kind, self.seed = calibrator, label_kind, seed
         self.fit_options = fit_options
 
     def align(self, judge: Judge, traces: list[Any]) -> CalibratedMlflowJudge:
+        name = check_feedback_name(self.name or judge.name + ALIGNED, judge.name)  # before any fitting
         metric = self.metric if self.metric is not None else critic_for(judge, self.lm)
         rows, report = labelled_rows(traces, assessment=judge.name, label_kind=self.label_kind,
                                      required_fields=metric.required_fields)
         data = labelled_set(rows, report, name=f"align/{judge.name}", label_kind=self.label_kind)
         compiled = fit(metric, data, optimizer=self.optimizer, calibrator=self.calibrator, seed=self.seed,
                        **self.fit_options)
-        return CalibratedMlflowJudge(compiled, name=judge.name, instructions=judge.instructions, report=report)
+        return CalibratedMlflowJudge(compiled, name=name, assessment=judge.name, instructions=judge.instructions,
+                                     report=report)

@@ -8,41 +8,41 @@
 A trace gives the sample fields ``judges_app.mlflow_scorers.sample_fields`` reads (root span inputs and
 outputs, RETRIEVER documents, the trace's expectations) and its label is the latest valid HUMAN
 ``Feedback`` of that name: a boolean, a number, or a yes/no, true/false, pass/fail word. A trace without
-the fields the judge needs is skipped and counted, never guessed; a label of another shape is an error
-naming the trace and the value.
+the fields the judge needs is skipped and counted, never guessed; so is a judge's own trace (a scorer's,
+or a call of one of our judges traced by DSPy autolog), which is not the app's; a label of another shape
+is an error naming the trace and the value.
 
 Owns: reading traces and feedback from a tracking store, writing labels to it. Must not score or fit.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
-import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import mlflow
-from mlflow.entities import AssessmentSource, Expectation, Feedback
+from mlflow.entities import AssessmentSource, Expectation, Feedback, SpanType
 from mlflow.exceptions import MlflowException
+from mlflow.tracing.constant import TraceTagKey
 
 from calibration.data.labelled import LABEL_KINDS, LabelledSet
 from judges.data.dataset import EvaluationDataset
-from judges_app.mlflow_scorers import MlflowFieldError, sample_fields
+from judges.metrics.catalogue import class_names
+from judges_app.mlflow_scorers import MlflowFieldError, MlflowSourceError, check_reachable, sample_fields
 
 #: Human feedback words read as binary labels.
 TRUE_WORDS = ("yes", "y", "true", "pass", "passed", "correct", "good", "1")
 FALSE_WORDS = ("no", "n", "false", "fail", "failed", "incorrect", "bad", "0")
 #: The pool column that says which trace a pool row came from.
 TRACE_ID = "trace_id"
-
-
-class MlflowSourceError(ValueError):
-    """The tracking store cannot give the labels asked for: no such experiment, a server that does not
-    answer, feedback that is not a label. The message says which trace and value, or which address."""
+#: Why a judge's own trace is left out (``SkipReport.skipped``).
+JUDGE_TRACE = "a judge's own call, not the app's"
 
 
 @dataclass
@@ -70,21 +70,6 @@ class SkipReport:
 
 
 # --- the tracking store ----------------------------------------------------------------------------
-def check_reachable(tracking_uri: str, timeout: float = 5.0) -> None:
-    """Raise MlflowSourceError at once when ``tracking_uri`` is a server that does not answer ``/health``
-    within ``timeout`` seconds (MLflow's own client retries for minutes)."""
-    if not tracking_uri.startswith(("http://", "https://")):
-        return
-    try:
-        with urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=timeout) as answer:
-            if answer.status == 200:
-                return
-            problem = f"HTTP {answer.status}"
-    except (OSError, ValueError) as err:
-        problem = str(err)
-    raise MlflowSourceError(f"the MLflow tracking server {tracking_uri} does not answer ({problem})")
-
-
 def tracking_client(tracking_uri: str | None = None) -> tuple[mlflow.MlflowClient, str]:
     """A client for ``tracking_uri`` (default: MLflow's current one), checked to answer."""
     uri = tracking_uri or mlflow.get_tracking_uri()
@@ -143,11 +128,35 @@ def expectations_of(trace: Any) -> dict[str, Any]:
     return {name: expectation.value for name, expectation in latest.items() if expectation is not None}
 
 
+def _root(trace: Any) -> Any:
+    return next((span for span in trace.data.spans if span.parent_id is None), None)
+
+
+def is_judge_trace(trace: Any) -> bool:
+    """Whether ``trace`` records a judge rather than the app: MLflow tagged it as a scorer's, its root span is
+    an EVALUATOR, or its root span is a call of one of our catalogue's judges (``Faithfulness.forward``, as
+    DSPy autolog names it; our scorers no longer trace, but older runs did)."""
+    if TraceTagKey.SOURCE_SCORER_NAME in (trace.info.tags or {}):
+        return True
+    root = _root(trace)
+    if root is None:
+        return False
+    if root.span_type == SpanType.EVALUATOR:
+        return True
+    owner, _, method = root.name.rpartition(".")
+    return method in ("forward", "__call__") and owner in _judge_class_names()
+
+
+@functools.cache
+def _judge_class_names() -> frozenset[str]:
+    return frozenset(cls.__name__ for cls in class_names().values())
+
+
 def trace_sample_fields(trace: Any) -> dict[str, Any]:
     """Sample fields from a trace: its root span's inputs and outputs, its RETRIEVER documents, its
     expectations (``judges_app.mlflow_scorers.sample_fields``)."""
-    roots = [span for span in trace.data.spans if span.parent_id is None]
-    inputs, outputs = (roots[0].inputs, roots[0].outputs) if roots else (None, None)
+    root = _root(trace)
+    inputs, outputs = (root.inputs, root.outputs) if root is not None else (None, None)
     try:
         return sample_fields(inputs, outputs, expectations_of(trace), trace)
     except MlflowFieldError as err:
@@ -191,6 +200,9 @@ def labelled_rows(traces: Sequence[Any] | Iterator[Any], *, assessment: str, lab
     for trace in traces:
         report.traces += 1
         trace_id = trace.info.trace_id
+        if is_judge_trace(trace):
+            report.skip(JUDGE_TRACE, trace_id)
+            continue
         feedback = human_feedback(trace, assessment)
         if feedback is None:
             report.without_feedback.append(trace_id)
@@ -250,6 +262,9 @@ def export_pool(experiment: str, path: str | Path, *, filter_string: str | None 
     report, rows = SkipReport(), []
     for trace in search_traces(client, experiment, filter_string):
         report.traces += 1
+        if is_judge_trace(trace):
+            report.skip(JUDGE_TRACE, trace.info.trace_id)
+            continue
         fields = trace_sample_fields(trace)
         missing = _missing(fields, required_fields)
         if missing:

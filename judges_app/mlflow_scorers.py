@@ -5,31 +5,57 @@
 
 MLflow hands a scorer ``inputs``, ``outputs``, ``expectations`` and the ``trace``; ``sample_fields`` turns
 them into ``SingleTurnSample`` fields (the question, the answer, the reference, the RETRIEVER spans'
-documents). The scorer returns MLflow ``Feedback``: the score as ``value``, the metric's feedback text (or
-its ``undefined_reason``) as ``rationale``, the judge's LM, checksum, calibrated probability,
-``undefined_reason`` and ``degraded`` as ``metadata``; a sample missing a field the metric needs gets a Feedback whose
-``error`` names the field, never a score.
+documents). The scorer returns MLflow ``Feedback``: the score rounded to 3 decimals as ``value`` (the exact
+one in ``metadata["raw_value"]``, the judge's own in ``metadata["raw_score"]``), what decided the score as
+``rationale``, the judge's LM, checksum, ``undefined_reason`` and ``degraded`` as ``metadata``, and an
+``LLM_JUDGE`` source ``dspy-judges:<judge>@<model>`` (``CODE`` and no model for a metric without an LM); a
+sample missing a field the metric needs gets a Feedback whose ``error`` names the field, never a score.
 
-Owns: the MLflow field -> sample field mapping and the scorer. Must not fit or calibrate anything
-(``calibration.fitting``) nor read labels (``judges_app.mlflow_labels``).
+Names (the UI's column for the Feedback), distinct so a judge's values never land in a person's column:
+a metric writes under its own name (``faithfulness``), a ``CompiledJudge`` under ``<name>_calibrated``
+(``<name>_compiled`` when it has no calibrator), a judge aligned by ``judges_app.mlflow_align`` under
+``<human label's name>_aligned``. A ``name=`` given keeps that name; where the human label's name is known,
+a name equal to it is refused.
+
+The judge's own DSPy calls are not traced (``mlflow.tracing.context(enabled=False)`` around each score):
+with ``mlflow.dspy.autolog()`` on they would become traces in the app's experiment.
+
+Owns: the MLflow field -> sample field mapping, the scorer, its Feedback's names, and the quick check that
+a tracking server answers (``check_reachable``, which ``judges_app.mlflow_labels`` uses too). Must not fit
+or calibrate anything (``calibration.fitting``) nor read labels (``judges_app.mlflow_labels``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from collections.abc import Mapping
+import os
+import urllib.request
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from mlflow.entities import AssessmentError, Feedback, SpanType
+import dspy
+import mlflow
+from mlflow.entities import (
+    AssessmentError,
+    AssessmentSource,
+    AssessmentSourceType,
+    Feedback,
+    SpanType,
+)
+from mlflow.environment_variables import MLFLOW_GENAI_EVAL_ENABLE_SCORER_TRACING
 from mlflow.genai.scorers import Scorer
 from pydantic import PrivateAttr
 
 from calibration.fitting.compiled import CompiledJudge
 from judges.data.samples import SampleValidationError
+from judges.lm.files import EMBEDDED
+from judges.lm.resolve import judges_lm_setting
+from judges.lm.resolve import lm_name as model_name
 from judges.metrics.base import Metric
-from judges_app.tracking import load_compiled_judge
+from judges_app.tracking import default_tracking_uri, load_compiled_judge
 
 #: Keys of MLflow's ``inputs`` holding the user's question, in the order they are looked at.
 QUESTION_KEYS = ("question", "query", "user_input", "input", "prompt")
@@ -37,10 +63,38 @@ QUESTION_KEYS = ("question", "query", "user_input", "input", "prompt")
 ANSWER_KEYS = ("response", "answer", "output", "content", "text")
 #: MLflow model URIs ``log_compiled_judge`` models are loaded from.
 MODEL_URI_SCHEMES = ("models:/", "runs:/", "mlflow-artifacts:/")
+#: What a Feedback's name adds to the judge's: a compiled judge with a calibrator, one without, an aligned one.
+CALIBRATED, COMPILED, ALIGNED = "_calibrated", "_compiled", "_aligned"
+#: Where a Feedback's ``source_id`` says it came from: ``dspy-judges:<judge>@<model>``.
+SOURCE_PREFIX = "dspy-judges:"
+#: Digits a Feedback's ``value`` keeps (``metadata["raw_value"]`` keeps them all).
+VALUE_DIGITS = 3
+#: Calibrator features that embed with the run's embedder (``calibration.fitting.signals``).
 
 
 class MlflowFieldError(ValueError):
     """An MLflow field that holds something we cannot read as a sample field (the message names it)."""
+
+
+class MlflowSourceError(ValueError):
+    """The tracking store cannot give what was asked: no such experiment, a server that does not answer,
+    feedback that is not a label, a model it cannot serve. The message says which trace and value, or which
+    address."""
+
+
+def check_reachable(tracking_uri: str, timeout: float = 5.0) -> None:
+    """Raise MlflowSourceError at once when ``tracking_uri`` is a server that does not answer ``/health``
+    within ``timeout`` seconds (MLflow's own client retries for minutes)."""
+    if not tracking_uri.startswith(("http://", "https://")):
+        return
+    try:
+        with urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=timeout) as answer:
+            if answer.status == 200:
+                return
+            problem = f"HTTP {answer.status}"
+    except (OSError, ValueError) as err:
+        problem = str(err)
+    raise MlflowSourceError(f"the MLflow tracking server {tracking_uri} does not answer ({problem})")
 
 
 def _text(value: Any) -> str | None:
@@ -158,13 +212,61 @@ def sample_fields(inputs: Any = None, outputs: Any = None, expectations: Any = N
 
 
 def lm_name(metric: Metric) -> str:
-    """The judge's LM as a name: its model string, or "default" (the run's / DSPy's LM); "" for no LM."""
+    """The judge's LM as a name, chosen as ``judges.lm.resolve.resolve_lm`` chooses it: its own, else the
+    judges' setting, else DSPy's configured LM, else "embedded"; "" for a metric without an LM."""
     if not metric.needs_lm:
         return ""
     lm = getattr(metric, "judge_lm", None)
     if lm is None:
-        return "default"
-    return str(getattr(lm, "model", lm))
+        lm = judges_lm_setting()[0]
+    if lm is None:
+        lm = dspy.settings.lm
+    if lm is None:
+        return EMBEDDED
+    return lm if isinstance(lm, str) else model_name(lm)
+
+
+def feedback_name(metric: Metric) -> str:
+    """The name ``metric``'s Feedback goes by when none is given: its own name (``faithfulness``); a
+    ``CompiledJudge``'s plus ``_calibrated`` (``_compiled`` without a calibrator), so the raw and the
+    calibrated judge fill two columns rather than one."""
+    if isinstance(metric, CompiledJudge):
+        return metric.name + (CALIBRATED if metric.calibrator.kind is not None else COMPILED)
+    return metric.name
+
+
+def check_feedback_name(name: str, assessment: str | None) -> str:
+    """``name``, unless it is empty or ``assessment`` (the human label's name, when known): the judge's
+    values would then show in the person's column of MLflow's UI. ValueError naming both."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"feedback name must be a non-empty string, got {name!r}")
+    if assessment is not None and name == assessment:
+        raise ValueError(f"feedback name {name!r} is the name of the human label (assessment {assessment!r}): the "
+                         f"judge's values would show in the person's column; pick another name")
+    return name
+
+
+def judge_source(judge: str, metric: Metric, result: Any = None) -> AssessmentSource:
+    """Where a Feedback came from: ``LLM_JUDGE`` ``dspy-judges:<judge>@<model>`` (the model the result was
+    judged with, else the one the judge would use), or ``CODE`` ``dspy-judges:<judge>`` without an LM."""
+    if not metric.needs_lm:
+        return AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=f"{SOURCE_PREFIX}{judge}")
+    model = (result.get("judge_lm") if result is not None else None) or lm_name(metric)
+    return AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id=f"{SOURCE_PREFIX}{judge}@{model}")
+
+
+@contextlib.contextmanager
+def untraced() -> Iterator[None]:
+    """No MLflow trace from the judge's own calls inside (DSPy autolog, ``@mlflow.trace``): they are not the
+    app's. Per context (a context variable), so the app traced in another thread of ``evaluate`` still is.
+    Inside MLflow's own scorer span (``MLFLOW_GENAI_EVAL_ENABLE_SCORER_TRACING``) the calls stay traced:
+    they land in that scorer's trace, which MLflow tags as one."""
+    span = mlflow.get_current_active_span() if MLFLOW_GENAI_EVAL_ENABLE_SCORER_TRACING.get() else None
+    if span is not None and span.span_type == SpanType.EVALUATOR:
+        yield
+        return
+    with mlflow.tracing.context(enabled=False):
+        yield
 
 
 def metric_identity(metric: Metric) -> dict[str, Any]:
@@ -179,14 +281,16 @@ class DspyJudgesScorer(Scorer):
     """An MLflow scorer that scores with one of our metrics or compiled judges (see ``as_mlflow_scorer``).
 
     ``metric_spec`` (JSON: class, settings, checksum) is what MLflow's evaluation hashes as the scorer's
-    definition. Registering it for online monitoring (``register()``) is not supported: MLflow rebuilds
-    registered custom scorers from their source text, which cannot carry a judge's LM."""
+    definition. Its name, and its Feedback's, is ``name`` or ``feedback_name(metric)``. Registering it for
+    online monitoring (``register()``) is not supported: MLflow rebuilds registered custom scorers from their
+    source text, which cannot carry a judge's LM."""
 
     metric_spec: dict[str, Any] = {}
     _metric: Metric = PrivateAttr()
 
     def __init__(self, metric: Metric, *, name: str | None = None, **data: Any):
-        super().__init__(name=name or metric.name, metric_spec=metric_identity(metric), **data)
+        name = check_feedback_name(name, None) if name is not None else feedback_name(metric)
+        super().__init__(name=name, metric_spec=metric_identity(metric), **data)
         self._metric = metric
 
     @property
@@ -199,41 +303,53 @@ class DspyJudgesScorer(Scorer):
                                  trace=trace, name=self.name)
 
 
-def _error_feedback(name: str, code: str, message: str) -> Feedback:
-    return Feedback(name=name, error=AssessmentError(error_code=code, error_message=message))
+def _error_feedback(name: str, source: AssessmentSource, code: str, message: str) -> Feedback:
+    return Feedback(name=name, source=source, error=AssessmentError(error_code=code, error_message=message))
+
+
+def rationale_of(metric: Metric, result: Any) -> str:
+    """What decided the score: the metric's explanation; for a ``CompiledJudge`` its ``feedback`` (the
+    calibrated value, the calibrator, the judge's own score and its own words on that raw score), undefined
+    results included (``explain`` would put the calibrated value beside the judge's reason alone)."""
+    return metric.feedback(result) if isinstance(metric, CompiledJudge) else metric.explain(result)
 
 
 def score_as_feedback(metric: Metric, *, inputs: Any = None, outputs: Any = None, expectations: Any = None,
-                      trace: Any = None, name: str | None = None) -> Feedback:
+                      trace: Any = None, name: str | None = None, judge: str | None = None) -> Feedback:
     """Score one MLflow evaluation row with ``metric``: its Feedback, or a Feedback with an ``error`` naming
-    the missing or unreadable field (no score is made up)."""
-    name = name or metric.name
+    the missing or unreadable field (no score is made up). ``name`` is the Feedback's (default
+    ``feedback_name(metric)``), ``judge`` the judge its source names (default the same)."""
+    judge = judge or feedback_name(metric)
+    name = name or judge
     trace_id = getattr(getattr(trace, "info", None), "trace_id", None)
     where = f" (trace {trace_id})" if trace_id else ""
     try:
         sample = metric.validate_sample(sample_fields(inputs, outputs, expectations, trace))
     except SampleValidationError as err:  # its message names the metric and the field
-        return _error_feedback(name, "MISSING_FIELD", f"{err}{where}")
+        return _error_feedback(name, judge_source(judge, metric), "MISSING_FIELD", f"{err}{where}")
     except MlflowFieldError as err:
-        return _error_feedback(name, "UNREADABLE_FIELD", f"{metric.name}: {err}{where}")
-    result = metric.score(sample)
+        return _error_feedback(name, judge_source(judge, metric), "UNREADABLE_FIELD", f"{metric.name}: {err}{where}")
+    with untraced():
+        result = metric.score(sample)
+    source = judge_source(judge, metric, result)
     score = float(result.score)
     if not math.isfinite(score):
-        return _error_feedback(name, "UNDEFINED_SCORE", f"{metric.name}{where}: score {score} "
+        return _error_feedback(name, source, "UNDEFINED_SCORE", f"{metric.name}{where}: score {score} "
                                f"({result.get('undefined_reason') or 'no reason given'})")
-    metadata = {"judge": metric.name, "judge_lm": lm_name(metric)}
+    raw_score = float(result.raw_score) if isinstance(metric, CompiledJudge) else score
+    metadata = {"judge": metric.name, "judge_lm": result.get("judge_lm") or lm_name(metric),
+                "raw_value": repr(score), "raw_score": repr(raw_score)}
     if isinstance(metric, CompiledJudge):
         metadata["checksum"] = metric.get_params()["checksum"]
-        metadata["raw_score"] = str(float(result.raw_score))
         if metric.calibrator.kind is not None:
-            metadata["calibrated_probability"] = str(score)
+            metadata["calibrated_probability"] = repr(score)
     undefined = result.get("undefined_reason")
     if undefined:  # the judge did not judge (e.g. an empty answer scored its floor): the rationale says so
         metadata["undefined_reason"] = str(undefined)
     if result.get("degraded"):  # scored from fewer steps or judges than designed: which and why
         metadata["degraded"] = str(result.degraded)
-    rationale = metric.explain(result)
-    return Feedback(name=name, value=score, rationale=rationale, metadata=metadata)
+    return Feedback(name=name, value=round(score, VALUE_DIGITS), rationale=rationale_of(metric, result),
+                    source=source, metadata=metadata)
 
 
 def as_mlflow_scorer(metric: Metric | str | Path, *, name: str | None = None, lm: Any = None,
@@ -241,7 +357,9 @@ def as_mlflow_scorer(metric: Metric | str | Path, *, name: str | None = None, lm
     """An MLflow GenAI scorer (``mlflow.genai.scorers.Scorer``) scoring with ``metric``: a metric of the
     catalogue or a ``CompiledJudge`` (used as given), the path of a compiled judge's JSON file, or the
     URI of a model logged by ``judges_app.tracking.log_compiled_judge`` (``models:/...``, ``runs:/...``,
-    read from ``default_tracking_uri(run_dir)``). ``lm`` / ``embeddings`` are attached to a loaded judge."""
+    read from ``default_tracking_uri(run_dir)``, which must answer at once: MLflow's client would retry a
+    server that is down for minutes). ``lm`` / ``embeddings`` are attached to a loaded judge. The scorer's
+    name is ``name`` or ``feedback_name`` (``<name>_calibrated`` for a compiled judge)."""
     if isinstance(metric, Metric):
         return DspyJudgesScorer(metric, name=name)
     if not isinstance(metric, (str, Path)):
@@ -249,6 +367,11 @@ def as_mlflow_scorer(metric: Metric | str | Path, *, name: str | None = None, lm
                         f"got {type(metric).__name__}")
     text = str(metric)
     if text.startswith(MODEL_URI_SCHEMES):
+        try:  # the store the model is read from, and a model registry of its own if one is set
+            check_reachable(default_tracking_uri(run_dir))
+            check_reachable(os.environ.get("MLFLOW_REGISTRY_URI", ""))
+        except MlflowSourceError as err:
+            raise MlflowSourceError(f"as_mlflow_scorer: cannot load {text}: {err}") from None
         return DspyJudgesScorer(load_compiled_judge(text, lm=lm, embeddings=embeddings, run_dir=run_dir), name=name)
     if not Path(text).is_file():
         raise ValueError(f"as_mlflow_scorer: {text!r} is neither a compiled judge file nor a model URI "

@@ -12,6 +12,7 @@ import json  # noqa: E402
 import re
 import sys
 import time
+import types
 from pathlib import Path
 
 import dspy
@@ -25,10 +26,11 @@ from mlflow.genai.scorers import ResponseLength
 
 from calibration.fitting.calibrators import Calibrator
 from calibration.fitting.compiled import CompiledJudge
-from judges import AspectCritic, ExactMatch
+from judges import AspectCritic, ExactMatch, NonLLMStringSimilarity
+from judges.lm import embeddings
 from judges_app.cli import main
 from judges_app.mlflow_align import CalibratedMlflowJudge, DspyJudgesAligner
-from judges_app.mlflow_labels import MlflowSourceError, export_pool, labels_from_mlflow
+from judges_app.mlflow_labels import JUDGE_TRACE, MlflowSourceError, export_pool, labels_from_mlflow
 from judges_app.mlflow_scorers import as_mlflow_scorer, sample_fields
 from judges_app.tracking import log_compiled_judge
 
@@ -146,21 +148,24 @@ def test_scorer_feedback_metadata_and_missing_fields(tmp_path):
     compiled = fitted_compiled(lm)
     scorer = as_mlflow_scorer(compiled)
     fb = scorer.run(inputs="Is it?", outputs="the item is good")
-    assert fb.value == pytest.approx(float(compiled.calibrator.predict([1.0])[0]))
-    assert 0 < fb.value < 1 and fb.rationale.startswith(f"good = {fb.value:.2f}, calibrated (platt on judge score)")
+    calibrated = compiled.score({"user_input": "Is it?", "response": "the item is good"}).score
+    assert float(fb.metadata["raw_value"]) == calibrated and fb.value == round(calibrated, 3)
+    assert 0 < fb.value < 1 and fb.rationale.startswith(f"good = {calibrated:.2f}, calibrated (platt on judge score)")
     assert "from the judge's own score 1.00. The judge: good: yes" in fb.rationale  # what decided the score
     assert fb.metadata["checksum"] == compiled.to_dict()["checksum"] == scorer.metric_spec["checksum"]
     assert fb.metadata["judge_lm"] == "scripted/test" and float(fb.metadata["raw_score"]) == 1.0
-    assert float(fb.metadata["calibrated_probability"]) == pytest.approx(fb.value)
+    assert float(fb.metadata["calibrated_probability"]) == calibrated
     calls = lm.engine.calls
     empty = scorer.run(inputs="Is it?", outputs="")  # an empty answer is a bad one: the floor, and why
-    assert empty.value == pytest.approx(float(compiled.calibrator.predict([0.0])[0]))
+    floor = float(compiled.calibrator.predict([0.0])[0])
+    assert float(empty.metadata["raw_value"]) == pytest.approx(floor) and empty.value == round(floor, 3)
     assert "the response is empty" in empty.metadata["undefined_reason"] and float(empty.metadata["raw_score"]) == 0
     assert lm.engine.calls == calls  # no LM call for it
     absent = scorer.run(inputs="Is it?", outputs={"unknown": "shape"})
     assert absent.error.error_code == "MISSING_FIELD" and "field 'response'" in absent.error.error_message
     from_file = as_mlflow_scorer(compiled.save(tmp_path / "compiled.json"), lm=lm)
-    assert from_file.run(outputs="the item is bad").value == pytest.approx(scorer.run(outputs="the item is bad").value)
+    assert from_file.run(outputs="the item is bad").metadata["raw_value"] == \
+        scorer.run(outputs="the item is bad").metadata["raw_value"]
     with pytest.raises(ValueError, match="neither a compiled judge file nor a model URI"):
         as_mlflow_scorer(str(tmp_path / "nope.json"))
     with pytest.raises(TypeError, match="got int"):
@@ -250,7 +255,7 @@ def test_calibrate_from_mlflow_then_log_and_score_again(store, tmp_path, capsys)
     scorer = as_mlflow_scorer(model_uri, lm=yes_lm())
     traces = all_traces("app")[:6]
     result = mlflow.genai.evaluate(data=traces, scorers=[scorer])
-    scores = result.result_df.set_index("trace_id")["good/value"]
+    scores = result.result_df.set_index("trace_id")["good_calibrated/value"]  # beside the people's "good"
     answers = {t.info.trace_id: root(t).outputs for t in traces}
     assert [t for t, answer in answers.items() if answer is None] == scores[scores.isna()].index.tolist() != []
     good = [scores[t] for t, answer in answers.items() if answer and "good" in answer]
@@ -365,9 +370,12 @@ def test_mlflow_judge_aligned_with_our_method_and_with_memalign(store, monkeypat
                    agreement(ours, test), "MLflow default (MemAlign)": agreement(memalign, test)}
         assert isinstance(memalign(outputs="item 3 is good").value, bool)
     print("agreement with people on 4 held-out traces: " + "; ".join(f"{k} {v:.3f}" for k, v in numbers.items()))
-    assert isinstance(ours, CalibratedMlflowJudge) and ours.name == "good" == memalign.name
+    assert isinstance(ours, CalibratedMlflowJudge) and ours.name == "good_aligned" and memalign.name == "good"
     assert ours.compiled.report["optimizer"] == "labeled" and ours.alignment_report.labelled == 16
     assert isinstance(ours(outputs="item 3 is good").value, float)  # our judge needs no MLflow model
+    mlflow.genai.evaluate(data=test, scorers=[ours])  # its column is its own; the people's "good" stays theirs
+    logged = [a for a in mlflow.get_trace(test[0].info.trace_id).info.assessments if a.name.startswith("good")]
+    assert sorted((a.name, a.source.source_type) for a in logged) == [("good", HUMAN), ("good_aligned", "LLM_JUDGE")]
     assert numbers["mlflow judge, not aligned"] == 0.5  # yes to all; 2 of the 4 held-out items are bad
     assert all(0 <= v <= 1 for v in numbers.values())
     # the aligned judges learnt from the labels (the scripted LM reads its demos): both above the unaligned 0.5
@@ -396,3 +404,162 @@ def test_scores_and_labels_on_a_tracking_server(mlflow_server, monkeypatch):
         assert data.source == mlflow_server and report.n_skipped == 0
     finally:
         mlflow.set_tracking_uri(None)
+
+
+# --- MLflow without surprises: names, rationales, a dead server, no judge traces, rounding, one embedder load ---
+def test_feedback_names_are_distinct_and_their_source_names_the_judge_and_its_model(store, tmp_path):
+    experiment("names")
+    trace_id = traced("Is it?", "the item is good", expected="the item is good", feedback=True, name="approved")
+    lm = verdict_lm()
+    compiled = fitted_compiled(lm)
+    scorers = [as_mlflow_scorer(critic(lm)), as_mlflow_scorer(compiled),
+               as_mlflow_scorer(compiled.save(tmp_path / "compiled.json"), lm=lm, name="mine"),
+               as_mlflow_scorer(CompiledJudge(critic(lm))), as_mlflow_scorer(ExactMatch())]
+    assert [s.name for s in scorers] == ["good", "good_calibrated", "mine", "good_compiled", "exact_match"]
+    result = mlflow.genai.evaluate(data=all_traces("names"), scorers=scorers)
+    assert {f"{s.name}/value" for s in scorers} <= set(result.result_df.columns)
+    sources = {a.name: (a.source.source_type, a.source.source_id) for a in mlflow.get_trace(trace_id).info.assessments
+               if a.name != "expected_response"}
+    assert sources == {"approved": (HUMAN, "ana"), "good": ("LLM_JUDGE", "dspy-judges:good@scripted/test"),
+                       "good_calibrated": ("LLM_JUDGE", "dspy-judges:good_calibrated@scripted/test"),
+                       "mine": ("LLM_JUDGE", "dspy-judges:good_calibrated@scripted/test"),  # a name given is kept
+                       "good_compiled": ("LLM_JUDGE", "dspy-judges:good_compiled@scripted/test"),
+                       "exact_match": ("CODE", "dspy-judges:exact_match")}
+    missing = scorers[1].run(outputs={"unknown": "shape"})  # an error Feedback says where it came from too
+    assert missing.error is not None and missing.source.source_id == "dspy-judges:good_calibrated@scripted/test"
+    aligned = CalibratedMlflowJudge(compiled)
+    fb = aligned(outputs="the item is good")
+    assert aligned.name == fb.name == "good_aligned" and fb.source.source_id == "dspy-judges:good_aligned@scripted/test"
+    with pytest.raises(ValueError, match="feedback name 'good' is the name of the human label \\(assessment 'good'\\)"):
+        CalibratedMlflowJudge(compiled, name="good", assessment="good")
+    judge = make_judge(name="good", instructions="Does {{ outputs }} say the item is good?", feedback_value_type=bool,
+                       model="openai:/unused")
+    with pytest.raises(ValueError, match="feedback name 'good' is the name of the human label"):
+        judge.align([], optimizer=DspyJudgesAligner(lm=lm, name="good"))  # refused before any trace is read
+
+
+def test_a_calibrated_judges_rationale_reads_its_raw_result_and_names_the_calibrator():
+    lm = scripted_lm(lambda prompt: {"reason": "scripted", "verdict": "False"})  # the judge says no
+    calibrator = Calibrator("platt", binary=True).fit([0, 0, 1, 1, 0, 1], [0, 1, 1, 1, 0, 1])  # a "no" is ~0.5
+    compiled = CompiledJudge(critic(lm), calibrator)
+    fb = as_mlflow_scorer(compiled).run(inputs="Is it?", outputs="the item is bad")
+    value = float(fb.metadata["raw_value"])
+    assert 0.3 < value < 0.7 and float(fb.metadata["raw_score"]) == 0.0
+    assert fb.rationale == (f"good = {value:.2f}, calibrated (platt on judge score) from the judge's own score 0.00. "
+                            "The judge: good: no (0/1 votes); scripted")  # not "good: yes (0/1 votes)"
+    assert CalibratedMlflowJudge(compiled)(inputs="Is it?", outputs="the item is bad").rationale == fb.rationale
+    empty = as_mlflow_scorer(compiled).run(inputs="Is it?", outputs="")
+    assert empty.rationale == (f"good = {float(empty.metadata['raw_value']):.2f}, calibrated (platt on judge score) "
+                               "from the judge's own score 0.00. The judge: good = 0.00 (the response is empty: "
+                               "nothing to judge; scored the floor without an LM call)")
+
+
+def test_a_model_uri_on_a_server_that_is_down_fails_at_once_naming_it(monkeypatch):
+    dead = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", dead)
+    for uri in ("models:/good_judge/1", "runs:/0123456789abcdef/good_judge"):
+        start = time.monotonic()
+        with pytest.raises(MlflowSourceError, match=f"cannot load {re.escape(uri)}: the MLflow tracking server "
+                                                    f"{re.escape(dead)} does not answer"):
+            as_mlflow_scorer(uri, lm=yes_lm())
+        assert time.monotonic() - start < 10  # MLflow's own retries would take minutes
+
+
+@pytest.fixture
+def dspy_autolog():
+    """DSPy autologging on (as a user's app may have it), off afterwards with DSPy's usage tracking restored."""
+    usage = dspy.settings.track_usage
+    mlflow.dspy.autolog(silent=True)
+    yield
+    mlflow.dspy.autolog(disable=True, silent=True)
+    dspy.settings.configure(track_usage=usage)
+
+
+def test_judge_calls_never_become_the_apps_traces(store, monkeypatch, dspy_autolog):
+    experiment("traced-app")
+    for i in range(3):
+        traced(f"q{i}", f"item {i} is good", documents=False)
+    # MLflow deletes stray traces after an evaluate: keep them, to see what the scorers themselves wrote
+    monkeypatch.setattr("mlflow.genai.evaluation.harness.clean_up_extra_traces", lambda *args, **kwargs: None)
+    lm = verdict_lm()
+    compiled = fitted_compiled(lm)
+    result = mlflow.genai.evaluate(data=all_traces("traced-app"), scorers=[as_mlflow_scorer(critic(lm)),
+                                                                          as_mlflow_scorer(compiled)])
+    assert result.result_df["good/value"].tolist() == [1.0, 1.0, 1.0]
+    as_mlflow_scorer(critic(lm)).run(inputs="q", outputs="the item is good")  # outside evaluate too
+    CalibratedMlflowJudge(compiled)(outputs="the item is good")
+    assert lm.engine.calls == 8  # the judges judged
+    app("q3", "item 3 is good", False)  # and the app is still traced afterwards
+    traces = all_traces("traced-app")
+    assert len(traces) == 4 and {root(t).name for t in traces} == {"app"}
+
+
+def test_labels_and_pools_skip_a_judges_own_traces(store, tmp_path, dspy_autolog):
+    experiment("mixed")
+    ids = [traced(f"q{i}", f"item {i} is good", feedback=bool(i)) for i in range(2)]
+    critic(verdict_lm()).score({"user_input": "q", "response": "the item is good"})  # a bare judge call: traced
+    judged = next(t for t in all_traces("mixed") if t.info.trace_id not in ids)
+    assert root(judged).name == "AspectCritic.forward"
+    scorer_trace = traced("q2", "item 2 is good", feedback=True)
+    mlflow.set_trace_tag(scorer_trace, "mlflow.trace.sourceScorer", "good")  # MLflow's mark of a scorer's trace
+    data, report = labels_from_mlflow("mixed", assessment="good")
+    skipped = sorted([judged.info.trace_id, scorer_trace])
+    assert report.traces == 4 and report.without_feedback == []
+    assert sorted(m["trace_id"] for m in data.meta) == sorted(ids)
+    assert {reason: sorted(found) for reason, found in report.skipped.items()} == {JUDGE_TRACE: skipped}
+    pool = export_pool("mixed", tmp_path / "pool.jsonl")
+    assert pool.labelled == 2 and {reason: sorted(found) for reason, found in pool.skipped.items()} == {
+        JUDGE_TRACE: skipped}
+
+
+def test_feedback_values_are_rounded_and_the_exact_value_kept_in_metadata(store):
+    experiment("rounded")
+    trace_id = traced("capital?", "Paris", expected="Paris, France")
+    metric = NonLLMStringSimilarity()
+    exact = metric.score({"response": "Paris", "reference": "Paris, France"}).score
+    assert exact != round(exact, 3)
+    result = mlflow.genai.evaluate(data=all_traces("rounded"), scorers=[as_mlflow_scorer(metric)])
+    assert result.result_df["non_llm_string_similarity/value"].tolist() == [round(exact, 3)]
+    logged = next(a for a in mlflow.get_trace(trace_id).info.assessments if a.name == "non_llm_string_similarity")
+    assert logged.value == round(exact, 3) and float(logged.metadata["raw_value"]) == exact
+    assert float(logged.metadata["raw_score"]) == exact  # the metric's own score: nothing calibrated it
+
+
+class CountingSentenceTransformer:
+    """A stand-in sentence-transformers model that counts how often it is built (slowly, as the real one is)
+    and embeds by hashing words."""
+
+    built = 0
+
+    def __init__(self, path, device=None):
+        type(self).built += 1
+        time.sleep(0.5)
+
+    def encode(self, texts, **kwargs):
+        rows = [texts] if isinstance(texts, str) else texts
+        vectors = np.zeros((len(rows), 16), dtype=np.float32)
+        for i, text in enumerate(rows):
+            for word in text.split():
+                vectors[i, sum(map(ord, word)) % 16] += 1
+        return vectors
+
+
+def test_a_calibrated_judge_loads_the_embedder_once_in_an_evaluate(store, monkeypatch):
+    experiment("embedded")
+    for i in range(6):
+        traced(f"item {i}?", f"item {i} is good")
+    stand_in = types.ModuleType("sentence_transformers")
+    stand_in.SentenceTransformer = CountingSentenceTransformer
+    monkeypatch.setitem(sys.modules, "sentence_transformers", stand_in)
+    monkeypatch.setattr(CountingSentenceTransformer, "built", 0)
+    calibrator = Calibrator.from_dict({"kind": "stacked", "binary": True, "features": ["embedding_similarity"],
+                                       "params": {"mean": [0.5, 0.5], "scale": [0.5, 0.5], "coef": [1.0, 1.0],
+                                                  "intercept": -1.0}})
+    compiled = CompiledJudge(critic(verdict_lm()), calibrator)
+    embeddings._load_sentence_transformer.cache_clear()  # no model loaded yet in this process
+    try:
+        result = mlflow.genai.evaluate(data=all_traces("embedded"), scorers=[as_mlflow_scorer(compiled)])
+    finally:
+        embeddings._load_sentence_transformer.cache_clear()  # the stand-in stays out of later tests
+    assert result.result_df["good_calibrated/value"].notna().all()
+    assert CountingSentenceTransformer.built == 1  # rows score in parallel threads; one model for them all

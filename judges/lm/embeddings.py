@@ -16,6 +16,7 @@ import contextlib
 import contextvars
 import functools
 import os
+import threading
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -88,8 +89,18 @@ class Embedder:
         return f"Embedder({self.name!r})"
 
 
-@functools.lru_cache(maxsize=4)
+#: evaluate's first items may ask for the model from several threads at once: one load per model, not one each.
+_LOADING = threading.Lock()
+
+
 def _sentence_transformer(path: str):
+    """The sentence-transformers model at ``path``, loaded once per process (under a lock)."""
+    with _LOADING:
+        return _load_sentence_transformer(path)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_sentence_transformer(path: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
