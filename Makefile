@@ -1,6 +1,6 @@
 # Two commands, each works on a fresh machine (Python >= 3.11 with venv, a C/C++ compiler, make):
-#   make demo   - set up .venv and run the main job on the embedded defaults: calibrate a faithfulness
-#                 judge on the bundled BEGIN slice and show agreement with people before/after
+#   make demo   - set up .venv and run the main job on the embedded defaults: calibrate the offline verifier
+#                 judge on the bundled BEGIN slice, the embedded LM judge beside it, agreement with people
 #   make test   - set up .venv and run the test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -20,8 +20,8 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: $(STAMP)
-	HF_HUB_OFFLINE=1 $(VENV)/bin/dspy-judges calibrate begin-slice --judge faithfulness --optimizer bootstrap \
-		--calibrator stacked --n-train 16 --n-test 32 --max-demos 2
+	HF_HUB_OFFLINE=1 $(VENV)/bin/dspy-judges calibrate begin-slice --judge faithfulness_with_verifier \
+		--optimizer none --calibrator stacked --n-train 28 --n-test 32 --beside faithfulness
 
 demo-metrics: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m judges_app.demo

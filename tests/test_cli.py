@@ -128,7 +128,19 @@ def test_calibrate_compiles_reports_and_logs(tmp_path, capsys):
     assert run.agreement["compiled (labeled)"].value("balanced_accuracy") == 1.0
     assert run.agreement["compiled (bootstrap)"].value("balanced_accuracy") == 1.0
     compiled = CompiledJudge.load(out / "compiled_good_bootstrap.json")
-    assert compiled.report["demos"] == {"judge_aspect": 2}
+    assert compiled.report["demos"] == {"judge_aspect": 2} and compiled.compiled_lm == "scripted/test"
+    assert compiled.report["calibrator"]["scores"] == "out-of-fold scores of the training items"
+    from calibration.fitting.compiled import CompiledLMError, CompiledLMWarning
+
+    with pytest.warns(CompiledLMWarning, match="compiled and calibrated with the LM scripted/test and runs with "
+                                               "openai/gpt-4o-mini"):
+        CompiledJudge.load(out / "compiled_good_bootstrap.json", lm="openai/gpt-4o-mini")
+    with pytest.raises(CompiledLMError):
+        CompiledJudge.load(out / "compiled_good_bootstrap.json", lm="openai/gpt-4o-mini", strict=True)
+    scored = write_jsonl(tmp_path / "to_score.jsonl", [{"response": r["response"]} for r in rows[:2]])
+    assert main(["evaluate", str(scored), "-m", str(out / "compiled_good_bootstrap.json"), "--lm",
+                 "openai/gpt-4o-mini", "--strict", "--no-mlflow", "--out", str(tmp_path / "ev")]) == 2
+    assert "compiled and calibrated with the LM scripted/test" in capsys.readouterr().err
     assert (out / "report" / "index.html").is_file() and (out / "report" / "optimizers.png").is_file()
     assert (tmp_path / "runs" / "mlflow.db").is_file()
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'runs' / 'mlflow.db'}")
@@ -144,11 +156,19 @@ def test_calibrate_compiles_reports_and_logs(tmp_path, capsys):
 
 def test_calibrate_input_errors(tmp_path, capsys):
     data = write_jsonl(tmp_path / "labels.jsonl", [{"response": "x", "label": i % 2} for i in range(6)])
+    assert main(["calibrate", str(data), "--judge", "rouge_score", "--optimizer", "bootstrap", "--n-train", "2",
+                 "--n-test", "2", "--no-mlflow"]) == 2
+    assert ("--judge rouge_score: --optimizer 'bootstrap' does not fit rouge_score (it has no LM step to compile); "
+            "the optimizers that fit it: none") in capsys.readouterr().err
+    assert main(["calibrate", str(data), "--judge", "faithfulness", "--optimizer", "labeled", "--no-mlflow"]) == 2
+    assert ("--optimizer 'labeled' does not fit faithfulness (its label is not the output of one step); the "
+            "optimizers that fit it: none, bootstrap, random_search, mipro, simba, gepa, memory") in capsys.readouterr().err
     assert main(["calibrate", str(data), "--judge", "rouge_score", "--n-train", "2", "--n-test", "2",
-                 "--no-mlflow"]) == 2
-    assert "not an LLM judge" in capsys.readouterr().err
+                 "--no-mlflow"]) == 2  # optimizer none by default: refused for the missing reference
+    assert "cannot be scored by --judge rouge_score" in capsys.readouterr().err
     assert main(["calibrate", str(data), "--n-train", "4", "--n-test", "4", "--no-mlflow"]) == 2
-    assert "6 labelled items" in capsys.readouterr().err
+    assert ("6 labelled items; --n-train 4 + --n-test 4 needs 8: give a smaller split, e.g. --n-train 4 --n-test 2"
+            in capsys.readouterr().err)
     nolabel = write_jsonl(tmp_path / "nolabel.jsonl", [{"response": "x"}])
     assert main(["calibrate", str(nolabel), "--no-mlflow"]) == 2
     assert "nolabel.jsonl: line 1 has no 'label'" in capsys.readouterr().err

@@ -284,3 +284,109 @@ def test_compiling_never_makes_a_judge_worse_in_silence():
     assert helped.report["guard"]["decision"].startswith("compiled kept")
     small = fit(critic(demo_sensitive_lm()), synthetic(6), optimizer="labeled", calibrator=None, max_demos=3)
     assert "guard" not in small.report  # too few labels to hold any back
+
+
+class _MemoCritic(AspectCritic):
+    """A critic that, once compiled by ``_Memorise``, scores its own training items with their human labels:
+    what a program that learned its training items looks like, in the extreme."""
+
+    memorised: dict = {}
+
+    def _score(self, sample):
+        import dspy
+
+        if sample.response in self.memorised:
+            return dspy.Prediction(score=float(self.memorised[sample.response]), reason="memorised")
+        return super()._score(sample)
+
+
+class _Memorise:
+    """A DSPy-style optimizer instance: the compiled copy memorises the training items' labels."""
+
+    def compile(self, student, *, trainset):
+        compiled = student.deepcopy()
+        compiled.memorised = {example.response: example.label for example in trainset}
+        return compiled
+
+
+def noisy_lm():
+    """Right about "good" on 6 of every 10 items (by item number), wrong on the rest."""
+
+    def respond(prompt):
+        response = re.findall(r"\[\[ ## response ## \]\]\n(.*?)\n", prompt)[-1]
+        number = int(re.search(r"item (\d+)", response).group(1))
+        good = "good" in response
+        return {"reason": "scripted", "verdict": str(good if (number * 7) % 10 < 6 else not good)}
+
+    return scripted_lm(respond)
+
+
+def test_the_calibrator_is_fitted_on_scores_of_items_the_judge_did_not_learn_from():
+    """A program that memorised its training items scores them perfectly; a calibrator fitted there trusts its
+    score far more than unseen items justify. Cross-fitting fits it on out-of-fold scores instead."""
+    lm = noisy_lm()
+
+    def judge():
+        return _MemoCritic(name="good", definition="Does the response say the item is good?", lm=lm)
+
+    train, test = synthetic(40), synthetic(60, offset=200)
+    leaky = fit(judge(), train, optimizer=_Memorise(), calibrator="platt", keep="compiled", crossfit=0)
+    honest = fit(judge(), train, optimizer=_Memorise(), calibrator="platt", keep="compiled", crossfit=3)
+    assert "learned from" in leaky.report["calibrator"]["scores"]
+    assert honest.report["calibrator"]["scores"] == "out-of-fold scores of the training items"
+    assert honest.report["crossfit"]["folds"] == 3 and sum(honest.report["crossfit"]["fold_sizes"]) == 40
+    said_yes = leaky.calibrator.predict([1.0])[0], honest.calibrator.predict([1.0])[0]
+    assert said_yes[0] > 0.85 and 0.5 < said_yes[1] < 0.8  # the judge is right 60% of the time on unseen items
+    brier = [float(np.mean((judge_scores(c, test)[0] - np.asarray(test.labels)) ** 2)) for c in (leaky, honest)]
+    assert brier[1] < brier[0]
+    shipped = fit(judge(), train, optimizer=None, calibrator="platt")  # nothing learned: no folds needed
+    assert "crossfit" not in shipped.report and "nothing was learned" in shipped.report["calibrator"]["scores"]
+
+
+def test_optimizers_that_do_not_fit_the_judge_are_refused_before_any_work():
+    from calibration.fitting.fit import check_optimizer, fitting_optimizers
+    from judges import FaithfulnessWithVerifier
+
+    calls = []
+    lm = scripted_lm(lambda prompt: calls.append(prompt) or {"reason": "x", "verdict": "True"})
+    with pytest.raises(ValueError, match=r"optimizer='labeled' does not fit faithfulness .*: none, bootstrap"):
+        fit(Faithfulness(lm=lm), synthetic(8), optimizer="labeled")
+    assert calls == []
+    verifier = FaithfulnessWithVerifier()
+    assert fitting_optimizers(verifier) == [None, "finetune"]
+    with pytest.raises(ValueError, match=r"optimizer='bootstrap' does not fit faithfulness_with_verifier \(it has no "
+                                         r"LM step to compile\); the optimizers that fit it: none, finetune"):
+        check_optimizer(verifier, "bootstrap")
+    def labelled(n):
+        rows = [{"response": f"r{i}", "retrieved_contexts": [f"c{i}"], "label": i % 2} for i in range(n)]
+        return LabelledSet.from_records(rows)
+
+    with pytest.raises(ValueError, match=r"trains on 38 of the 50 labelled items after the guard's held-back share "
+                                         r"\(19 of the rarer label\); it needs 40"):
+        check_optimizer(verifier, "finetune", labelled(50), calibrator=None)
+    with pytest.raises(ValueError, match=r"trains on 37 of the 56 labelled items in cross-fitting fold 1 of 3"):
+        check_optimizer(verifier, "finetune", labelled(56), calibrator="stacked")
+    check_optimizer(verifier, "finetune", labelled(56), calibrator=None)
+    check_optimizer(verifier, "finetune", labelled(60), calibrator="stacked")
+
+
+def test_items_the_shipped_verifier_trained_on_are_never_used_to_calibrate_or_measure(monkeypatch):
+    """The shipped verifier's trained-on list names BEGIN dev turns by hash; fit drops them with a warning."""
+    import judges.lm.verifier.files as files
+    from calibration.data.labelled import without_shipped_training
+    from calibration.fitting.fit import TrainedOnItemsWarning
+
+    assert len(files.trained_on()) > 500  # the CMU-DoG and TopicalChat dev turns
+    rows = [{"response": f"the item is {'good' if i % 2 else 'bad'} {i}", "retrieved_contexts": [f"fact {i}"],
+             "label": i % 2} for i in range(12)]
+    data = LabelledSet.from_records(rows)
+    assert without_shipped_training(data) == (data, 0)
+    pretend = files.trained_on() | {files.pair_key("fact 3", "the item is good 3"),
+                                    files.pair_key("fact  4", "the item is\nbad 4")}  # spaces normalised
+    monkeypatch.setattr(files, "trained_on", lambda: pretend)
+    kept, dropped = without_shipped_training(data)
+    assert dropped == 2 and len(kept) == 10
+    assert "the item is good 3" not in [s.response for s in kept.dataset]
+    with pytest.warns(TrainedOnItemsWarning, match="left out 2 train items the shipped verifier trained on"):
+        compiled = fit(critic(demo_sensitive_lm()), data, optimizer=None, calibrator="platt")
+    assert compiled.report["dropped_trained_on"] == {"train": 2} and compiled.report["train_size"] == 10

@@ -189,25 +189,30 @@ def test_every_other_llm_judge_runs_on_the_embedded_lm(name):
 
 
 
-def test_cli_calibrates_faithfulness_on_the_bundled_begin_slice(tmp_path, capsys):
-    """The main job, shrunk: the real embedded LM, compile + calibrate on 6 labels, measure on 6."""
+def test_cli_calibrates_the_verifier_judge_with_the_lm_judge_beside_on_the_bundled_begin_slice(tmp_path, capsys):
+    """The main job, shrunk: the real verifier judge calibrated on 8 labels, measured on 6, the real embedded LM
+    judge scored beside it on the same 6."""
     import json
 
     from calibration.agreement.record import CalibrationRun
     from judges_app.cli import main
 
     out = tmp_path / "cal"
-    assert main(["calibrate", "begin-slice", "--judge", "faithfulness", "--n-train", "6", "--n-test", "6",
-                 "--max-demos", "1", "--calibrator", "platt", "--n-bootstrap", "50", "--out", str(out),
+    assert main(["calibrate", "begin-slice", "--judge", "faithfulness_with_verifier", "--beside", "faithfulness",
+                 "--n-train", "8", "--n-test", "6", "--calibrator", "platt", "--n-bootstrap", "50", "--out", str(out),
                  "--runs-dir", str(tmp_path / "runs")]) == 0
     printed = capsys.readouterr().out
-    assert "judge as shipped" in printed and "compiled (bootstrap) + platt calibration" in printed
+    assert "optimizers ['none']" in printed and "judge as shipped + platt calibration" in printed
+    assert "beside: faithfulness" in printed and "beside: faithfulness: " in printed.split("LM use")[1]
     run = CalibrationRun.load(out / "calibration_run.json")
     assert len(run.labels) == 6 and set(run.scores) >= {"baseline: token overlap", "judge as shipped"}
     judged = [k for k in run.scores if not k.startswith("baseline")]
-    assert len(judged) == 3 and all(0.0 <= v <= 1.0 for k in judged for v in run.scores[k])
-    saved = json.loads((out / "compiled_faithfulness_bootstrap.json").read_text())
+    assert judged == ["judge as shipped", "beside: faithfulness", "judge as shipped + platt calibration"]
+    assert all(v is None or 0.0 <= v <= 1.0 for k in judged for v in run.scores[k])
+    saved = json.loads((out / "compiled_faithfulness_with_verifier_none.json").read_text())
     assert saved["calibrator"]["kind"] == "platt" and (out / "report" / "index.html").is_file()
+    assert "lm" not in saved["report"]  # no LM step: nothing to record
+    assert "nothing was learned" in saved["report"]["calibrator"]["scores"]
 
 
 def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():

@@ -114,6 +114,26 @@ def test_reliability_diagram(run, tmp_path):
         reliability_diagram([1, 2, 3], {"j": [0.1, 0.2, 0.3]})
 
 
+def test_the_reliability_diagram_draws_the_judge_its_calibrated_form_and_the_best_baseline_in_full_bins(tmp_path):
+    from calibration.agreement.report import diagram_scorers
+
+    rng = np.random.default_rng(1)
+    labels = [int(v) for v in rng.random(32) < 0.5]
+    noisy = {f"baseline: b{i}": [float(np.clip(y * 0.2 * i + rng.random() * 0.6, 0, 1)) for y in labels]
+             for i in range(4)}
+    judged = {name: [float(np.clip(y * 0.5 + rng.random() * 0.5, 0, 1)) for y in labels]
+              for name in ("judge as shipped", "beside: faithfulness", "compiled (bootstrap)",
+                           "compiled (bootstrap) + stacked calibration")}
+    ten = CalibrationRun("ten", labels, {**noisy, **judged}, label_kind="binary")
+    ten.compute_agreement(n_bootstrap=50)
+    drawn = diagram_scorers(list(ten.scores), ten.agreement)
+    best = max(noisy, key=lambda n: ten.agreement[n].value("roc_auc"))
+    assert drawn == ["judge as shipped", "compiled (bootstrap) + stacked calibration", best]
+    fig = reliability_diagram(labels, {n: ten.scores[n] for n in drawn}, path=tmp_path / "r.png")
+    points = [line for line in fig.axes[0].get_lines()][1:]  # after the diagonal
+    assert len(points) == 3 and all(len(line.get_xdata()) <= 32 // 8 for line in points)  # >= 8 items a bin
+
+
 def test_confusion_matrix_figure(tmp_path):
     fig = confusion_matrix_figure([[5, 1], [2, 7]], [0, 1], title="judge", path=tmp_path / "c.png")
     ax = fig.axes[0]

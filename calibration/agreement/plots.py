@@ -84,8 +84,10 @@ def _checked(labels: Sequence[float], scores: dict[str, Sequence[float | None]],
 
 
 def reliability_diagram(labels: Sequence[float], scores: dict[str, Sequence[float]], *, n_bins: int = 10,
-                        path: str | Path | None = None) -> Figure:
-    """Per scorer and equal-width score bin: the fraction of human positives vs the mean score."""
+                        min_per_bin: int = 8, path: str | Path | None = None) -> Figure:
+    """Per scorer and score bin: the fraction of human positives vs the mean score. Bins hold equal counts
+    (score quantiles), at most ``n_bins`` and as few as keep ``min_per_bin`` items in each where the set
+    allows: a point from two items is noise. The ECE in the legend uses ``n_bins`` equal-width bins."""
     y, scores = _checked(labels, scores, "reliability_diagram")
     if not set(np.unique(y)) <= {0.0, 1.0}:
         raise ValueError("reliability_diagram: labels must be 0/1 (use score_by_label for other labels)")
@@ -100,8 +102,10 @@ def reliability_diagram(labels: Sequence[float], scores: dict[str, Sequence[floa
             ax.plot([], [], color=colours[name], label=f"{name} (no scored item{failed})")
             continue
         s, ys_all = np.clip(s[scored], 0.0, 1.0), y[scored]
-        bins = np.minimum((s * n_bins).astype(int), n_bins - 1)
-        used = [b for b in range(n_bins) if (bins == b).any()]
+        count = max(1, min(n_bins, len(s) // max(1, min_per_bin)))
+        edges = np.unique(np.quantile(s, np.linspace(0, 1, count + 1))[1:-1])
+        bins = np.searchsorted(edges, s, side="right")
+        used = [b for b in range(len(edges) + 1) if (bins == b).any()]
         xs = [s[bins == b].mean() for b in used]
         ys = [ys_all[bins == b].mean() for b in used]
         counts = np.array([(bins == b).sum() for b in used])

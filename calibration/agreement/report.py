@@ -114,6 +114,18 @@ def _established_best(run: CalibrationRun, reports: dict, stat: str, n_bootstrap
     return best if run.compare(best, runner_up, n_bootstrap).better(stat) == "a" else None
 
 
+def diagram_scorers(names: list[str], reports: dict) -> list[str]:
+    """The scorers a reliability diagram draws: the judge as shipped (or the judge as given), its last
+    calibrated form, and the baseline with the best ROC-AUC; the table holds every other scorer."""
+    judges = [n for n in names if not n.startswith("baseline:")]
+    if len(judges) > 2:
+        calibrated = [n for n in judges if "calibrat" in n][-1:]
+        judges = [n for n in judges if n == "judge as shipped"][:1] + calibrated or judges[:1] + judges[-1:]
+    baselines = sorted((n for n in names if n.startswith("baseline:") and reports[n].value("roc_auc") is not None),
+                       key=lambda n: -reports[n].value("roc_auc"))
+    return judges + baselines[:1]
+
+
 def _usage_rows(usage: dict[str, Any]) -> list[list[Any]]:
     rows = []
     for phase, u in usage.items():
@@ -156,8 +168,11 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
                       "there." if hard else "")
                    + "</p>")]
     if run.label_kind == "binary":
-        reliability_diagram(run.labels, run.scores, path=out / "reliability.png")
-        sections.append(("Reliability", _img("reliability.png", "reliability diagram")))
+        drawn = diagram_scorers(names, reports)
+        reliability_diagram(run.labels, {n: run.scores[n] for n in drawn}, path=out / "reliability.png")
+        sections.append(("Reliability", _img("reliability.png", "reliability diagram")
+                         + f'<p class="note">Drawn: {html.escape(", ".join(drawn))}; bins of equal counts (at least 8 '
+                           "items each where the set allows); the table above holds every scorer.</p>"))
     else:
         score_by_label(run.labels, run.scores, path=out / "score_by_label.png")
         sections.append(("Judge score by human label", _img("score_by_label.png", "score by human label")))

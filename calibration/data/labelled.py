@@ -237,12 +237,28 @@ def balanced_sample(data: LabelledSet, n: int, *, seed: int = 0) -> LabelledSet:
 def k_fold(data: LabelledSet, *, k: int = 5, seed: int = 0) -> list[tuple[LabelledSet, LabelledSet]]:
     """Seeded, stratified k-fold (train, held-out) pairs: for sets under ~100 items, where one split
     leaves too few items to measure on."""
+    return [(data.subset(a), data.subset(b)) for a, b in k_fold_indices(data, k=k, seed=seed)]
+
+
+def k_fold_indices(data: LabelledSet, *, k: int = 5, seed: int = 0) -> list[tuple[list[int], list[int]]]:
+    """``k_fold``'s (train, held-out) index lists, sorted."""
     from sklearn.model_selection import KFold, StratifiedKFold
 
     strata = _strata(data)
     folds = (StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(len(data)), strata)
              if strata is not None else KFold(k, shuffle=True, random_state=seed).split(np.zeros(len(data))))
-    return [(data.subset(sorted(a)), data.subset(sorted(b))) for a, b in folds]
+    return [(sorted(a.tolist()), sorted(b.tolist())) for a, b in folds]
+
+
+def without_shipped_training(data: LabelledSet) -> tuple[LabelledSet, int]:
+    """``data`` without the items the shipped verifier trained on (``judges.lm.verifier.files.trained_on``),
+    and how many were dropped. The verifier is a judge, a baseline and a calibrator signal: measured or
+    calibrated on its own training items it looks better than it is."""
+    from judges.lm.verifier.files import sample_key, trained_on
+
+    seen = trained_on()
+    keep = [i for i, sample in enumerate(data.dataset) if sample_key(sample) not in seen]
+    return (data if len(keep) == len(data) else data.subset(keep)), len(data) - len(keep)
 
 
 def _strata(data: LabelledSet):

@@ -4,6 +4,10 @@ as JSON (never a pickle).
     compiled.save("faithfulness.json"); CompiledJudge.load("faithfulness.json", lm=lm)
     compiled.score(sample).score       # calibrated; .raw_score is the judge's own
 
+The file records the LM the judge was compiled and calibrated with (``report["lm"]``): its demos and its
+calibrator fit that LM's scores. Loading it with another LM warns (``CompiledLMWarning``), or refuses with
+``strict=True`` (``CompiledLMError``); a judge loaded without an LM is checked the first time it scores.
+
 A judge aligned with ``optimizer="memory"`` carries its episodic memory (``calibration.memory``): the
 labelled items whose nearest ones become demos at scoring time, saved under ``"memory"``.
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +30,7 @@ from calibration.fitting.calibrators import Calibrator
 from calibration.fitting.memory import EpisodicMemory
 from calibration.fitting.signals import feature_matrix
 from judges.lm.embeddings import embedder_identity
+from judges.lm.resolve import lm_label, lm_name, resolve_lm
 from judges.metrics.base import Judge, Metric
 from judges.metrics.catalogue import class_names
 from judges.run.records import jsonable
@@ -33,12 +39,23 @@ FORMAT = "dspy-judges/compiled-judge"
 FORMAT_VERSION = 1
 
 
+class CompiledLMWarning(UserWarning):
+    """A compiled judge runs with another LM than the one it was compiled and calibrated with."""
+
+
+class CompiledLMError(ValueError):
+    """``strict=True``: a compiled judge was loaded with another LM than the one it was compiled with."""
+
+
 class CompiledJudge(Metric):
     """A judge (compiled or not) plus a score calibrator, usable like any metric and saved as JSON."""
 
     def __init__(self, judge: Judge, calibrator: Calibrator | None = None, schema: dict[str, Any] | None = None,
-                 report: dict[str, Any] | None = None, memory: EpisodicMemory | None = None):
+                 report: dict[str, Any] | None = None, memory: EpisodicMemory | None = None, *,
+                 strict: bool = False):
         self.judge = judge
+        self.strict = strict
+        self._lm_checked = False
         self.memory = memory
         self.calibrator = calibrator or Calibrator(None, binary=True)
         self.schema = schema or {"kind": "binary", "low": 0.0, "high": 1.0}
@@ -89,10 +106,28 @@ class CompiledJudge(Metric):
         body = self.to_dict()
         return {"judge": body["judge"]["class"], "judge_params": body["judge"]["params"], "checksum": body["checksum"]}
 
+    @property
+    def compiled_lm(self) -> str | None:
+        """The name of the LM this judge was compiled and calibrated with (None: no LM step, or an older file)."""
+        return self.report.get("lm") if isinstance(self.report, dict) else None
+
+    def check_lm(self, running: str | None) -> None:
+        """Warn (or, ``strict``, raise ``CompiledLMError``) when ``running`` is not the LM it was compiled with."""
+        self._lm_checked = True
+        if running is None or self.compiled_lm is None or running == self.compiled_lm:
+            return
+        message = (f"{self.name} was compiled and calibrated with the LM {self.compiled_lm} and runs with {running}: "
+                   f"its demos and calibrator fit the other LM's scores (calibrate again with this LM)")
+        if self.strict:
+            raise CompiledLMError(message)
+        warnings.warn(message, CompiledLMWarning, stacklevel=3)
+
     def features_of(self, sample, result) -> np.ndarray | None:
         return feature_matrix(self.calibrator.features, [sample], [result])
 
     def _score(self, sample) -> dspy.Prediction:
+        if not self._lm_checked and self.needs_lm:
+            self.check_lm(lm_name(resolve_lm(self.judge.judge_lm)))
         program = self.memory.program_for(self.judge, sample) if self.memory is not None else self.judge
         result = program.score(sample)
         calibrated = float(self.calibrator.predict([result.score], self.features_of(sample, result))[0])
@@ -102,7 +137,9 @@ class CompiledJudge(Metric):
 
     def uncalibrated(self) -> CompiledJudge:
         """The compiled program as it scores, memory included, without the calibrator (raw scores)."""
-        return CompiledJudge(self.judge, None, self.schema, self.report, self.memory)
+        plain = CompiledJudge(self.judge, None, self.schema, self.report, self.memory, strict=self.strict)
+        plain._lm_checked = self._lm_checked
+        return plain
 
     def label_value(self, score: float) -> float:
         """A calibrated score on the human label's own scale (e.g. 1-5 for SummEval)."""
@@ -122,6 +159,11 @@ class CompiledJudge(Metric):
                   if fitted.get("fitted_on_sets") else "")) if fitted.get("fitted_on") else ""
         return (f"{self.name} = {result.score:.2f}, calibrated ({self.calibrator.describe()}{source}) from the "
                 f"judge's own score {own.score:.2f}. The judge: {explained}")
+
+    def explain(self, result: dspy.Prediction) -> str:
+        """``feedback`` for every result, an undefined one too: the judge's own ``explain`` gives its raw score
+        and reason beside the calibrated value and the calibrator."""
+        return self.feedback(result)
 
     # --- JSON, no pickle ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -146,7 +188,8 @@ class CompiledJudge(Metric):
         return path
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, lm: Any = None, embeddings: Any = None) -> CompiledJudge:
+    def from_dict(cls, data: dict[str, Any], *, lm: Any = None, embeddings: Any = None,
+                  strict: bool = False) -> CompiledJudge:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"not a compiled judge file (expected format '{FORMAT}')")
         if data.get("version") != FORMAT_VERSION:
@@ -177,17 +220,20 @@ class CompiledJudge(Metric):
                 raise ValueError(f"compiled judge file: its program does not fit {judge_class.__name__} "
                                  f"({type(err).__name__}: {err}); steps are {[n for n, _ in judge.named_predictors()]}") from None
         memory = EpisodicMemory.from_dict(data["memory"], embeddings=embeddings) if data.get("memory") else None
-        return cls(judge, calibrator, schema, data.get("report"), memory)
+        compiled = cls(judge, calibrator, schema, data.get("report"), memory, strict=strict)
+        if lm is not None and compiled.needs_lm:
+            compiled.check_lm(lm_label(lm))
+        return compiled
 
     @classmethod
-    def load(cls, path: str | Path, *, lm: Any = None, embeddings: Any = None) -> CompiledJudge:
+    def load(cls, path: str | Path, *, lm: Any = None, embeddings: Any = None, strict: bool = False) -> CompiledJudge:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
             raise ValueError(f"{path} is not valid JSON: {err.msg}") from None
         except RecursionError:
             raise ValueError(f"{path} is nested too deeply to be a compiled judge file") from None
-        return cls.from_dict(data, lm=lm, embeddings=embeddings)
+        return cls.from_dict(data, lm=lm, embeddings=embeddings, strict=strict)
 
 
 def registered_judge_class(name: Any) -> type[Metric]:

@@ -22,6 +22,17 @@ dual judges), ``"bootstrap"`` (BootstrapFewShot), ``"random_search"`` (Bootstrap
 (no compiling), or any DSPy optimizer instance. Multi-step judges such as
 Faithfulness have no step whose output is the label, so "labeled" refuses them with a clear error.
 
+Which optimizers fit which judge (``fitting_optimizers``, checked before any work): ``None`` fits every
+judge; the DSPy optimizers and ``"memory"`` need a judge with LM steps; ``"labeled"`` a judge whose one
+step outputs the label; ``"finetune"`` a ``FaithfulnessWithVerifier``.
+
+Calibrators are fitted on scores of items the compiled judge did not learn from. A compiled program has
+seen its training items (as demos, as memory, as fine-tuning pairs), so its scores there are better than
+anywhere else, and a calibrator fitted on them over-trusts it. ``crossfit=k`` (default 3) compiles the
+judge again on each of k folds of the training set without the fold and scores the fold with it; the
+calibrator is fitted on these out-of-fold scores and then applied to the judge compiled on everything.
+Items the shipped verifier trained on are dropped from every set first (``without_shipped_training``).
+
 Calibrators (scikit-learn), fitted on the judge's scores on ``calibration_set`` (default: the training
 set): ``"isotonic"``, ``"platt"`` (logistic on the raw score), ``"stacked"`` (logistic or linear on inputs
 chosen by forward selection under 5-fold cross-validation among the judge's raw score and cheap signals:
@@ -34,8 +45,9 @@ Must not read data files (``calibration.data``) or write reports (``calibration.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Sequence
+import json
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import dspy
@@ -43,117 +55,62 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from calibration.agreement.stats import compare
-from calibration.data.labelled import LabelledSet
+from calibration.data.labelled import (
+    LabelledSet,
+    k_fold_indices,
+    without_shipped_training,
+)
 from calibration.fitting.calibrators import SELECTION_RULES, Calibrator
 from calibration.fitting.compiled import CompiledJudge
 from calibration.fitting.finetune import FINETUNE_OPTIONS, finetune_verifier
 from calibration.fitting.memory import align_with_memory
+from calibration.fitting.optimizers import (
+    LM_OPTIMIZERS,
+    OPTIMIZERS,
+    agreement_metric,
+    check_optimizer,
+    compile_judge,
+    fitting_optimizers,
+    held_back,
+    judge_examples,
+    label_schema,
+    make_optimizer,
+    scaled,
+)
 from calibration.fitting.signals import FEATURES, feature_matrix
 from judges.data.dataset import EvaluationDataset
-from judges.lm.resolve import judge_context, resolve_lm
+from judges.lm.resolve import lm_name, resolve_lm
 from judges.lm.served import PermanentLMError
 from judges.metrics.base import Judge, Metric
 
-__all__ = ["Calibrator", "CompiledJudge", "FEATURES", "agreement_metric", "feature_matrix", "fit", "judge_examples",
-           "judge_scores", "failed_mask", "label_schema", "make_optimizer", "scaled", "JudgeFailedError"]
-
+__all__ = [
+    "FEATURES",
+    "LM_OPTIMIZERS",
+    "OPTIMIZERS",
+    "Calibrator",
+    "CompiledJudge",
+    "JudgeFailedError",
+    "TrainedOnItemsWarning",
+    "agreement_metric",
+    "check_optimizer",
+    "failed_mask",
+    "feature_matrix",
+    "fit",
+    "fitting_optimizers",
+    "held_back",
+    "judge_examples",
+    "judge_scores",
+    "label_schema",
+    "make_optimizer",
+    "scaled",
+]
 
 class JudgeFailedError(RuntimeError):
     """The judge failed on every item it was asked to score: there is nothing to fit or measure."""
 
 
-# ------------------------------------------------------------------------------------------------
-# Labels <-> [0, 1]
-# ------------------------------------------------------------------------------------------------
-def label_schema(data: LabelledSet) -> dict[str, Any]:
-    """The label scale (``data.label_range``: declared, or from the whole set's labels) that scores map to."""
-    low, high = data.label_range
-    if high <= low:
-        raise ValueError(f"{data.name}: every label is {low}; nothing to calibrate against")
-    return {"kind": data.kind, "low": low, "high": high}
-
-
-def scaled(labels: Sequence[float], schema: dict[str, Any]) -> np.ndarray:
-    return (np.asarray(labels, float) - schema["low"]) / (schema["high"] - schema["low"])
-
-
-# ------------------------------------------------------------------------------------------------
-# The agreement metric optimizers compile against
-# ------------------------------------------------------------------------------------------------
-def agreement_metric(judge: Judge, schema: dict[str, Any], *, feedback: bool = False) -> Callable[..., Any]:
-    """A DSPy metric comparing the judge's final score with the example's human ``label``."""
-
-    def metric(example, pred, trace=None, pred_name=None, pred_trace=None):
-        target = float(scaled([example.label], schema)[0])
-        score = float(pred.score)
-        agreement_value = 1.0 - abs(score - target)
-        if feedback:
-            text = (f"The human label is {example.label} ({target:.2f} on a 0-1 scale); the judge scored "
-                    f"{score:.2f}. " + (judge.explain(pred) if hasattr(judge, "explain") else ""))
-            return dspy.Prediction(score=agreement_value, feedback=text)
-        if trace is None:
-            return agreement_value
-        return (score >= 0.5) == (target >= 0.5)
-
-    return metric
-
-
-def judge_examples(judge: Judge, data: LabelledSet) -> list[dspy.Example]:
-    """``dspy.Example``s holding the judge's forward inputs (marked as inputs) and the human ``label``."""
-    params = [p for p in inspect.signature(type(judge).forward).parameters if p != "self"]
-    examples = []
-    for sample, label in zip(data.dataset, data.labels):
-        fields = {p: getattr(sample, p) for p in params if getattr(sample, p, None) is not None}
-        examples.append(dspy.Example(**fields, label=label).with_inputs(*fields))
-    return examples
-
-
-def _labeled_few_shot(judge: Judge, trainset: LabelledSet, schema: dict[str, Any], *, k: int, seed: int) -> Judge:
-    """LabeledFewShot with demos made from the human labels: each training item becomes a demo of the
-    judge's verdict step whose output is the human's verdict or rating (``Judge.label_demo``)."""
-    demos = []
-    for example in judge_examples(judge, trainset):
-        demo = judge.label_demo(dict(example.inputs()), float(scaled([example.label], schema)[0]))
-        if demo is None:
-            steps = [name for name, _ in judge.named_predictors()]
-            raise ValueError(f"fit(optimizer='labeled'): {judge.name}'s label is not the output of one step "
-                             f"(its steps are {steps}); use optimizer='bootstrap', which supervises every step "
-                             f"through the final score")
-        demos.append(dspy.Example(**demo))
-    return dspy.LabeledFewShot(k=k).compile(judge, trainset=demos, sample=True)
-
-
-def make_optimizer(name: str, metric, *, n_train: int, lm=None, reflection_lm=None, seed: int = 0, **options):
-    """A DSPy optimizer by name, sized for small labelled sets; ``lm`` is the judge's LM (MIPROv2 proposes
-    instructions with ``prompt_model``, default that same LM)."""
-    if name == "bootstrap":
-        return dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=options.get("max_demos", 3),
-                                     max_labeled_demos=0, max_rounds=options.get("max_rounds", 1))
-    if name == "random_search":
-        return dspy.BootstrapFewShotWithRandomSearch(
-            metric=metric, max_bootstrapped_demos=options.get("max_demos", 3), max_labeled_demos=0,
-            num_candidate_programs=options.get("num_candidates", 4), num_threads=options.get("num_threads", 1))
-    if name == "mipro":
-        # auto="light" by default; a budget of your own: num_candidates=..., plus num_trials=... for compile.
-        sized = "num_candidates" in options
-        return dspy.MIPROv2(metric=metric, auto=None if sized else options.get("auto", "light"),
-                            num_candidates=options.get("num_candidates"), seed=seed, task_model=lm,
-                            prompt_model=options.get("prompt_model", lm),
-                            max_bootstrapped_demos=options.get("max_demos", 3), max_labeled_demos=0,
-                            num_threads=options.get("num_threads", 1), verbose=False)
-    if name == "simba":
-        # SIMBA asserts len(trainset) >= bsize: fit the batch to small sets.
-        return dspy.SIMBA(metric=metric, bsize=max(2, min(options.get("bsize", 8), n_train)),
-                          max_steps=options.get("max_steps", 4), num_candidates=options.get("num_candidates", 4),
-                          max_demos=options.get("max_demos", 3), num_threads=options.get("num_threads", 1))
-    if name == "gepa":
-        if reflection_lm is None:
-            raise ValueError("fit(optimizer='gepa') needs reflection_lm=... (the LM that proposes new instructions)")
-        return dspy.GEPA(metric=metric, reflection_lm=reflection_lm,
-                         max_metric_calls=options.get("max_metric_calls", 4 * n_train),
-                         num_threads=options.get("num_threads", 1), seed=seed)
-    raise ValueError(f"fit: optimizer={name!r} is not one of None, 'labeled', 'bootstrap', 'random_search', "
-                     f"'mipro', 'simba', 'gepa' or a DSPy optimizer instance")
+class TrainedOnItemsWarning(UserWarning):
+    """Items the shipped verifier trained on were left out of fitting or measuring."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -181,52 +138,8 @@ def judge_scores(judge: Metric, data: LabelledSet, *, progress: bool = False,
     return np.asarray(scores, dtype=float), results
 
 
-def held_back(data: LabelledSet, share: float, seed: int) -> list[int] | None:
-    """Indices of a stratified ``share`` of ``data`` (at least 4 items, at least one of each binary label)
-    to check a compiled program on; None when the set is too small to spare them (under 8 items)."""
-    n = len(data)
-    size = max(4, int(round(share * n)))
-    if n < 8 or n - size < 4:
-        return None
-    rng = np.random.default_rng(seed + 7919)
-    if data.kind == "binary":
-        by_label = {v: [i for i in range(n) if data.labels[i] == v] for v in (0, 1)}
-        if min(len(v) for v in by_label.values()) < 2:
-            return None
-        take = {v: max(1, int(round(size * len(ids) / n))) for v, ids in by_label.items()}
-        return sorted(i for v, ids in by_label.items() for i in rng.choice(ids, size=min(take[v], len(ids) - 1),
-                                                                          replace=False).tolist())
-    return sorted(rng.choice(n, size=size, replace=False).tolist())
-
-
 #: fit(optimizer="memory", ...) options: see calibration.memory.align_with_memory.
 MEMORY_OPTIONS = ("episodic", "semantic", "k", "max_guidelines", "max_guideline_chars", "embeddings")
-
-
-def _compiled(judge: Judge, trainset: LabelledSet, schema: dict[str, Any], optimizer: Any, *, devset, reflection_lm,
-              seed: int, **optimizer_options: Any) -> Judge:
-    """The judge compiled on ``trainset`` by ``optimizer`` (the judge itself for None)."""
-    if optimizer is None:
-        return judge
-    if optimizer == "labeled":
-        return _labeled_few_shot(judge, trainset, schema, k=optimizer_options.get("max_demos", 3), seed=seed)
-    wants_feedback = optimizer == "gepa" or type(optimizer).__name__ == "GEPA"
-    metric = agreement_metric(judge, schema, feedback=wants_feedback)
-    teleprompter = (make_optimizer(optimizer, metric, n_train=len(trainset), lm=resolve_lm(judge.judge_lm),
-                                   reflection_lm=reflection_lm, seed=seed, **optimizer_options)
-                    if isinstance(optimizer, str) else optimizer)
-    kwargs: dict[str, Any] = {"trainset": judge_examples(judge, trainset)}
-    accepted = inspect.signature(teleprompter.compile).parameters
-    if devset is not None and "valset" in accepted:
-        kwargs["valset"] = judge_examples(judge, devset)
-    if "requires_permission_to_run" in accepted:
-        kwargs["requires_permission_to_run"] = False
-    kwargs.update({k: optimizer_options[k] for k in ("num_trials", "minibatch", "minibatch_size")
-                   if k in optimizer_options and k in accepted})
-    with judge_context(judge.judge_lm, judge.judge_adapter):
-        compiled = teleprompter.compile(judge, **kwargs)
-    compiled.judge_lm, compiled.judge_adapter = judge.judge_lm, judge.judge_adapter
-    return compiled
 
 
 def _guarded(shipped: Judge, compiled: Judge, check: LabelledSet, schema: dict[str, Any],
@@ -254,6 +167,34 @@ def _guarded(shipped: Judge, compiled: Judge, check: LabelledSet, schema: dict[s
     record["decision"] = (f"compiled kept: agreement {agreement_new:.3f} vs {agreement_old:.3f} shipped on "
                           f"{int(both.sum())} held-back train items" + (" (keep='compiled')" if worse else ""))
     return compiled, record
+
+
+def _copy(judge: Judge) -> Judge:
+    """A copy of ``judge`` to compile again (DSPy's deepcopy keeps what cannot be copied, e.g. an LM, shared)."""
+    return judge.deepcopy() if isinstance(judge, dspy.Module) else judge
+
+
+def out_of_fold_scores(judge: Judge, trainset: LabelledSet, optimizer: Any, *, folds: int, seed: int,
+                       progress: bool = False, **fit_options: Any) -> tuple[np.ndarray, list[Any], dict[str, Any]]:
+    """Each training item's score by the judge compiled (same optimizer, no guard, no calibrator) on the other
+    folds: scores of items the program did not learn from, for the calibrator. Returns the scores, the
+    results and a report (folds, their sizes and how many fold programs kept their demos)."""
+    raw = np.full(len(trainset), np.nan)
+    results: list[Any] = [None] * len(trainset)
+    sizes = []
+    for k, (rest, held) in enumerate(k_fold_indices(trainset, k=folds, seed=seed)):
+        options = dict(fit_options)
+        if options.get("out") is not None:  # a fine-tuned fold model never overwrites the final one
+            options["out"] = f"{options['out']}-fold{k + 1}"
+        program = fit(_copy(judge), trainset.subset(rest), optimizer=optimizer, calibrator=None, guard=0,
+                      seed=seed + k + 1, **options)
+        values, fold_results = judge_scores(program, trainset.subset(held), progress=progress,
+                                            desc=f"cross-fitting: fold {k + 1} of {folds}")
+        raw[held] = values
+        for i, result in zip(held, fold_results):
+            results[i] = result
+        sizes.append(len(held))
+    return raw, results, {"folds": folds, "fold_sizes": sizes}
 
 
 def pooled(sets: LabelledSet | Sequence[LabelledSet]) -> LabelledSet:
@@ -295,6 +236,7 @@ def fit(
     selection: str = "one_se",
     guard: float = 0.25,
     keep: str = "better",
+    crossfit: int = 3,
     devset: LabelledSet | None = None,
     calibration_set: LabelledSet | Sequence[LabelledSet] | None = None,
     reflection_lm: Any = None,
@@ -303,22 +245,44 @@ def fit(
     **optimizer_options: Any,
 ) -> CompiledJudge:
     """Compile ``judge`` against ``trainset``'s human labels, then fit a score calibrator. See the module
-    docstring for how steps are supervised and which optimizers and calibrators exist. ``monotone`` and
-    ``selection`` (``"one_se"`` or ``"any_gain"``) are the stacked calibrator's (``calibration.calibrators``).
+    docstring for how steps are supervised, which optimizers fit which judge and which calibrators exist.
+    ``monotone`` and ``selection`` (``"one_se"`` or ``"any_gain"``) are the stacked calibrator's
+    (``calibration.calibrators``).
 
     Compiling never makes a judge worse in silence: with ``guard`` > 0 a stratified share of the train set
     (``guard``, at least 4 items; sets under 8 items are not split) is held back from compiling; the shipped
     and the compiled program both score it, and with ``keep="better"`` the compiled one is kept only if its
     agreement (mean 1 - |score - label|) is at least the shipped one's and its scores are not constant where
     the shipped judge's vary. ``report["guard"]`` holds both agreements, the paired comparison and the
-    decision (``keep="compiled"`` always keeps the compiled program, reporting the same)."""
+    decision (``keep="compiled"`` always keeps the compiled program, reporting the same).
+
+    The calibrator never sees the compiled program's scores of items it learned from: with ``crossfit`` >= 2
+    the training items are scored out of fold (``out_of_fold_scores``); ``crossfit=0`` fits on the compiled
+    program's own training items, which ``report["calibrator"]["scores"]`` then says. Items of
+    ``calibration_set`` outside the training set are scored by the compiled program itself."""
     if keep not in ("better", "compiled"):
         raise ValueError(f"fit: keep={keep!r} is not one of 'better', 'compiled'")
     if selection not in SELECTION_RULES:
         raise ValueError(f"fit: selection={selection!r} is not one of {', '.join(map(repr, SELECTION_RULES))}")
+    if not isinstance(crossfit, int) or isinstance(crossfit, bool) or crossfit < 0 or crossfit == 1:
+        raise ValueError(f"fit: crossfit={crossfit!r} must be 0 (off) or a number of folds >= 2")
+    dropped = {}
+    trainset, dropped["train"] = without_shipped_training(trainset)
+    if devset is not None:
+        devset, dropped["dev"] = without_shipped_training(devset)
+    if calibration_set is not None:
+        calibration_set, dropped["calibration"] = without_shipped_training(pooled(calibration_set))
+    if any(dropped.values()):
+        warnings.warn(f"fit: left out {', '.join(f'{n} {where}' for where, n in dropped.items() if n)} items the "
+                      f"shipped verifier trained on", TrainedOnItemsWarning, stacklevel=2)
+    check_optimizer(judge, optimizer, trainset, guard=guard, crossfit=crossfit, calibrator=calibrator, seed=seed,
+                    **optimizer_options)
     schema = label_schema(trainset)
     report: dict[str, Any] = {"optimizer": optimizer if isinstance(optimizer, (str, type(None))) else type(optimizer).__name__,
-                              "train_size": len(trainset), "seed": seed}
+                              "train_size": len(trainset), "seed": seed,
+                              "dropped_trained_on": {k: v for k, v in dropped.items() if v}}
+    if getattr(judge, "needs_lm", False):
+        report["lm"] = lm_name(resolve_lm(judge.judge_lm))
     compile_on, check_set = trainset, None
     if optimizer is not None and guard > 0:
         held = held_back(trainset, guard, seed)
@@ -336,7 +300,7 @@ def fit(
             judge, compile_on, scaled(compile_on.labels, schema), seed=seed,
             **{k: v for k, v in optimizer_options.items() if k in FINETUNE_OPTIONS})
     else:
-        compiled = _compiled(judge, compile_on, schema, optimizer, devset=devset, reflection_lm=reflection_lm,
+        compiled = compile_judge(judge, compile_on, schema, optimizer, devset=devset, reflection_lm=reflection_lm,
                              seed=seed, **optimizer_options)
     if check_set is not None:
         kept, report["guard"] = _guarded(judge, CompiledJudge(compiled, schema=schema, memory=memory), check_set,
@@ -349,8 +313,28 @@ def fit(
         report["memory"]["episodes_kept"] = len(memory.episodes)
     result = CompiledJudge(compiled, Calibrator(None, binary=schema["kind"] == "binary"), schema, report, memory)
     if calibrator is not None:
-        fit_on = pooled(calibration_set) if calibration_set is not None else trainset
-        raw, results = judge_scores(result, fit_on, progress=progress, desc="scoring the calibration set")
+        fit_on = calibration_set if calibration_set is not None else trainset
+        learned = optimizer is not None and compiled is not judge  # the guard may have kept the shipped judge
+        train_keys = {sample_identity(s): i for i, s in enumerate(trainset.dataset)} if learned else {}
+        inside = [train_keys.get(sample_identity(s)) for s in fit_on.dataset]
+        outside = [i for i, at in enumerate(inside) if at is None]
+        raw = np.full(len(fit_on), np.nan)
+        results: list[Any] = [None] * len(fit_on)
+        if learned and crossfit and len(outside) < len(fit_on):
+            oof_raw, oof_results, report["crossfit"] = out_of_fold_scores(
+                judge, trainset, optimizer, folds=crossfit, seed=seed, progress=progress, reflection_lm=reflection_lm,
+                **optimizer_options)
+            for i, at in enumerate(inside):
+                if at is not None:
+                    raw[i], results[i] = oof_raw[at], oof_results[at]
+        else:
+            outside = list(range(len(fit_on)))
+        if outside:
+            values, own = judge_scores(result, fit_on.subset(outside), progress=progress,
+                                       desc="scoring the calibration set")
+            raw[outside] = values
+            for i, r in zip(outside, own):
+                results[i] = r
         failed = failed_mask(results)
         if failed.all():
             raise JudgeFailedError(f"fit: the judge failed on all {len(fit_on)} items of the calibration set; "
@@ -363,8 +347,16 @@ def fit(
         cal.fit(raw[~failed], scaled(kept.labels, schema), extra)
         result.calibrator = cal
         result.needs_embeddings = result.needs_embeddings or "embedding_similarity" in cal.features
+        scores = ("out-of-fold scores of the training items" if "crossfit" in report else
+                  "the compiled program's scores of items it learned from" if learned else
+                  "the judge's scores (nothing was learned from the items)")
         report["calibrator"] = {"kind": calibrator, "fitted_on": len(kept), "fitted_on_sets": fit_on.name,
-                                "failed": int(failed.sum()),
+                                "scores": scores, "failed": int(failed.sum()),
                                 "errors": sorted({r["error"] for r, f in zip(results, failed) if f})[:5],
                                 "note": cal.note}
     return result
+
+
+def sample_identity(sample: Any) -> str:
+    """A sample's fields as canonical JSON: the same item in two labelled sets has one identity."""
+    return json.dumps(sample.to_dict(), sort_keys=True, ensure_ascii=False, default=str)

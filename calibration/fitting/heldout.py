@@ -33,10 +33,11 @@ from typing import Any
 import numpy as np
 
 from calibration.agreement.record import CalibrationRun
-from calibration.data.labelled import LabelledSet
+from calibration.data.labelled import LabelledSet, without_shipped_training
 from calibration.fitting.compiled import CompiledJudge
 from calibration.fitting.fit import (
     JudgeFailedError,
+    check_optimizer,
     failed_mask,
     fit,
     judge_scores,
@@ -167,6 +168,7 @@ def compare_on_heldout(
     name: str | None = None,
     n_bootstrap: int = 1000,
     pool: Sequence[LabelledSet] = (),
+    beside: Sequence[Judge] = (),
     **optimizer_options: Any,
 ) -> tuple[dict[str, CompiledJudge], CalibrationRun]:
     """Score ``test`` with the baselines, the shipped judge and, per optimizer, the compiled and the
@@ -174,15 +176,27 @@ def compare_on_heldout(
     every scorer's test scores (agreement computed), the seconds per scorer (``meta["seconds"]``) and the
     LM calls and tokens per model of each LM phase (``meta["usage"]``: the shipped judge on test, each
     fit on train, each compiled judge on test; DSPy-cache hits count as no call). An optimizer that cannot
-    compile this judge (e.g. "labeled" for a multi-step judge) is skipped and its reason kept in
-    ``run.meta["skipped"]``. ``pool``: more labelled sets the calibrator is fitted on together with train.
+    compile this judge (e.g. "labeled" for a multi-step judge), or a set too small for it, is refused
+    (ValueError) before any scoring. ``pool``: more labelled sets the calibrator is fitted on together with
+    train. Items the shipped verifier trained on are left out of train, test and pool, counted in
+    ``run.meta["dropped_trained_on"]``.
     ``run.meta["hard_slice"]`` names the test items the best baseline gets wrong (``hard_slice``);
-    ``run.meta["range_warnings"]`` the calibrator inputs that fall outside the range seen at fit time."""
+    ``run.meta["range_warnings"]`` the calibrator inputs that fall outside the range seen at fit time.
+    ``beside``: other judges scored on the same test items as shipped, one row each (``"beside: <name>"``),
+    for comparison (e.g. the LM judge beside the verifier judge)."""
+    dropped = {}
+    train, dropped["train"] = without_shipped_training(train)
+    test, dropped["test"] = without_shipped_training(test)
+    pool = [without_shipped_training(extra)[0] for extra in pool]
     check_split(train, test, calibrator)
     schema = label_schema(train)
     target = scaled(test.labels, schema)
     shipped = make_judge()
     shipped.validate_dataset(list(train.dataset) + list(test.dataset))  # before any LM call
+    for other in beside:
+        other.validate_dataset(list(test.dataset))
+    for optimizer in optimizers:
+        check_optimizer(shipped, optimizer, train, calibrator=calibrator, seed=seed, **optimizer_options)
     kind = "binary" if schema["kind"] == "binary" else "continuous"
     chosen = applicable_baselines(test) if baselines == "auto" else list(baselines)
     unknown = [b for b in chosen if b not in FEATURES]
@@ -194,7 +208,8 @@ def compare_on_heldout(
     meta: dict[str, Any] = {"train_size": len(train), "test_size": len(test), "seed": seed, "calibrator": calibrator,
                             "label_schema": schema, "optimizers": [_optimizer_label(o) for o in optimizers],
                             "skipped": {}, "calibrator_notes": {}, "demos": {}, "failures": {}, "errors": {},
-                            "calibrator_inputs": {}, "range_warnings": {}}
+                            "calibrator_inputs": {}, "range_warnings": {},
+                            "dropped_trained_on": {k: v for k, v in dropped.items() if v}}
     for feature in chosen:
         start = time.perf_counter()
         scores[f"baseline: {feature.replace('_', ' ')}"] = [float(FEATURES[feature](s)) for s in test.dataset]
@@ -214,6 +229,14 @@ def compare_on_heldout(
     if failed_mask(results).all():
         raise JudgeFailedError(f"the judge as shipped failed on all {len(test)} test items; first error: "
                                f"{results[0]['error']}")
+
+    for other in beside:
+        key = f"beside: {other.name}"
+        start = time.perf_counter()
+        with tracked_usage() as usage[key]:
+            values, other_results = judge_scores(other, test, progress=progress, desc=key)
+        seconds[key] = time.perf_counter() - start
+        _record(scores, meta, key, values, other_results)
 
     compiled_by_optimizer: dict[str, CompiledJudge] = {}
     for optimizer in optimizers:

@@ -147,6 +147,18 @@ def lm_name(lm: Any) -> str:
     return f"{named.__module__}.{named.__qualname__}"
 
 
+def lm_label(lm: Any) -> str | None:
+    """The name an LM argument runs under, without loading it: ``"embedded"`` is the embedded model's name,
+    a ``.gguf`` path ``llamacpp/<stem>``, any other string itself, an object ``lm_name``; None stays None."""
+    if lm is None:
+        return None
+    if isinstance(lm, str):
+        if lm == EMBEDDED:
+            return EMBEDDED_LM_NAME
+        return f"llamacpp/{Path(lm).stem}" if lm.endswith(".gguf") else lm
+    return lm_name(lm)
+
+
 def resolve_lm(lm: Any = None, *, judge: str | None = None) -> Any:
     """Turn a judge's ``lm`` argument into an LM object (see the module docstring). A model string
     becomes one ``ServedLM`` per string and process (limits and retries per endpoint, ``judges.lm.served``);

@@ -22,6 +22,7 @@ import numpy as np
 
 from calibration.agreement.record import CalibrationRun
 from calibration.agreement.report import write_report
+from calibration.data.labelled import without_shipped_training
 from calibration.fitting.compiled import CompiledJudge
 from calibration.fitting.fit import failed_mask, judge_scores, label_schema, scaled
 from calibration.fitting.heldout import applicable_baselines, hard_slice
@@ -54,10 +55,14 @@ from judges_app.tracking import data_hash, log_calibration
 def run(args) -> int:
     data = load_labelled(args.data, label_column=args.label_column, label_kind=args.label_kind,
                          label_range=args.label_range, reference_separator=args.reference_separator)
+    data, dropped = without_shipped_training(data)
+    if dropped:
+        print(f"{args.data}: left out {dropped} items the shipped verifier trained on (it is a judge, a baseline and "
+              f"a calibrator signal here); {len(data)} remain", flush=True)
     if args.limit:
         data = data.subset(range(min(args.limit, len(data))))
     lm = cli_lm(args)
-    judge = build_metric(args.judge, lm=lm)
+    judge = build_metric(args.judge, lm=lm, args=args)
     try:
         judge.validate_dataset(data.dataset)
     except SampleValidationError as err:
@@ -92,7 +97,8 @@ def run(args) -> int:
         scores[key] = [None if f else float(v) for v, f in zip(raw, failed)]
         meta = {"data": args.data, "judge": args.judge, "failures": {key: int(failed.sum())},
                 "errors": {key: sorted({r["error"] for r, f in zip(results, failed) if f})[:5]} if failed.any() else {},
-                "usage": {judge.name: usage}, "seconds_total": time.perf_counter() - start}
+                "usage": {judge.name: usage}, "seconds_total": time.perf_counter() - start,
+                "dropped_trained_on": dropped}
         slice_ = hard_slice(data, data, baselines)
         if slice_:
             meta["hard_slice"] = {**slice_, "note": "baseline cut-offs fitted on this set"}

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from calibration.agreement.report import write_report
-from calibration.data.labelled import balanced_sample, split
-from calibration.fitting.fit import JudgeFailedError
+from calibration.data.labelled import balanced_sample, split, without_shipped_training
+from calibration.fitting.fit import JudgeFailedError, check_optimizer
 from calibration.fitting.heldout import check_split, compare_on_heldout
 from judges.data.samples import SampleValidationError
 from judges.lm.resolve import resolve_lm
@@ -84,36 +84,69 @@ def labelled_data(args):
                          label_range=args.label_range, reference_separator=args.reference_separator)
 
 
-def run(args) -> int:
-    args.optimizer = args.optimizer or ["bootstrap"]
-    data = labelled_data(args)
-    n_train, n_test = args.n_train, args.n_test
+def split_sizes(args, found: int) -> tuple[int, int]:
+    """``--n-train`` / ``--n-test``, checked against the ``found`` labelled items; with ``--from-mlflow`` and
+    neither given, a split that fits what was found (a third held out, at least 2 items each)."""
+    if args.from_mlflow is not None and args.n_train is None and args.n_test is None:
+        n_test = max(2, found // 3)
+        n_train, n_test = found - n_test, n_test
+    else:
+        n_train, n_test = args.n_train or 16, args.n_test or 32
     if n_train < 2 or n_test < 2:
-        raise UsageError("--n-train and --n-test must be at least 2")
-    if n_train + n_test > len(data):
-        raise UsageError(f"{args.data} has {len(data)} labelled items; --n-train {n_train} + --n-test {n_test} is more")
+        raise UsageError(f"{args.data} has {found} labelled items: calibrate needs at least 4 (2 to compile and "
+                         f"calibrate on, 2 to measure on)" if found < 4 else "--n-train and --n-test must be at least 2")
+    if n_train + n_test > found:
+        raise UsageError(f"{args.data} has {found} labelled items; --n-train {n_train} + --n-test {n_test} needs "
+                         f"{n_train + n_test}: give a smaller split, e.g. --n-train {max(2, found - max(2, found // 3))} "
+                         f"--n-test {max(2, found // 3)}")
+    return n_train, n_test
+
+
+def run(args) -> int:
+    spec = judge_spec(args)
+    probe = build_metric(spec)
+    args.optimizer = args.optimizer or (["bootstrap"] if probe.needs_lm else ["none"])
+    optimizers = [None if o == "none" else o for o in args.optimizer]
+    for optimizer in optimizers:  # before any data is read or model loaded
+        try:
+            check_optimizer(probe, optimizer)
+        except ValueError as err:
+            raise UsageError(f"--judge {args.judge}: {err}".replace("fit: optimizer=", "--optimizer ")) from None
+    data = labelled_data(args)
+    data, dropped = without_shipped_training(data)
+    if dropped:
+        print(f"{args.data}: left out {dropped} items the shipped verifier trained on (it is a judge, a baseline and "
+              f"a calibrator signal here); {len(data)} remain", flush=True)
+    n_train, n_test = split_sizes(args, len(data))
     picked = balanced_sample(data, n_train + n_test, seed=args.seed) if data.kind == "binary" else data.subset(
         range(n_train + n_test))
     parts = split(picked, dev=0, test=n_test / len(picked), seed=args.seed)
-    pool = [load_labelled(source, label_column=args.label_column, label_kind=args.label_kind,
-                          reference_separator=args.reference_separator) for source in args.pool or []]
+    pool = [without_shipped_training(load_labelled(source, label_column=args.label_column, label_kind=args.label_kind,
+                                                   reference_separator=args.reference_separator))[0]
+            for source in args.pool or []]
     try:
         check_split(parts.train, parts.test, None if args.calibrator == "none" else args.calibrator)
+        for optimizer in optimizers:
+            check_optimizer(probe, optimizer, parts.train, calibrator=None if args.calibrator == "none" else
+                            args.calibrator, seed=args.seed)
     except ValueError as err:
         raise UsageError(f"{args.data}: {err}") from None
     prices = read_prices(args.prices)  # a bad price file fails now, not after the run
     check_tracking(args)
-    spec = judge_spec(args)
-    probe = build_metric(spec)
-    if not probe.needs_lm:
-        raise UsageError(f"--judge {args.judge}: not an LLM judge; calibrate compiles LLM judges (see `dspy-judges metrics`)")
     try:  # every sample must have what the judge reads: refused now, before any LM work
         probe.validate_dataset(list(picked.dataset) + [sample for extra in pool for sample in extra.dataset])
     except SampleValidationError as err:
         raise UsageError(f"{args.data} cannot be scored by --judge {probe.name}: {err}") from None
-    lm = cli_lm(args) or resolve_lm(None)
+    besides = [build_metric(name) for name in args.beside or []]
+    try:
+        for other in besides:
+            other.validate_dataset(list(parts.test.dataset))
+    except SampleValidationError as err:
+        raise UsageError(f"{args.data} cannot be scored by --beside {err}") from None
+    needs_lm = probe.needs_lm or any(other.needs_lm for other in besides)
+    lm = (cli_lm(args) or resolve_lm(None)) if needs_lm else None
+    beside = [build_metric(name, lm=lm) for name in args.beside or []]
     reflection = resolve_lm(args.reflection_lm) if args.reflection_lm else (lm if "gepa" in args.optimizer else None)
-    optimizers = [None if o == "none" else o for o in args.optimizer]
     try:
         extra = json.loads(args.optimizer_options or "{}")
     except json.JSONDecodeError as err:
@@ -121,12 +154,15 @@ def run(args) -> int:
     if not isinstance(extra, dict):
         raise UsageError(f"--optimizer-options must be a JSON object, got {type(extra).__name__}: {args.optimizer_options}")
     options = {"max_demos": args.max_demos, **extra}
+    if "finetune" in args.optimizer:
+        options.setdefault("out", str(Path(args.out or Path(args.runs_dir) / "calibrate" /
+                                           f"{dataset_name(args.data)}-{probe.name}") / "finetuned-verifier"))
     out = output_folder(args.out or Path(args.runs_dir) / "calibrate" / f"{dataset_name(args.data)}-{probe.name}")
     params = {"data": args.data, "data_hash": data_hash(list(picked.dataset.samples) + list(picked.labels)),
               "judge": probe.name, "judge_params": probe.get_params(), **lm_params(args),
               "optimizers": args.optimizer, "calibrator": args.calibrator, "seed": args.seed,
               "n_train": len(parts.train), "n_test": len(parts.test), "max_demos": args.max_demos,
-              "pool": args.pool or []}
+              "pool": args.pool or [], "dropped_trained_on": dropped}
     print(f"{args.data}: train {len(parts.train)}, test {len(parts.test)} (held out); judge {probe.name}; "
           f"optimizers {args.optimizer}; calibrator {args.calibrator}; seed {args.seed}", flush=True)
     start = time.perf_counter()
@@ -136,12 +172,13 @@ def run(args) -> int:
                 lambda: build_metric(spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
                 calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
                 reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}",
-                n_bootstrap=args.n_bootstrap, pool=pool, **options)
+                n_bootstrap=args.n_bootstrap, pool=pool, beside=beside, **options)
         except JudgeFailedError as err:
             raise CommandFailed(f"{err}. No agreement table: there is nothing to measure.") from None
         except PermanentLMError as err:
             raise CommandFailed(f"stopped: the LM refused a request in a way no retry fixes ({err})") from None
-        run.meta.update(data=args.data, lm=args.lm or "embedded", seconds_total=time.perf_counter() - start)
+        run.meta.update(data=args.data, lm=(args.lm or "embedded") if probe.needs_lm else None,
+                        seconds_total=time.perf_counter() - start)
         if prices is not None:
             for usage in run.meta["usage"].values():
                 usage["cost"] = usage_cost(usage["by_model"], prices)
@@ -208,20 +245,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--assessment", default=None, metavar="NAME", help="with --from-mlflow: the feedback's name")
     p.add_argument("--filter", default=None, metavar="STRING",
                    help="with --from-mlflow: an MLflow trace filter string, e.g. \"tags.split = 'dev'\"")
-    p.add_argument("--judge", default="faithfulness", help="an LLM judge from `dspy-judges metrics` (default faithfulness)")
+    p.add_argument("--judge", default="faithfulness",
+                   help="a judge from `dspy-judges metrics`, LLM or not (default faithfulness); e.g. "
+                        "faithfulness_with_verifier, the offline verifier judge (--optimizer none or finetune)")
     p.add_argument("--judge-params", default=None, help="the judge's constructor parameters as JSON")
+    p.add_argument("--beside", action="append", default=None, metavar="JUDGE",
+                   help="another judge (by name, as --judge) scored as shipped on the same test items, one row of "
+                        "the table, for comparison; repeatable")
     p.add_argument("--label-column", default="label", help="the label column of a file (default: label)")
     add_label_scale_options(p)
     p.add_argument("--optimizer", action="append", choices=OPTIMIZERS, default=None,
-                   help="DSPy optimizer, or memory (the nearest labelled items as demos plus guidelines "
-                        "distilled from people's rationales); repeat to compare several (default: bootstrap)")
+                   help="DSPy optimizer, memory (the nearest labelled items as demos plus guidelines distilled "
+                        "from people's rationales), finetune (the verifier judge's model trained on the labels) or "
+                        "none; repeat to compare several (default: bootstrap for an LLM judge, none otherwise). "
+                        "One that does not fit the judge is refused before any work")
     p.add_argument("--calibrator", default="stacked", choices=("stacked", "platt", "isotonic", "none"))
     p.add_argument("--pool", action="append", default=None, metavar="DATA",
                    help="another labelled set (file or built-in name) the calibrator is fitted on together with "
                         "the train split, repeatable: a calibrator meant to travel between data sets")
-    p.add_argument("--n-train", type=positive_int, default=16,
-                   help="labelled items to compile and calibrate on (default 16)")
-    p.add_argument("--n-test", type=positive_int, default=32, help="held-out items to measure on (default 32)")
+    p.add_argument("--n-train", type=positive_int, default=None,
+                   help="labelled items to compile and calibrate on (default 16; with --from-mlflow, two thirds "
+                        "of what it finds); finetune needs 60 with the stacked calibrator's cross-fitting")
+    p.add_argument("--n-test", type=positive_int, default=None,
+                   help="held-out items to measure on (default 32; with --from-mlflow, a third of what it finds)")
     p.add_argument("--max-demos", type=positive_int, default=3, help="few-shot demos per step (default 3)")
     p.add_argument("--optimizer-options", default=None,
                    help='JSON passed to the optimizers, e.g. {"num_candidates": 2, "num_trials": 3} for mipro, '

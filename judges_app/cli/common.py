@@ -20,7 +20,7 @@ from calibration.data.labelled import LabelledSet
 from calibration.fitting.compiled import CompiledJudge
 from judges.data.dataset import EvaluationDataset
 from judges.lm.files import EMBEDDED
-from judges.lm.resolve import resolve_lm
+from judges.lm.resolve import lm_label, resolve_lm
 from judges.lm.served import ServedLM
 from judges.metrics.base import Metric
 from judges.metrics.catalogue import metric_classes
@@ -124,21 +124,26 @@ def required_params(cls: type) -> list[str]:
             and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
-def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None) -> Metric:
+def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None, args: Any = None) -> Metric:
     """``name`` or ``name:{json constructor params}``, e.g. ``aspect_critic:{"name": "polite", ...}``, or the
     path of a compiled judge saved by ``calibrate`` (``compiled_<judge>_<optimizer>.json``); any of them
     after ``ALIAS=`` runs under that name (two of one kind in one run: ``-m rouge_l=rouge_score``
-    ``-m 'rouge_1=rouge_score:{"rouge_type": "rouge1"}'``)."""
+    ``-m 'rouge_1=rouge_score:{"rouge_type": "rouge1"}'``). With the command's ``args``, a compiled judge is
+    checked against the LM the command runs (``--lm``, default embedded): a warning, or with ``--strict`` a
+    usage error, when it was compiled with another."""
     alias = re.match(r"([A-Za-z0-9_][A-Za-z0-9_.\-]*)=", spec)  # before any ':' or '{': never inside the JSON
     if alias and not Path(spec).is_file():  # a compiled judge's path may hold an '=' of its own
-        metric = build_metric(spec[alias.end():], lm=lm, embeddings=embeddings)
+        metric = build_metric(spec[alias.end():], lm=lm, embeddings=embeddings, args=args)
         try:
             return metric.named(alias.group(1))
         except ValueError as err:
             raise UsageError(str(err)) from None
     if spec.endswith(".json") and Path(spec).is_file():
         try:
-            return CompiledJudge.load(spec, lm=lm, embeddings=embeddings)
+            compiled = CompiledJudge.load(spec, lm=lm, embeddings=embeddings, strict=getattr(args, "strict", False))
+            if args is not None and compiled.needs_lm:
+                compiled.check_lm(lm_label(getattr(args, "lm", None) or EMBEDDED))
+            return compiled
         except ValueError as err:
             raise UsageError(f"{spec}: {err}") from None
     name, _, params_text = spec.partition(":")
@@ -301,6 +306,9 @@ def add_common_options(parser: argparse.ArgumentParser, lm: bool = True) -> None
                             help="requests in flight to the served LM at most (default 16)")
         parser.add_argument("--max-rps", type=positive_number, default=None,
                             help="requests started per second at most (default: no limit)")
+        parser.add_argument("--strict", action="store_true",
+                            help="refuse a compiled judge file compiled and calibrated with another LM than --lm "
+                                 "(default: a warning)")
         parser.add_argument("--response-schema", choices=("json_schema", "json_object"), default=None,
                             help="ask the served LM for the output's JSON schema: json_schema for OpenAI-style "
                                  "servers (vLLM, SGLang ...), json_object for llama.cpp servers (grammar); "

@@ -42,7 +42,7 @@ def run(args) -> int:
         # Ray workers rebuild the LM from a model string or a ServedLM's settings, never from a live object:
         # the metrics are built without one and the run's LM travels on its own.
         lm = lm if isinstance(lm, ServedLM) else args.lm
-    metrics = [build_metric(spec, lm=None if args.backend == "ray" else lm, embeddings=args.embeddings)
+    metrics = [build_metric(spec, lm=None if args.backend == "ray" else lm, embeddings=args.embeddings, args=args)
                for spec in args.metric]
     prices = read_prices(args.prices)
     check_tracking(args)

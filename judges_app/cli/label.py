@@ -224,7 +224,7 @@ def run(args) -> int:
     else:
         pool, trace_ids = load_dataset(args.pool, None, args.reference_separator), None
     lm = cli_lm(args)
-    judge = build_metric(args.compiled or args.judge, lm=lm)
+    judge = build_metric(args.compiled or args.judge, lm=lm, args=args)
     if args.compiled and isinstance(judge, CompiledJudge) and args.judge and judge.judge.name != build_metric(
             args.judge).name:
         raise UsageError(f"--compiled {args.compiled} holds the judge {judge.judge.name}, not {args.judge}")

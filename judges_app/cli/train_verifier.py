@@ -17,18 +17,26 @@ import shutil
 from pathlib import Path
 
 from calibration.verifier.config import PRECISIONS
+from calibration.verifier.mix import begin_pairs
 from calibration.verifier.soup import soup_recipe, train_soup
 from calibration.verifier.training import (
     MANIFEST_NAME,
     TrainConfig,
     train_verifier,
 )
-from judges.lm.verifier.files import SHIPPED_DIR
+from judges.lm.verifier.files import SHIPPED_DIR, SHIPPED_TRAINED_ON, write_trained_on
 from judges_app.cli.common import add_debug_option, positive_int
 
 
 def _last_check(manifest: dict) -> dict:
     return manifest["history"][-1] if manifest.get("history") else {}
+
+
+def install_trained_on(manifest: dict) -> None:
+    """The list of labelled items (BEGIN dev turns) the installed model trained on, so calibration leaves them out."""
+    parts = sorted({part for parent in manifest.get("recipe", {}).get("parents", [manifest.get("recipe", {})])
+                    for part in parent.get("begin_parts", [])})
+    write_trained_on([(p.evidence, p.claim) for p in begin_pairs(parts)], SHIPPED_TRAINED_ON)
 
 
 def run(args) -> int:
@@ -53,6 +61,7 @@ def run(args) -> int:
         SHIPPED_DIR.mkdir(parents=True, exist_ok=True)
         for path in (weights, Path(args.out) / MANIFEST_NAME):
             shutil.copy2(path, SHIPPED_DIR / path.name)
+        install_trained_on(manifest)
         print(f"installed into {SHIPPED_DIR}")
         if args.precision != "float32":
             print(f"note: this model was trained in {args.precision}; the one shipped with the package is float32's "

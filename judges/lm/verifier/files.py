@@ -14,8 +14,10 @@ and naming its "supported" label. Must not score pairs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +27,46 @@ from judges.lm.files import embedded_embedder_path, file_sha256
 SHIPPED_DIR = Path(__file__).resolve().parent / "weights"
 SHIPPED_WEIGHTS = SHIPPED_DIR / "groundedness-minilm.safetensors"
 SHIPPED_MANIFEST = SHIPPED_DIR / "groundedness-minilm.json"
+#: Keys (``pair_key``) of the labelled items the shipped verifier trained on that a user may also calibrate
+#: on (BEGIN dev turns): calibration drops them, since a model measured on its own training items looks better
+#: than it is.
+SHIPPED_TRAINED_ON = SHIPPED_DIR / "groundedness-minilm.trained-on.txt"
 #: The base tensor the shipped file leaves out (taken from the installed base weights as they are).
 FROZEN = ("bert.embeddings.word_embeddings.weight",)
 
 
 class VerifierError(RuntimeError):
     """A verifier's model files are missing, changed, unreadable or not a sequence classifier."""
+
+
+def pair_key(evidence: str, claim: str) -> str:
+    """A short hash of an (evidence, claim) pair, spaces normalised: how the trained-on list names an item
+    without holding its text."""
+    text = " ".join(str(evidence).split()) + "\x00" + " ".join(str(claim).split())
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def sample_key(sample: Any) -> str | None:
+    """``pair_key`` of a sample's retrieved contexts (joined by blank lines) and response; None without both."""
+    contexts, response = getattr(sample, "retrieved_contexts", None), getattr(sample, "response", None)
+    if not contexts or not isinstance(response, str):
+        return None
+    return pair_key("\n\n".join(contexts), response)
+
+
+def write_trained_on(pairs: Any, path: Path) -> Path:
+    """Write the sorted keys of ``pairs`` ((evidence, claim) tuples), one per line."""
+    keys = sorted({pair_key(evidence, claim) for evidence, claim in pairs})
+    path.write_text("".join(key + "\n" for key in keys), encoding="utf-8")
+    return path
+
+
+@lru_cache(maxsize=4)
+def trained_on(path: Path = SHIPPED_TRAINED_ON) -> frozenset[str]:
+    """The keys of the labelled items the shipped verifier trained on (empty when the list is absent)."""
+    if not path.is_file():
+        return frozenset()
+    return frozenset(line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
 def base_classifier(num_labels: int = 1):
