@@ -12,6 +12,9 @@ compare_optimizers.py. Logged to MLflow (one run, metrics stepped by n) and prin
 verifier fine-tuned on the n labels (``fit(optimizer="finetune")``: 25% of them held out inside for early
 stopping, refused below 40 labels or 10 of a label, so those budgets have no row) and Platt scaling of the
 fine-tuned judge's score on the same n. It shows where fine-tuning on a user's own labels starts to pay.
+That Platt fit reads the fine-tuned judge's scores of its own training items (``fit`` cross-fits instead;
+``crossfit_calibrator.py`` measures the difference): its ROC-AUC is unaffected (Platt is monotone), but its
+Brier and balanced accuracy are optimistic.
 
 Which labels? ``--selection random,active`` compares a person labelling in random order with one labelling
 what ``dspy-judges label`` would ask next (``calibration.active``: each method's own calibrator, refitted
@@ -38,7 +41,7 @@ import mlflow
 import numpy as np
 
 from calibration.agreement.stats import agreement
-from calibration.data.labelled import balanced_indices, balanced_sample, split
+from calibration.data.labelled import balanced_indices, balanced_sample, split, without_shipped_training
 from calibration.fitting.active import selection_order
 from calibration.fitting.calibrators import Calibrator
 from calibration.fitting.finetune import finetune_verifier
@@ -82,7 +85,9 @@ def main() -> int:
     if args.finetune and (args.judge != "faithfulness_with_verifier" or args.selection != "balanced"):
         parser.error("--finetune fine-tunes the verifier of --judge faithfulness_with_verifier on balanced draws only")
 
-    data = load_labelled(args.data, label_column="label", label_kind="binary")
+    data, dropped = without_shipped_training(load_labelled(args.data, label_column="label", label_kind="binary"))
+    if dropped:
+        print(f"{args.data}: left out {dropped} items the shipped verifier trained on; {len(data)} remain")
     pool_size = args.pool_size or max(sizes)
     if pool_size < max(sizes):
         parser.error(f"--pool-size {pool_size} is smaller than the largest of --sizes ({max(sizes)})")

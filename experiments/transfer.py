@@ -14,7 +14,8 @@ slice (the test items the best baseline, at its cut-off fitted on train, gets wr
 
   begin           BEGIN dev, all three sources (WoW, CMU-DoG, Topical-Chat): "fully attributable" = 1
   begin-wow       BEGIN dev, Wizard of Wikipedia only
-  begin-cmu-tc    BEGIN dev, CMU-DoG and Topical-Chat
+  begin-cmu-tc    BEGIN dev, CMU-DoG and Topical-Chat (the turns the shipped verifier trained on are left out
+                  of every set, and counted: only the bundled slice's CMU-DoG turns remain here)
   summeval        SummEval consistency, the summary as response and the article as context: 1 when every
                   expert rated it 5 (mean 5.0), else 0
   FILE            a labelled .jsonl / .csv of your own (binary "label")
@@ -33,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration.agreement.record import CalibrationRun
-from calibration.data.labelled import LabelledSet, balanced_indices
+from calibration.data.labelled import LabelledSet, balanced_indices, without_shipped_training
 from calibration.data.loaders import load_begin, load_summeval
 from calibration.fitting.calibrators import Calibrator
 from calibration.fitting.fit import judge_scores
@@ -49,6 +50,14 @@ JUDGE_SIGNALS = ("claim_count", "unsupported_count", "claims_missing_specifics")
 
 
 def load(name: str) -> LabelledSet:
+    """The set, without the items the shipped verifier trained on (a calibrator signal here): says how many."""
+    data, dropped = without_shipped_training(read(name))
+    if dropped:
+        print(f"{name}: left out {dropped} items the shipped verifier trained on; {len(data)} remain", flush=True)
+    return data
+
+
+def read(name: str) -> LabelledSet:
     if Path(name).is_file():  # a labelled file of your own (sample fields + a binary "label")
         return (LabelledSet.from_csv if name.endswith(".csv") else LabelledSet.from_jsonl)(name, name=Path(name).stem)
     if name == "begin":

@@ -263,6 +263,22 @@ def test_calibrate_from_mlflow_then_log_and_score_again(store, tmp_path, capsys)
     assert good and bad and min(good) > max(bad)  # the compiled judge's demos taught it
 
 
+def test_calibrate_from_mlflow_calibrates_the_verifier_judge_on_a_split_that_fits_what_it_found(store, tmp_path,
+                                                                                                 capsys):
+    """A judge without an LM step calibrates from MLflow too (optimizer none by default), and with no --n-train /
+    --n-test the split takes what was found: 21 labelled traces, 14 to train and 7 to test."""
+    experiment("grounded")
+    for question, answer, label in labelled_items(21):
+        traced(question, answer, feedback=bool(label))
+    out = tmp_path / "cal"
+    assert main(["calibrate", "--from-mlflow", "grounded", "--assessment", "good", "--judge",
+                 "faithfulness_with_verifier", "--calibrator", "platt", "--n-bootstrap", "50", "--no-report",
+                 "--no-mlflow", "--out", str(out), "--runs-dir", str(tmp_path / "runs")]) == 0
+    printed = capsys.readouterr().out
+    assert "train 14, test 7 (held out); judge faithfulness_with_verifier; optimizers ['none']" in printed
+    assert (out / "compiled_faithfulness_with_verifier_none.json").is_file()
+
+
 def test_calibrate_from_mlflow_errors_exit_2_and_write_nothing(store, tmp_path, capsys, monkeypatch):
     experiment("wrong")
     for question, answer, label in labelled_items(6):

@@ -47,6 +47,8 @@ def load_begin(parts: Sequence[str] = ("wow", "cmu", "tc"), limit: int | None = 
 
     knowledge -> retrieved_contexts, message -> user_input, response -> response; label 1 for "Fully
     attributable", 0 for "Not fully attributable" and "Generic". Rows in file order, ``limit`` per set.
+    The shipped verifier trained on the CMU-DoG and Topical-Chat turns (all but the bundled slice's):
+    ``fit``, ``compare_on_heldout`` and the CLI leave those out (``without_shipped_training``), and count them.
     """
     samples, labels, meta = [], [], []
     for part in parts:
