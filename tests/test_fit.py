@@ -368,6 +368,7 @@ def test_optimizers_that_do_not_fit_the_judge_are_refused_before_any_work():
         check_optimizer(verifier, "finetune", labelled(56), calibrator="stacked")
     check_optimizer(verifier, "finetune", labelled(56), calibrator=None)
     check_optimizer(verifier, "finetune", labelled(60), calibrator="stacked")
+    check_optimizer(verifier, "finetune", labelled(40), guard=0, calibrator=None)  # a fold's fit: nothing held back
 
 
 def test_items_the_shipped_verifier_trained_on_are_never_used_to_calibrate_or_measure(monkeypatch):

@@ -301,7 +301,7 @@ def fit(
             **{k: v for k, v in optimizer_options.items() if k in FINETUNE_OPTIONS})
     else:
         compiled = compile_judge(judge, compile_on, schema, optimizer, devset=devset, reflection_lm=reflection_lm,
-                             seed=seed, **optimizer_options)
+                                 seed=seed, **optimizer_options)
     if check_set is not None:
         kept, report["guard"] = _guarded(judge, CompiledJudge(compiled, schema=schema, memory=memory), check_set,
                                          schema, keep)
@@ -348,8 +348,9 @@ def fit(
         result.calibrator = cal
         result.needs_embeddings = result.needs_embeddings or "embedding_similarity" in cal.features
         scores = ("out-of-fold scores of the training items" if "crossfit" in report else
-                  "the compiled program's scores of items it learned from" if learned else
-                  "the judge's scores (nothing was learned from the items)")
+                  "the judge's scores (nothing was learned from the items)" if not learned else
+                  "the compiled program's scores of items it learned from" if any(a is not None for a in inside) else
+                  "the compiled program's scores of items it did not learn from")
         report["calibrator"] = {"kind": calibrator, "fitted_on": len(kept), "fitted_on_sets": fit_on.name,
                                 "scores": scores, "failed": int(failed.sum()),
                                 "errors": sorted({r["error"] for r, f in zip(results, failed) if f})[:5],

@@ -25,9 +25,10 @@ OPTIMIZERS = (None, "labeled", "bootstrap", "random_search", "mipro", "simba", "
 LM_OPTIMIZERS = ("bootstrap", "random_search", "mipro", "simba", "gepa", "memory")
 
 
-
 def fitting_optimizers(judge: Any) -> list[str | None]:
-    """The optimizers (``OPTIMIZERS``) that can compile ``judge`` (see the module docstring)."""
+    """The optimizers (``OPTIMIZERS``) that can compile ``judge``: None every judge; the DSPy optimizers and
+    memory a judge with LM steps; "labeled" one whose single step outputs the label; "finetune" a
+    ``FaithfulnessWithVerifier``."""
     names: list[str | None] = [None]
     if getattr(judge, "needs_lm", False):
         if type(judge).label_demo is not Judge.label_demo:
@@ -57,7 +58,8 @@ def check_optimizer(judge: Any, optimizer: Any, trainset: LabelledSet | None = N
     if optimizer != "finetune" or trainset is None:
         return
     need, per_class = options.get("min_labels", MIN_LABELS), options.get("min_per_class", MIN_PER_CLASS)
-    trained = [i for i in range(len(trainset)) if i not in set(held_back(trainset, guard, seed) or [])]
+    held = set((held_back(trainset, guard, seed) if guard > 0 else None) or [])
+    trained = [i for i in range(len(trainset)) if i not in held]
     sets = {"after the guard's held-back share": trained}
     if calibrator is not None and crossfit > 1:
         for k, (rest, _) in enumerate(k_fold_indices(trainset, k=crossfit, seed=seed)):

@@ -89,7 +89,7 @@ def split_sizes(args, found: int) -> tuple[int, int]:
     neither given, a split that fits what was found (a third held out, at least 2 items each)."""
     if args.from_mlflow is not None and args.n_train is None and args.n_test is None:
         n_test = max(2, found // 3)
-        n_train, n_test = found - n_test, n_test
+        n_train = found - n_test
     else:
         n_train, n_test = args.n_train or 16, args.n_test or 32
     if n_train < 2 or n_test < 2:
