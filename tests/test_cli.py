@@ -300,3 +300,88 @@ def test_rationales_are_kept_and_shown_beside_the_judges_reasons(tmp_path, capsy
     assert all(d["rationale"].endswith("is plainly bad") for d in wrong["items"])
     page = (tmp_path / "o" / "report" / "index.html").read_text()
     assert "the person&#x27;s rationale" in page and "is plainly bad" in page
+
+
+# --- the audit's exit codes and paths (issue 59) ---------------------------------------------------------
+def test_evaluate_exit_codes_the_audit_asked_for(tmp_path, capsys):
+    """Two metrics of one name are a usage error (2); a run in which no item of a metric was scored is a failure
+    (1), after its outputs are written."""
+    data = write_jsonl(tmp_path / "d.jsonl", [{"response": f"item {i}: good", "reference": "x"} for i in range(3)])
+    assert main(["evaluate", str(data), "-m", "exact_match", "-m", "exact_match", "--no-mlflow",
+                 "--out", str(tmp_path / "o1")]) == 2
+    assert "two metrics share the name(s) ['exact_match']: give each its own with ALIAS=" in capsys.readouterr().err
+    critic = 'aspect_critic:{"name": "good", "definition": "Is the item good?"}'
+    with dspy.context(lm=failing_lm(lambda response: True)):
+        code = main(["evaluate", str(data), "-m", critic, "-m", "exact_match", "--no-mlflow",
+                     "--out", str(tmp_path / "o2")])
+    assert code == 1 and "no item could be scored by good: every one failed" in capsys.readouterr().err
+    assert (tmp_path / "o2" / "scores.csv").is_file() and (tmp_path / "o2" / "summary.json").is_file()
+
+
+def test_outputs_replace_symlinks_instead_of_writing_through_them(tmp_path):
+    data = write_jsonl(tmp_path / "d.jsonl", [{"response": "a", "reference": "a"}])
+    out, victim = tmp_path / "o", tmp_path / "elsewhere.txt"
+    out.mkdir()
+    victim.write_text("keep me")
+    for name in ("scores.csv", "samples.jsonl", "summary.json"):
+        (out / name).symlink_to(victim)
+    assert main(["evaluate", str(data), "-m", "exact_match", "--no-mlflow", "--out", str(out)]) == 0
+    assert victim.read_text() == "keep me"
+    assert all((out / n).is_file() and not (out / n).is_symlink() for n in ("scores.csv", "samples.jsonl", "summary.json"))
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_paths_that_are_not_files_are_named(tmp_path, capsys):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    zero = tmp_path / "zero.jsonl"
+    zero.symlink_to("/dev/zero")
+    assert main(["evaluate", str(folder), "-m", "exact_match", "--no-mlflow"]) == 2
+    assert f"{folder} is a directory, not a file" in capsys.readouterr().err
+    assert main(["evaluate", str(zero), "-m", "exact_match", "--no-mlflow"]) == 2
+    assert "(a link to /dev/zero) is not a regular file" in capsys.readouterr().err
+    labels = write_jsonl(tmp_path / "l.jsonl", [{"response": "a", "reference": "a", "label": 1}])
+    assert main(["agreement", str(folder), str(labels), "--no-mlflow"]) == 2
+    assert f"{folder} is a directory, not a file: give a compiled judge .json file or a metric name" in \
+        capsys.readouterr().err
+    assert main(["agreement", "exact_match", str(folder), "--no-mlflow"]) == 2
+    assert "is a directory, not a file" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="is a directory, not a compiled judge file"):
+        CompiledJudge.load(folder)
+    binary = tmp_path / "judge.json"
+    binary.write_bytes(bytes(range(256)))
+    with pytest.raises(ValueError, match=r"judge\.json is not text \(a binary file\?\)"):
+        CompiledJudge.load(binary)
+
+
+def test_identical_inputs_with_conflicting_labels_are_reported(tmp_path, capsys):
+    """16 copies of one input, labelled 0 and 1: calibrate says so, and that train and test share it."""
+    data = write_jsonl(tmp_path / "same.jsonl", [{"response": "the same answer", "reference": "the same answer",
+                                                  "label": i % 2} for i in range(16)])
+    assert main(["calibrate", str(data), "--judge", "exact_match", "--calibrator", "platt", "--n-train", "8",
+                 "--n-test", "8", "--no-mlflow", "--no-report", "--n-bootstrap", "20",
+                 "--out", str(tmp_path / "o")]) == 0
+    printed = capsys.readouterr().out
+    assert ("Warning: 1 distinct input(s) appear with conflicting labels (16 items): no judge can agree with both "
+            "labels of one input") in printed
+    assert "Warning: 1 input(s) are in both train and test" in printed
+
+
+def test_a_full_disk_names_the_run_file_it_could_not_write(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from judges.run import run_file
+
+    real_write = run_file.os.write
+
+    def full_for_records(fd, data):  # os.write is the process's: only the run file's record lines fail
+        if b'"sample"' in bytes(data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(run_file.os, "write", full_for_records)
+    data = write_jsonl(tmp_path / "d.jsonl", [{"response": "a", "reference": "a"}])
+    assert main(["evaluate", str(data), "-m", "exact_match", "--no-mlflow", "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "No space left on device: the run file could not take 1 record line(s)" in err
+    assert str(tmp_path / "o" / "run.jsonl") in err

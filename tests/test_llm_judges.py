@@ -190,6 +190,22 @@ def test_sql_equivalence_reports_llm_and_execution_agreement():
     assert result.execution_equivalent is True and result.agree is True
 
 
+def test_sql_over_the_sandboxs_size_limit_is_refused_before_parsing():
+    """A 2 MB query took 10 s and 314 MB to parse in the calling process, outside the sandbox's time limit:
+    SQL over the sandbox's own limit is not parsed, and a candidate over it is not equivalent."""
+    import time
+
+    tables = schema_tables(SCHEMA)
+    huge = "SELECT " + " + ".join(["1"] * 700_000) + " FROM products"
+    start = time.perf_counter()
+    ok, note = execution_equivalence(huge, SUM_SQL, tables)
+    assert ok is False and f"the candidate SQL is {len(huge):,} bytes, over the 100,000-byte limit" in note
+    ok, note = execution_equivalence(SUM_SQL, huge, tables)
+    assert ok is None and note.startswith("the reference SQL is")
+    assert schema_tables([SCHEMA[0] + " " * 200_000]) == {}  # a schema text that size is not parsed either
+    assert time.perf_counter() - start < 5  # a bound, not a benchmark: parsing it took 10 s
+
+
 def test_execution_check_is_read_only_time_limited_and_needs_a_schema():
     tables = schema_tables(SCHEMA)
     assert set(tables) == {"order_items", "products"}

@@ -222,6 +222,8 @@ class CalibrationRun:
         if verifier in reports and overlap in reports:  # what the trained verifier adds over word overlap
             out.append("What the verifier adds over word overlap: " + self._versus(
                 verifier, overlap, stat, n_bootstrap, seed, "token overlap"))
+        for warning in self.meta.get("data_warnings", []):
+            out.append(f"Warning: {warning}")
         for name, shares in self.meta.get("range_warnings", {}).items():
             out.append(f"Warning: {name}: test inputs outside the range its calibrator saw at fit time ("
                        + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()) + "): it extrapolates there.")

@@ -227,10 +227,16 @@ class CompiledJudge(Metric):
 
     @classmethod
     def load(cls, path: str | Path, *, lm: Any = None, embeddings: Any = None, strict: bool = False) -> CompiledJudge:
+        if Path(path).is_dir():
+            raise ValueError(f"{path} is a directory, not a compiled judge file")
+        if Path(path).exists() and not Path(path).is_file():
+            raise ValueError(f"{path} is not a regular file (a device, pipe or socket), not a compiled judge file")
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
             raise ValueError(f"{path} is not valid JSON: {err.msg}") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{path} is not text (a binary file?), not a compiled judge file") from None
         except RecursionError:
             raise ValueError(f"{path} is nested too deeply to be a compiled judge file") from None
         return cls.from_dict(data, lm=lm, embeddings=embeddings, strict=strict)

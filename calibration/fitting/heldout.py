@@ -42,6 +42,7 @@ from calibration.fitting.fit import (
     fit,
     judge_scores,
     label_schema,
+    sample_identity,
     scaled,
 )
 from calibration.fitting.signals import FEATURES, SAMPLE_SIGNALS, feature_matrix
@@ -122,6 +123,27 @@ def check_split(train: LabelledSet, test: LabelledSet, calibrator: str | None) -
                          "value; use a larger or balanced test split")
     if calibrator is not None and len(set(train.labels)) < 2:
         raise ValueError(f"every train label is {train.labels[0]}: a calibrator cannot be fitted on one label value")
+
+
+def data_warnings(train: LabelledSet, test: LabelledSet) -> list[str]:
+    """What in the labelled items undermines a measurement: identical inputs labelled differently (within
+    train + test), and items in both train and test."""
+    labels: dict[str, set] = {}
+    for part in (train, test):
+        for sample, label in zip(part.dataset, part.labels):
+            labels.setdefault(sample_identity(sample), set()).add(label)
+    conflicting = [key for key, values in labels.items() if len(values) > 1]
+    warnings = []
+    if conflicting:
+        conflicted = set(conflicting)
+        items = sum(1 for part in (train, test) for s in part.dataset if sample_identity(s) in conflicted)
+        warnings.append(f"{len(conflicting)} distinct input(s) appear with conflicting labels ({items} items): no "
+                        "judge can agree with both labels of one input")
+    shared = {sample_identity(s) for s in train.dataset} & {sample_identity(s) for s in test.dataset}
+    if shared:
+        warnings.append(f"{len(shared)} input(s) are in both train and test: the test part is not held out for "
+                        "them, and agreement there is optimistic")
+    return warnings
 
 
 def disagreements(test: LabelledSet, target: np.ndarray, scorer: str, judge: Any, results: Sequence[Any],
@@ -209,7 +231,8 @@ def compare_on_heldout(
                             "label_schema": schema, "optimizers": [_optimizer_label(o) for o in optimizers],
                             "skipped": {}, "calibrator_notes": {}, "demos": {}, "failures": {}, "errors": {},
                             "calibrator_inputs": {}, "range_warnings": {},
-                            "dropped_trained_on": {k: v for k, v in dropped.items() if v}}
+                            "dropped_trained_on": {k: v for k, v in dropped.items() if v},
+                            "data_warnings": data_warnings(train, test)}
     for feature in chosen:
         start = time.perf_counter()
         scores[f"baseline: {feature.replace('_', ' ')}"] = [float(FEATURES[feature](s)) for s in test.dataset]

@@ -263,8 +263,13 @@ class RunFile:
             raise ValueError(f"{self.path}: the run file is closed")
         data = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in lines).encode("utf-8")
         view = memoryview(data)
-        while view:  # a regular file takes it in one write; a short write is finished, never dropped
-            view = view[os.write(self._fd, view):]
+        try:
+            while view:  # a regular file takes it in one write; a short write is finished, never dropped
+                view = view[os.write(self._fd, view):]
+        except OSError as err:  # a full disk, a quota: say which file, and what was not written
+            kinds = sorted({"LM call" if "call" in line else "record" for line in lines})
+            raise OSError(err.errno, f"{err.strerror}: the run file could not take {len(lines)} "
+                                     f"{' and '.join(kinds)} line(s)", str(self.path)) from err
 
     def close(self) -> None:
         if self._fd is not None:

@@ -138,6 +138,8 @@ def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None, args: Any
             return metric.named(alias.group(1))
         except ValueError as err:
             raise UsageError(str(err)) from None
+    if spec.partition(":")[0] not in metric_classes() and path_problem(spec):  # a directory, a device ...
+        raise UsageError(f"{path_problem(spec)}: give a compiled judge .json file or a metric name")
     if spec.endswith(".json") and Path(spec).is_file():
         try:
             compiled = CompiledJudge.load(spec, lm=lm, embeddings=embeddings, strict=getattr(args, "strict", False))
@@ -174,8 +176,23 @@ def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None, args: Any
 # ------------------------------------------------------------------------------------------------
 # Data
 # ------------------------------------------------------------------------------------------------
+def path_problem(path: str | Path) -> str | None:
+    """What keeps ``path`` from being read as a file, in words (None: a regular file, or nothing there)."""
+    file = Path(path)
+    if not file.exists():
+        return None
+    if file.is_dir():
+        return f"{path} is a directory, not a file"
+    if not file.is_file():
+        target = f" (a link to {os.path.realpath(file)})" if file.is_symlink() else ""
+        return f"{path}{target} is not a regular file (a device, pipe or socket)"
+    return None
+
+
 def load_dataset(path: str, limit: int | None, reference_separator: str | None = None) -> EvaluationDataset:
     file = Path(path)
+    if path_problem(file):
+        raise UsageError(path_problem(file))
     if not file.is_file():
         raise UsageError(f"dataset file not found: {path}")
     loaders = {".jsonl": EvaluationDataset.from_jsonl, ".csv": EvaluationDataset.from_csv}
@@ -200,6 +217,8 @@ def load_labelled(source: str, *, label_column: str, label_kind: str,
         except FileNotFoundError as err:
             raise UsageError(f"{source}: {err}") from None
     file = Path(source)
+    if path_problem(file):
+        raise UsageError(path_problem(file))
     if not file.is_file():
         raise UsageError(f"{source!r} is neither a labelled file (.jsonl/.csv) nor one of {list(BUILTIN_LOADERS)}")
     loaders = {".jsonl": LabelledSet.from_jsonl, ".csv": LabelledSet.from_csv}

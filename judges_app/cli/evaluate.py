@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,11 @@ def run(args) -> int:
         lm = lm if isinstance(lm, ServedLM) else args.lm
     metrics = [build_metric(spec, lm=None if args.backend == "ray" else lm, embeddings=args.embeddings, args=args)
                for spec in args.metric]
+    names = [m.name for m in metrics]
+    same = sorted({n for n in names if names.count(n) > 1})
+    if same:
+        raise UsageError(f"two metrics share the name(s) {same}: give each its own with ALIAS=, e.g. "
+                         f"-m {same[0]}_2={same[0]}")
     prices = read_prices(args.prices)
     check_tracking(args)
     out = Path(args.out or Path(args.runs_dir) / "evaluate" / Path(args.data).stem)
@@ -70,10 +76,10 @@ def run(args) -> int:
             if "backend='ray'" in str(err):
                 raise UsageError(str(err)) from None
             raise
-        result.to_jsonl(out / "samples.jsonl")
-        result.to_csv(out / "scores.csv")
         summary = result.summary()
-        (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        write_replacing(out / "samples.jsonl", result.to_jsonl)
+        write_replacing(out / "scores.csv", result.to_csv)
+        write_replacing(out / "summary.json", lambda path: Path(path).write_text(json.dumps(summary, indent=1)))
         print_summary(summary, result.failures)
         print(f"\nwrote {out}/samples.jsonl (every score with its intermediates), scores.csv, summary.json; "
               f"run file {run_file} (rerun to resume)")
@@ -81,7 +87,23 @@ def run(args) -> int:
     if logging_failed:
         raise CommandFailed(logging_failed)
     mlflow_note(args)
+    unscored = [name for name, s in summary.items() if name != "_overall" and s["scored"] == 0 and s["failures"]]
+    if unscored:
+        raise CommandFailed(f"no item could be scored by {', '.join(unscored)}: every one failed (see the failures "
+                            f"above); the outputs were written, but this run measured nothing with "
+                            f"{'it' if len(unscored) == 1 else 'them'}")
     return 0
+
+
+def write_replacing(path: Path, write) -> None:
+    """``write(a new file beside path)``, then rename it onto ``path``: the output replaces whatever stood
+    there, a symlink included, and never writes through one into a file elsewhere."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def print_summary(summary: dict[str, dict[str, Any]], failures) -> None:

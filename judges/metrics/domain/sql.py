@@ -20,6 +20,11 @@ from typing import Any, ClassVar
 import dspy
 
 from judges.metrics.base import Judge
+from judges.metrics.domain.sql_sandbox import SQLITE_LIMITS
+
+#: The longest SQL text (bytes) parsed here: the sandbox's own limit, so nothing is parsed that it would not
+#: run. Parsing happens in the calling process, outside the sandbox's time limit.
+MAX_SQL_BYTES = SQLITE_LIMITS["SQLITE_LIMIT_SQL_LENGTH"]
 
 
 class JudgeSQLEquivalence(dspy.Signature):
@@ -45,6 +50,8 @@ def schema_tables(schema_texts: list[str]) -> dict[str, list[tuple[str, str, boo
 
     tables: dict[str, list[tuple[str, str, bool]]] = {}
     for text in schema_texts:
+        if len(text.encode("utf-8")) > MAX_SQL_BYTES:  # not parsed: see MAX_SQL_BYTES
+            continue
         statements = []
         try:
             statements = [s for s in sqlglot.parse(text) if isinstance(s, exp.Create)]
@@ -137,6 +144,10 @@ def _one_statement(sql: str, dialect: str | None, which: str) -> tuple[str | Non
     (``SELECT ...; DROP TABLE t`` would otherwise be judged on its first statement only)."""
     import sqlglot
 
+    size = len(sql.encode("utf-8"))
+    if size > MAX_SQL_BYTES:
+        return None, (f"the {which} SQL is {size:,} bytes, over the {MAX_SQL_BYTES:,}-byte limit the sandbox runs "
+                      f"(sql_sandbox.SQLITE_LIMITS): not parsed")
     try:
         statements = [s for s in sqlglot.transpile(sql, read=dialect, write="sqlite") if s.strip()]
     except sqlglot.errors.ParseError as err:
@@ -180,7 +191,7 @@ def execution_equivalence(
         return None, why
     candidate, why = _one_statement(candidate_sql, dialect, "candidate")
     if candidate is None:
-        return (None, why) if why.startswith("could not parse") else (False, why)
+        return (None, why) if why.startswith("could not parse") else (False, why)  # over a limit: not equivalent
     ordered = sqlglot.parse_one(reference, read="sqlite").args.get("order") is not None
     return _run_sandboxed({"reference": reference, "candidate": candidate, "ordered": ordered,
                            "tables": {name: [list(c) for c in columns] for name, columns in tables.items()},
