@@ -385,3 +385,23 @@ def test_a_full_disk_names_the_run_file_it_could_not_write(tmp_path, capsys, mon
     err = capsys.readouterr().err
     assert "No space left on device: the run file could not take 1 record line(s)" in err
     assert str(tmp_path / "o" / "run.jsonl") in err
+
+
+def test_sigterm_stops_a_command_as_ctrl_c_does_and_the_handler_is_restored(monkeypatch, capsys):
+    import os
+    import signal
+    import time
+
+    import judges_app.cli.metrics as metrics_command
+
+    def killed(args):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # interrupted long before
+        return 0
+
+    monkeypatch.setattr(metrics_command, "run", killed)
+    before = signal.getsignal(signal.SIGTERM)
+    start = time.monotonic()
+    assert main(["metrics"]) == 130 and time.monotonic() - start < 4
+    assert "interrupted" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -373,3 +373,35 @@ def test_each_record_reaches_the_run_file_when_its_item_finishes_not_when_its_ch
     worker.join()
     assert len(read_run_records(run)[1]) == 100
     assert {1, 2, 3} & seen and len(seen & set(range(1, 12))) >= 5, sorted(seen)[:20]
+
+
+def test_an_lm_call_answered_while_ctrl_c_stops_the_run_is_recorded_and_counted_on_resume(tmp_path):
+    """Audit: SIGINT during a run over an LM, the call in flight answered after it: the run waits (bounded) for
+    the item, writes its call and record, then stops; the resumed run redoes nothing and counts every call."""
+    import threading
+
+    started, release, calls = threading.Event(), threading.Event(), []
+
+    def respond(prompt):
+        calls.append(prompt)
+        if len(calls) == 3:  # the call in flight at the interrupt
+            started.set()
+            assert release.wait(10)
+        return {"polite": "True"}
+
+    def interrupt():
+        assert started.wait(10)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.3)
+        release.set()  # the LM answers after the interrupt
+
+    run = tmp_path / "run.jsonl"
+    data = EvaluationDataset(rows(6))
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(data, [PolitenessJudge(lm=scripted_lm(respond))], run_file=run, num_threads=1, progress=False)
+    header, records = read_run_records(run)
+    assert len(calls) == 3 and sorted(r["sample"] for r in records) == [0, 1, 2]  # the one in flight too
+    resumed = evaluate(data, [PolitenessJudge(lm=scripted_lm(respond))], run_file=run, progress=False)
+    summary = resumed.summary()["politeness_judge"]
+    assert len(calls) == 6 and summary["lm_calls"] == 6 and not summary.get("unrecorded_calls")

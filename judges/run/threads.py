@@ -25,6 +25,7 @@ import contextlib
 import contextvars
 import itertools
 import queue
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -39,6 +40,9 @@ from judges.run.records import failure_record, timeout_error
 #: Most items of metrics without an LM in one unit of work (their records reach the driver together).
 MAX_CHUNK = 256
 _EXITED = object()  # a worker's last message
+#: Seconds an interrupted run (Ctrl-C, SIGTERM under the CLI) waits for the items in flight, so that LM calls
+#: answered while stopping are written with their records; a second interrupt stops the wait.
+INTERRUPT_GRACE = 30.0
 
 
 class ThreadBackend(Backend):
@@ -171,21 +175,51 @@ class _Pool:
 
     # --- the driver -------------------------------------------------------------------------------
     def drive(self) -> str | None:
-        live = min(self.backend.settings.num_threads, self.work.qsize())
-        for _ in range(live):
-            self.start_worker()
+        self.live = 0
+        try:
+            for _ in range(min(self.backend.settings.num_threads, self.work.qsize())):
+                self.start_worker()
+                self.live += 1
+            return self.drive_until_done()
+        except KeyboardInterrupt:
+            self.stopping.set()  # no new item starts
+            self.drain(INTERRUPT_GRACE)
+            raise
+
+    def drain(self, grace: float) -> None:
+        """After an interrupt: write the calls and records of the items in flight as they finish, for at most
+        ``grace`` seconds (a second interrupt ends the wait)."""
+        if self.live <= 0:
+            return
+        sys.stderr.write(f"stopping: waiting up to {grace:.0f} s for the items in flight, so their LM calls are "
+                         "recorded (interrupt again to stop now)\n")
+        deadline = time.monotonic() + grace
+        while self.live > 0 and time.monotonic() < deadline:
+            try:
+                message = self.results.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if message is _EXITED:
+                self.live -= 1
+            elif isinstance(message, _Call):
+                if self.on_calls is not None:
+                    self.on_calls([message.call])
+            elif isinstance(message, dict):
+                self.on_records([message])
+
+    def drive_until_done(self) -> str | None:
         refused: PermanentLMError | None = None
-        while live > 0:
+        while self.live > 0:
             batch: list[dict[str, Any]] = []
             calls: list[dict[str, Any]] = []
             try:
-                message = self.results.get(timeout=0.2) if self.watch else self.results.get()
+                message = self.results.get(timeout=0.2)  # a timed wait lets an interrupt in at once
             except queue.Empty:
                 message = None
             failed: BaseException | None = None
             while message is not None:
                 if message is _EXITED:
-                    live -= 1
+                    self.live -= 1
                 elif isinstance(message, _Call):
                     calls.append(message.call)
                 elif isinstance(message, PermanentLMError):

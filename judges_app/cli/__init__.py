@@ -20,7 +20,9 @@ Must not hold a command's logic: each command has its module.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from judges_app.cli import (
@@ -49,8 +51,15 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def _terminated(signum, frame) -> None:
+    """SIGTERM stops a command as Ctrl-C does: the run waits for the items in flight and records their calls."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if in_main_thread else None
     try:
         return args.run(args)
     except UsageError as err:
@@ -68,3 +77,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dspy-judges {args.command}: failed: {type(err).__name__}: {err} (rerun with --debug for the traceback)",
               file=sys.stderr)
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
