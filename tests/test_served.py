@@ -47,6 +47,13 @@ def critic(lm):
     return AspectCritic(name="good", definition="Is it good?", lm=lm)
 
 
+def request(text):
+    """A call in DSPy's request API (``dspy.lm15``), the one DSPy 3.5 keeps, not ``messages=`` dictionaries."""
+    from dspy.lm15 import Message, Request
+
+    return Request(model="openai/mock", messages=(Message.user(text),))
+
+
 def items(n):
     return EvaluationDataset([{"response": f"answer number {i}"} for i in range(n)])
 
@@ -174,8 +181,24 @@ def test_a_permanent_refusal_stops_the_run_with_one_message_and_a_rerun_resumes(
     assert result.failures == [] and len(result.records) == 30
     with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=0.0, schedule={1: "bad_request"}) as proxy:
         with pytest.raises(PermanentLMError, match="LMInvalidRequestError"):
-            served(proxy.url)(messages=[{"role": "user", "content": "hi"}])
+            served(proxy.url)(request("hi"))
         assert proxy.counts["requests"] == 1  # not retried
+
+
+def test_a_served_lm_answers_dspys_request_api_without_the_deprecated_messages_argument():
+    """What keeps working across DSPy 3.4 and 3.5: a Request in, an lm15.Response out, no DeprecationWarning
+    from DSPy about messages=; a plain prompt string too. (DSPy 3.5 is not on this machine's package index, so
+    this is checked on 3.4's API only.)"""
+    import warnings
+
+    with MockOpenAI(latency=0.0) as mock:
+        lm = served(mock.url)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            response = lm(request("hi"))
+            assert isinstance(response.text, str) and response.text
+            assert isinstance(lm("hi")[0], (str, dict))
+            assert critic(lm).score({"response": "fine"}).score in (0.0, 1.0)  # DSPy's adapter path, unwarned
 
 
 def test_max_concurrency_and_max_rps_hold_per_endpoint():
@@ -199,7 +222,7 @@ def test_an_empty_completion_is_retried_without_dspys_cache():
         assert lm.limits.stats["failed.EmptyCompletionError"] == 1
     with MockOpenAI(latency=0.0) as mock, FaultProxy(mock.url, rate=1.0, kinds=("empty_completion",)) as proxy:
         with pytest.raises((EmptyCompletionError, RetryBudgetExhausted)):
-            served(proxy.url, retries=2)(messages=[{"role": "user", "content": "hi"}])
+            served(proxy.url, retries=2)(request("hi"))
 
 
 def test_sigkill_mid_run_then_rerun_gives_the_table_of_an_uninterrupted_run(tmp_path):

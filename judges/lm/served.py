@@ -152,6 +152,10 @@ def forget_endpoint_limits() -> None:
 
 
 def _empty(outputs: Any) -> bool:
+    """An answer without text or tool calls: DSPy's list of outputs, or an ``lm15.Response`` (a Request call)."""
+    if hasattr(outputs, "finish_reason") and hasattr(outputs, "text"):  # lm15.Response
+        text = outputs.text
+        return isinstance(text, str) and not text.strip() and not getattr(outputs, "tool_calls", None)
     if not isinstance(outputs, list) or not outputs:
         return False
     texts = [o.get("text") if isinstance(o, dict) else o for o in outputs]
@@ -270,6 +274,11 @@ class ServedLM(dspy.LM):
         return wait
 
     def __call__(self, prompt=None, *, messages=None, **kwargs):
+        """DSPy's call, with limits and retries: a prompt string, a ``dspy.lm15.Request`` (DSPy's request API,
+        what DSPy 3.5 keeps), or the ``messages=`` DSPy 3.4's adapters still pass (forwarded only when given, so
+        a DSPy without that argument is never sent it)."""
+        if messages is not None:
+            kwargs["messages"] = messages
         if "response_format" in kwargs:
             kwargs["response_format"] = self._response_format(kwargs["response_format"])
         limit = kwargs.get("max_tokens", self.kwargs.get("max_tokens"))
@@ -283,7 +292,7 @@ class ServedLM(dspy.LM):
             limits.acquire()
             try:
                 limits.count("attempts")
-                outputs = super().__call__(prompt, messages=messages, **kwargs)
+                outputs = super().__call__(prompt, **kwargs)
                 error: BaseException | None = None
                 if _empty(outputs):
                     error = EmptyCompletionError(f"[{self.model}] the LM answered with an empty completion")
@@ -312,4 +321,6 @@ class ServedLM(dspy.LM):
             attempt += 1
 
     async def acall(self, prompt=None, *, messages=None, **kwargs):
-        return await asyncio.to_thread(self.__call__, prompt, messages=messages, **kwargs)
+        if messages is not None:
+            kwargs["messages"] = messages
+        return await asyncio.to_thread(self.__call__, prompt, **kwargs)
