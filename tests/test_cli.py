@@ -329,6 +329,16 @@ def test_outputs_replace_symlinks_instead_of_writing_through_them(tmp_path):
     assert victim.read_text() == "keep me"
     assert all((out / n).is_file() and not (out / n).is_symlink() for n in ("scores.csv", "samples.jsonl", "summary.json"))
     assert not list(out.glob(".*.tmp"))
+    labels = write_jsonl(tmp_path / "l.jsonl", [{"response": f"r {i}", "reference": f"r {i % 3}", "label": i % 2}
+                                                for i in range(8)])
+    cal = tmp_path / "cal"
+    (cal / "report").mkdir(parents=True)
+    written = ("calibration_run.json", "compiled_exact_match_none.json", "report/index.html", "report/reliability.png")
+    for name in written:
+        (cal / name).symlink_to(victim)
+    assert main(["calibrate", str(labels), "--judge", "exact_match", "--calibrator", "platt", "--n-train", "4",
+                 "--n-test", "4", "--no-mlflow", "--n-bootstrap", "20", "--out", str(cal)]) == 0
+    assert victim.read_text() == "keep me" and not any((cal / n).is_symlink() for n in written)
 
 
 def test_paths_that_are_not_files_are_named(tmp_path, capsys):

@@ -28,6 +28,7 @@ from calibration.agreement.stats import (
     AgreementReport,
     expected_calibration_error,
 )
+from judges.run.records import write_replacing
 
 #: Statistics whose value for a scorer that knows nothing is 0.5 (drawn as a "chance" line).
 CHANCE_AT_HALF = ("roc_auc", "balanced_accuracy")
@@ -44,7 +45,8 @@ def _palette(names: Sequence[str]) -> dict[str, Any]:
 
 def _finish(fig: Figure, path: str | Path | None) -> Figure:
     if path is not None:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        kind = Path(path).suffix.lstrip(".") or "png"
+        write_replacing(path, lambda file: fig.savefig(file, dpi=120, bbox_inches="tight", format=kind))
     return fig
 
 

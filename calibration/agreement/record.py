@@ -28,6 +28,7 @@ from calibration.agreement.stats import (
     compare,
     undefined_agreement,
 )
+from judges.run.records import write_replacing
 
 FORMAT = "dspy-judges/calibration-run"
 FORMAT_VERSION = 1
@@ -277,8 +278,8 @@ class CalibrationRun:
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1, default=str), encoding="utf-8")
-        return path
+        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1, default=str)
+        return write_replacing(path, lambda file: file.write_text(text, encoding="utf-8"))
 
     @classmethod
     def load(cls, path: str | Path) -> CalibrationRun:

@@ -38,6 +38,7 @@ from calibration.agreement.record import (
     num,
 )
 from calibration.agreement.stats import LOWER_IS_BETTER
+from judges.run.records import write_replacing
 from judges.run.result import EvaluationResult
 from judges.run.run_file import read_run_calls, read_run_records
 from judges.run.usage import unrecorded_usage
@@ -302,6 +303,4 @@ def write_report(source, out_dir: str | Path, *, title: str | None = None, n_boo
     else:
         raise TypeError(f"write_report: expected a path, CalibrationRun or EvaluationResult, "
                         f"got {type(source).__name__}")
-    index = out / "index.html"
-    index.write_text(page, encoding="utf-8")
-    return index
+    return write_replacing(out / "index.html", lambda file: file.write_text(page, encoding="utf-8"))

@@ -33,7 +33,7 @@ from judges.lm.embeddings import embedder_identity
 from judges.lm.resolve import lm_label, lm_name, resolve_lm
 from judges.metrics.base import Judge, Metric
 from judges.metrics.catalogue import class_names
-from judges.run.records import jsonable
+from judges.run.records import jsonable, write_replacing
 
 FORMAT = "dspy-judges/compiled-judge"
 FORMAT_VERSION = 1
@@ -183,9 +183,8 @@ class CompiledJudge(Metric):
         return body
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
-        return path
+        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1)
+        return write_replacing(path, lambda file: file.write_text(text, encoding="utf-8"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, lm: Any = None, embeddings: Any = None,

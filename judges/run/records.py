@@ -16,7 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -157,3 +160,16 @@ def failure_record(index: int, key: str, metric_name: str, error: str, latency_s
 
 def timeout_error(timeout: float, how: str = "the call was abandoned") -> str:
     return f"TimeoutError: no result after {timeout} s ({how})"
+
+
+def write_replacing(path: str | Path, write: Callable[[Path], Any]) -> Path:
+    """``write(a new file beside path)``, then rename it onto ``path``: an output replaces whatever stood there,
+    a symlink included, and is never written through one into a file elsewhere (nor left half-written)."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return path

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from judges.lm.served import ServedLM
 from judges.run.evaluate import BACKENDS, ON_DEGRADED, DatasetValidationError, evaluate
+from judges.run.records import write_replacing
 from judges.run.result import RunStopped
 from judges_app.cli.common import (
     CommandFailed,
@@ -93,17 +93,6 @@ def run(args) -> int:
                             f"above); the outputs were written, but this run measured nothing with "
                             f"{'it' if len(unscored) == 1 else 'them'}")
     return 0
-
-
-def write_replacing(path: Path, write) -> None:
-    """``write(a new file beside path)``, then rename it onto ``path``: the output replaces whatever stood
-    there, a symlink included, and never writes through one into a file elsewhere."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def print_summary(summary: dict[str, dict[str, Any]], failures) -> None:
