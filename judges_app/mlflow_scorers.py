@@ -69,7 +69,6 @@ CALIBRATED, COMPILED, ALIGNED = "_calibrated", "_compiled", "_aligned"
 SOURCE_PREFIX = "dspy-judges:"
 #: Digits a Feedback's ``value`` keeps (``metadata["raw_value"]`` keeps them all).
 VALUE_DIGITS = 3
-#: Calibrator features that embed with the run's embedder (``calibration.fitting.signals``).
 
 
 class MlflowFieldError(ValueError):
@@ -308,10 +307,9 @@ def _error_feedback(name: str, source: AssessmentSource, code: str, message: str
 
 
 def rationale_of(metric: Metric, result: Any) -> str:
-    """What decided the score: the metric's explanation; for a ``CompiledJudge`` its ``feedback`` (the
-    calibrated value, the calibrator, the judge's own score and its own words on that raw score), undefined
-    results included (``explain`` would put the calibrated value beside the judge's reason alone)."""
-    return metric.feedback(result) if isinstance(metric, CompiledJudge) else metric.explain(result)
+    """What decided the score: the metric's explanation (a ``CompiledJudge``'s names the calibrated value, the
+    calibrator, and the judge's own score and words on that raw score, undefined results included)."""
+    return metric.explain(result)
 
 
 def score_as_feedback(metric: Metric, *, inputs: Any = None, outputs: Any = None, expectations: Any = None,
