@@ -375,12 +375,19 @@ def test_each_record_reaches_the_run_file_when_its_item_finishes_not_when_its_ch
     assert {1, 2, 3} & seen and len(seen & set(range(1, 12))) >= 5, sorted(seen)[:20]
 
 
-def test_an_lm_call_answered_while_ctrl_c_stops_the_run_is_recorded_and_counted_on_resume(tmp_path):
+def test_an_lm_call_answered_while_ctrl_c_stops_the_run_is_recorded_and_counted_on_resume(tmp_path, monkeypatch):
     """Audit: SIGINT during a run over an LM, the call in flight answered after it: the run waits (bounded) for
     the item, writes its call and record, then stops; the resumed run redoes nothing and counts every call."""
     import threading
 
-    started, release, calls = threading.Event(), threading.Event(), []
+    import judges.run.threads as threads
+
+    started, release, draining, calls = threading.Event(), threading.Event(), threading.Event(), []
+    drain = threads._Pool.drain
+
+    def noticed(pool, grace):  # the driver has taken the interrupt: only now does the LM answer
+        draining.set()
+        return drain(pool, grace)
 
     def respond(prompt):
         calls.append(prompt)
@@ -392,11 +399,12 @@ def test_an_lm_call_answered_while_ctrl_c_stops_the_run_is_recorded_and_counted_
     def interrupt():
         assert started.wait(10)
         os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(0.3)
+        draining.wait(10)
         release.set()  # the LM answers after the interrupt
 
     run = tmp_path / "run.jsonl"
     data = EvaluationDataset(rows(6))
+    monkeypatch.setattr(threads._Pool, "drain", noticed)
     threading.Thread(target=interrupt, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         evaluate(data, [PolitenessJudge(lm=scripted_lm(respond))], run_file=run, num_threads=1, progress=False)

@@ -706,8 +706,11 @@ def test_finetune_refuses_too_few_labels_and_fits_otherwise(tmp_path):
     from calibration.fitting.finetune import finetune_verifier
     from calibration.fitting.fit import fit
 
-    with pytest.raises(ValueError, match=r"30 labels \(6 supported, 24 not\) are too few"):
+    with pytest.raises(ValueError, match=r"trains on 30 of the 30 labelled items \(no guard: all of them\) \(6 of the "
+                                         r"rarer label\); it needs 40 \(10 of each label\)"):
         fit(FaithfulnessWithVerifier(), labelled(30, 6), optimizer="finetune", calibrator=None, guard=0)
+    with pytest.raises(ValueError, match=r"30 labels \(6 supported, 24 not\) are too few"):  # finetune's own check
+        finetune_verifier(FaithfulnessWithVerifier(), labelled(30, 6), np.asarray(labelled(30, 6).labels, float))
     with pytest.raises(ValueError, match="has none"):
         finetune_verifier(SimpleMetricStandIn(), labelled(40, 20), np.zeros(40))
     data = labelled(40, 20)

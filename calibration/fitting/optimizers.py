@@ -60,7 +60,7 @@ def check_optimizer(judge: Any, optimizer: Any, trainset: LabelledSet | None = N
     need, per_class = options.get("min_labels", MIN_LABELS), options.get("min_per_class", MIN_PER_CLASS)
     held = set((held_back(trainset, guard, seed) if guard > 0 else None) or [])
     trained = [i for i in range(len(trainset)) if i not in held]
-    sets = {"after the guard's held-back share": trained}
+    sets = {"after the guard's held-back share" if held else "(no guard: all of them)": trained}
     if calibrator is not None and crossfit > 1:
         for k, (rest, _) in enumerate(k_fold_indices(trainset, k=crossfit, seed=seed)):
             sets[f"in cross-fitting fold {k + 1} of {crossfit}"] = rest

@@ -25,6 +25,7 @@ import contextlib
 import contextvars
 import itertools
 import queue
+import signal
 import sys
 import threading
 import time
@@ -123,6 +124,8 @@ class _Pool:
         self.running: dict[int, tuple[Item, float]] = {}  # token -> (item, when it started), watched items
         self.abandoned: set[int] = set()
         self.tokens = itertools.count()
+        self.pending_calls: list[dict[str, Any]] = []  # taken from ``results``, not yet written
+        self.pending_records: list[dict[str, Any]] = []
 
     # --- workers ----------------------------------------------------------------------------------
     def post(self, record: dict[str, Any]) -> None:
@@ -176,19 +179,52 @@ class _Pool:
     # --- the driver -------------------------------------------------------------------------------
     def drive(self) -> str | None:
         self.live = 0
+        self.interrupted = False
         try:
-            for _ in range(min(self.backend.settings.num_threads, self.work.qsize())):
-                self.start_worker()
-                self.live += 1
-            return self.drive_until_done()
+            with self.signals_stop_the_run():
+                for _ in range(min(self.backend.settings.num_threads, self.work.qsize())):
+                    self.start_worker()
+                    self.live += 1
+                refused = self.drive_until_done()
+                if self.interrupted:
+                    self.drain(INTERRUPT_GRACE)
+                    raise KeyboardInterrupt("interrupted: the items in flight were recorded")
+                return refused
         except KeyboardInterrupt:
             self.stopping.set()  # no new item starts
             self.drain(INTERRUPT_GRACE)
             raise
 
+    @contextlib.contextmanager
+    def signals_stop_the_run(self):
+        """In the main thread, Ctrl-C (and SIGTERM where a handler of the program's own stands) only sets a flag
+        the driver reads between messages, so no message is lost to an exception raised mid-step; a second
+        signal stops at once. The handlers are put back afterwards."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handler = signal.getsignal(sig)
+            if handler is signal.default_int_handler or (sig == signal.SIGTERM and callable(handler)):
+                previous[sig] = signal.signal(sig, self.on_signal)
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def on_signal(self, signum, frame) -> None:
+        if self.interrupted:
+            raise KeyboardInterrupt(f"signal {signum} again: stopped at once")
+        self.interrupted = True
+        self.stopping.set()
+
     def drain(self, grace: float) -> None:
         """After an interrupt: write the calls and records of the items in flight as they finish, for at most
         ``grace`` seconds (a second interrupt ends the wait)."""
+        self.write_pending_calls()  # taken from the queue before the interrupt, not yet written
+        self.write_pending_records()
         if self.live <= 0:
             return
         sys.stderr.write(f"stopping: waiting up to {grace:.0f} s for the items in flight, so their LM calls are "
@@ -202,48 +238,59 @@ class _Pool:
             if message is _EXITED:
                 self.live -= 1
             elif isinstance(message, _Call):
-                if self.on_calls is not None:
-                    self.on_calls([message.call])
+                self.pending_calls.append(message.call)
+                self.write_pending_calls()
             elif isinstance(message, dict):
-                self.on_records([message])
+                self.pending_records.append(message)
+                self.write_pending_records()
 
     def drive_until_done(self) -> str | None:
         refused: PermanentLMError | None = None
-        while self.live > 0:
-            batch: list[dict[str, Any]] = []
-            calls: list[dict[str, Any]] = []
+        while self.live > 0 and not self.interrupted:
             try:
                 message = self.results.get(timeout=0.2)  # a timed wait lets an interrupt in at once
             except queue.Empty:
                 message = None
             failed: BaseException | None = None
-            while message is not None:
+            while message is not None:  # what is taken from the queue waits in self.pending until written
                 if message is _EXITED:
                     self.live -= 1
                 elif isinstance(message, _Call):
-                    calls.append(message.call)
+                    self.pending_calls.append(message.call)
                 elif isinstance(message, PermanentLMError):
                     refused = refused or message
                 elif isinstance(message, BaseException):
                     failed = failed or message
                 else:
-                    batch.append(message)
+                    self.pending_records.append(message)
                 try:
                     message = self.results.get_nowait()
                 except queue.Empty:
                     message = None
-            if calls:  # before the records they belong to (and before a strict failure is raised)
-                self.on_calls(calls)
+            self.write_pending_calls()  # before the records they belong to (and before a strict failure)
             if failed is not None:
                 raise failed
             if self.watch:
                 late = self.late_items()
-                batch.extend(late)
+                self.pending_records.extend(late)
                 for _ in late:  # a new worker in each abandoned one's place
                     self.start_worker()
-            if batch:
-                self.on_records(batch)
+            self.write_pending_records()
         return str(refused) if refused is not None else None
+
+    def write_pending_calls(self) -> None:
+        """Calls are taken off the list before they are written: one interrupted there is lost, never counted
+        twice."""
+        calls, self.pending_calls = self.pending_calls, []
+        if calls:
+            self.on_calls(calls)
+
+    def write_pending_records(self) -> None:
+        """Records leave the list once written: one interrupted mid-write is written again (a record written
+        twice is read once: the run file keys them by sample and metric)."""
+        if self.pending_records:
+            self.on_records(list(self.pending_records))
+            self.pending_records = []
 
     def late_items(self) -> list[dict[str, Any]]:
         """Timeout records of the watched items that have run over ``timeout``, now abandoned."""
