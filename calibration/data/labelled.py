@@ -18,6 +18,7 @@ import numpy as np
 
 from judges.data.dataset import EvaluationDataset, read_csv_rows
 from judges.data.samples import SampleValidationError
+from judges.lm.verifier import files as verifier_files
 
 LABEL_KINDS = ("binary", "ordinal", "continuous")
 #: The optional column of a labelled file that says why the person gave the label.
@@ -254,10 +255,8 @@ def without_shipped_training(data: LabelledSet) -> tuple[LabelledSet, int]:
     """``data`` without the items the shipped verifier trained on (``judges.lm.verifier.files.trained_on``),
     and how many were dropped. The verifier is a judge, a baseline and a calibrator signal: measured or
     calibrated on its own training items it looks better than it is."""
-    from judges.lm.verifier.files import sample_key, trained_on
-
-    seen = trained_on()
-    keep = [i for i, sample in enumerate(data.dataset) if sample_key(sample) not in seen]
+    seen = verifier_files.trained_on()
+    keep = [i for i, sample in enumerate(data.dataset) if verifier_files.trained_on_key(sample) not in seen]
     return (data if len(keep) == len(data) else data.subset(keep)), len(data) - len(keep)
 
 

@@ -45,7 +45,6 @@ Must not read data files (``calibration.data``) or write reports (``calibration.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -82,6 +81,7 @@ from judges.data.dataset import EvaluationDataset
 from judges.lm.resolve import lm_name, resolve_lm
 from judges.lm.served import PermanentLMError
 from judges.metrics.base import Judge, Metric
+from judges.run.records import sample_key
 
 __all__ = [
     "FEATURES",
@@ -104,6 +104,7 @@ __all__ = [
     "make_optimizer",
     "scaled",
 ]
+
 
 class JudgeFailedError(RuntimeError):
     """The judge failed on every item it was asked to score: there is nothing to fit or measure."""
@@ -178,7 +179,7 @@ def out_of_fold_scores(judge: Judge, trainset: LabelledSet, optimizer: Any, *, f
                        progress: bool = False, **fit_options: Any) -> tuple[np.ndarray, list[Any], dict[str, Any]]:
     """Each training item's score by the judge compiled (same optimizer, no guard, no calibrator) on the other
     folds: scores of items the program did not learn from, for the calibrator. Returns the scores, the
-    results and a report (folds, their sizes and how many fold programs kept their demos)."""
+    results and a report (the folds and their sizes)."""
     raw = np.full(len(trainset), np.nan)
     results: list[Any] = [None] * len(trainset)
     sizes = []
@@ -315,8 +316,8 @@ def fit(
     if calibrator is not None:
         fit_on = calibration_set if calibration_set is not None else trainset
         learned = optimizer is not None and compiled is not judge  # the guard may have kept the shipped judge
-        train_keys = {sample_identity(s): i for i, s in enumerate(trainset.dataset)} if learned else {}
-        inside = [train_keys.get(sample_identity(s)) for s in fit_on.dataset]
+        train_keys = {sample_key(s): i for i, s in enumerate(trainset.dataset)} if learned else {}
+        inside = [train_keys.get(sample_key(s)) for s in fit_on.dataset]
         outside = [i for i, at in enumerate(inside) if at is None]
         raw = np.full(len(fit_on), np.nan)
         results: list[Any] = [None] * len(fit_on)
@@ -356,8 +357,3 @@ def fit(
                                 "errors": sorted({r["error"] for r, f in zip(results, failed) if f})[:5],
                                 "note": cal.note}
     return result
-
-
-def sample_identity(sample: Any) -> str:
-    """A sample's fields as canonical JSON: the same item in two labelled sets has one identity."""
-    return json.dumps(sample.to_dict(), sort_keys=True, ensure_ascii=False, default=str)

@@ -42,11 +42,11 @@ from calibration.fitting.fit import (
     fit,
     judge_scores,
     label_schema,
-    sample_identity,
     scaled,
 )
 from calibration.fitting.signals import FEATURES, SAMPLE_SIGNALS, feature_matrix
 from judges.metrics.base import Judge
+from judges.run.records import sample_key
 from judges.run.usage import tracked_usage
 
 BASELINES = SAMPLE_SIGNALS
@@ -131,15 +131,15 @@ def data_warnings(train: LabelledSet, test: LabelledSet) -> list[str]:
     labels: dict[str, set] = {}
     for part in (train, test):
         for sample, label in zip(part.dataset, part.labels):
-            labels.setdefault(sample_identity(sample), set()).add(label)
+            labels.setdefault(sample_key(sample), set()).add(label)
     conflicting = [key for key, values in labels.items() if len(values) > 1]
     warnings = []
     if conflicting:
         conflicted = set(conflicting)
-        items = sum(1 for part in (train, test) for s in part.dataset if sample_identity(s) in conflicted)
+        items = sum(1 for part in (train, test) for s in part.dataset if sample_key(s) in conflicted)
         warnings.append(f"{len(conflicting)} distinct input(s) appear with conflicting labels ({items} items): no "
                         "judge can agree with both labels of one input")
-    shared = {sample_identity(s) for s in train.dataset} & {sample_identity(s) for s in test.dataset}
+    shared = {sample_key(s) for s in train.dataset} & {sample_key(s) for s in test.dataset}
     if shared:
         warnings.append(f"{len(shared)} input(s) are in both train and test: the test part is not held out for "
                         "them, and agreement there is optimistic")

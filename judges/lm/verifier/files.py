@@ -46,7 +46,7 @@ def pair_key(evidence: str, claim: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def sample_key(sample: Any) -> str | None:
+def trained_on_key(sample: Any) -> str | None:
     """``pair_key`` of a sample's retrieved contexts (joined by blank lines) and response; None without both."""
     contexts, response = getattr(sample, "retrieved_contexts", None), getattr(sample, "response", None)
     if not contexts or not isinstance(response, str):
