@@ -154,10 +154,9 @@ def run(args) -> int:
     if not isinstance(extra, dict):
         raise UsageError(f"--optimizer-options must be a JSON object, got {type(extra).__name__}: {args.optimizer_options}")
     options = {"max_demos": args.max_demos, **extra}
-    if "finetune" in args.optimizer:
-        options.setdefault("out", str(Path(args.out or Path(args.runs_dir) / "calibrate" /
-                                           f"{dataset_name(args.data)}-{probe.name}") / "finetuned-verifier"))
     out = output_folder(args.out or Path(args.runs_dir) / "calibrate" / f"{dataset_name(args.data)}-{probe.name}")
+    if "finetune" in args.optimizer:
+        options.setdefault("out", str(out / "finetuned-verifier"))
     params = {"data": args.data, "data_hash": data_hash(list(picked.dataset.samples) + list(picked.labels)),
               "judge": probe.name, "judge_params": probe.get_params(), **lm_params(args),
               "optimizers": args.optimizer, "calibrator": args.calibrator, "seed": args.seed,
