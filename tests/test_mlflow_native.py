@@ -551,13 +551,13 @@ class CountingSentenceTransformer:
         type(self).built += 1
         time.sleep(0.5)
 
-    def encode(self, texts, **kwargs):
+    def encode(self, texts, output_value=None, **kwargs):
         rows = [texts] if isinstance(texts, str) else texts
-        vectors = np.zeros((len(rows), 16), dtype=np.float32)
-        for i, text in enumerate(rows):
-            for word in text.split():
-                vectors[i, sum(map(ord, word)) % 16] += 1
-        return vectors
+        words = [["[CLS]", *text.split(), "[SEP]"] for text in rows]
+        tokens = [np.eye(16, dtype=np.float32)[[sum(map(ord, w)) % 16 for w in each]] for each in words]
+        if output_value == "token_embeddings":
+            return tokens[0] if isinstance(texts, str) else tokens
+        return np.stack([t[1:-1].sum(axis=0) for t in tokens])
 
 
 def test_a_calibrated_judge_loads_the_embedder_once_in_an_evaluate(store, monkeypatch):
@@ -572,10 +572,14 @@ def test_a_calibrated_judge_loads_the_embedder_once_in_an_evaluate(store, monkey
                                        "params": {"mean": [0.5, 0.5], "scale": [0.5, 0.5], "coef": [1.0, 1.0],
                                                   "intercept": -1.0}})
     compiled = CompiledJudge(critic(verdict_lm()), calibrator)
-    embeddings._load_sentence_transformer.cache_clear()  # no model loaded yet in this process
+    monkeypatch.setattr(embeddings, "_onnx_runner", lambda path, batch_size: None)  # the sentence-transformers path
+    loaded = (embeddings._load_sentence_transformer, embeddings._folder_embedder)
+    for cache in loaded:
+        cache.cache_clear()  # no model loaded yet in this process
     try:
         result = mlflow.genai.evaluate(data=all_traces("embedded"), scorers=[as_mlflow_scorer(compiled)])
     finally:
-        embeddings._load_sentence_transformer.cache_clear()  # the stand-in stays out of later tests
+        for cache in loaded:
+            cache.cache_clear()  # the stand-in stays out of later tests
     assert result.result_df["good_calibrated/value"].notna().all()
     assert CountingSentenceTransformer.built == 1  # rows score in parallel threads; one model for them all

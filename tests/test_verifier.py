@@ -22,7 +22,8 @@ from judges.data.opposites import direction_contrasts
 from judges.lm.verifier import resolve_verifier
 from judges.lm.verifier.files import SHIPPED_MANIFEST, SHIPPED_WEIGHTS, load_shipped
 from judges.lm.verifier.onnx_graph import onnx_available, shipped_onnx, shipped_onnx_int8
-from judges.lm.verifier.units import best_sentence, length_batches, shortlist
+from judges.lm.onnx_files import length_batches
+from judges.lm.verifier.units import best_sentence, shortlist
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -58,6 +59,29 @@ def test_the_shipped_verifier_loads_and_tells_a_changed_fact_from_a_paraphrase()
                                 (EVIDENCE, "Work on the Paris landmark finished in 1889.")])
     assert p.shape == (3,) and ((0 <= p) & (p <= 1)).all()
     assert p[0] > p[1] and p[2] > p[1]
+
+
+def test_a_float32_verifier_scores_each_pair_once_and_an_int8_one_every_time(monkeypatch):
+    """The judge and the calibrator's verifier signal ask for the same (unit, claim) pairs: the second asks
+    the model for none. int8 keeps nothing (its probabilities move with the batch a pair shares)."""
+    verifier, int8 = Verifier(), Verifier(quantize=True)
+    asked: list[int] = []
+    for model in (verifier, int8):
+        computed = model._computed
+        monkeypatch.setattr(model, "_computed", lambda pairs, computed=computed: asked.append(len(pairs)) or computed(pairs))
+    first = verifier.support([EVIDENCE], ["The Eiffel Tower was completed in 1889.", "It is in Rome."])
+    scored = sum(asked)
+    again = verifier.support([EVIDENCE], ["The Eiffel Tower was completed in 1889.", "It is in Rome."])
+    assert again == first and sum(asked) == scored > 0
+    pairs = [(EVIDENCE, "It is in Rome."), (EVIDENCE, "It is in Rome."), (EVIDENCE, "A new claim.")]
+    before = len(asked)
+    once, twice = verifier.probabilities(pairs), verifier.probabilities(pairs)
+    assert once[0] == once[1] and np.array_equal(once, twice)
+    assert len(asked) == before + 1 and asked[-1] <= 2  # the distinct new pairs, asked for once
+    asked.clear()
+    int8.probabilities(pairs[:2])
+    int8.probabilities(pairs[:2])
+    assert asked == [2, 2] and int8._known is None
 
 
 def test_the_int8_verifier_is_the_shipped_one_quantized_and_plugs_in_by_name(tmp_path):
@@ -453,6 +477,7 @@ def test_text_out_of_the_verifiers_language_is_flagged_or_goes_to_the_multilingu
     assert english.verifier == "groundedness-minilm"
 
 
+@pytest.mark.long(why='trains the verifier for a few steps twice (seeded, resumed) on torch')
 def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path, shared_data):
     from dataclasses import replace
 
@@ -489,6 +514,7 @@ def test_training_is_seeded_resumable_and_writes_safetensors_only(tmp_path, shar
     assert meta["sha256"] == manifest["sha256"]
 
 
+@pytest.mark.long(why='trains the verifier, interrupts and resumes it on torch')
 def test_average_from_writes_the_average_of_late_snapshots_beside_the_same_run_and_survives_a_resume(
         tmp_path, monkeypatch, shared_data):
     from dataclasses import replace
@@ -641,6 +667,7 @@ def test_train_config_checks_each_field_as_it_is_made(field, bad, says):
     assert TrainConfig(begin_parts=["tc"]).begin_parts == ("tc",)
 
 
+@pytest.mark.long(why='trains the verifier in bfloat16 and in float32 on torch')
 def test_training_in_bfloat16_runs_and_differs_from_float32(tmp_path, shared_data):
     """``precision="bfloat16"`` autocasts the forward passes (weights stay float32): the same run, other tensors."""
     from dataclasses import replace

@@ -59,6 +59,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
@@ -68,6 +69,7 @@ import numpy as np
 
 from judges.data.language import split_sentences
 from judges.lm.files import EMBEDDED, folder_digest
+from judges.lm.onnx_files import length_batches
 from judges.lm.verifier import onnx_graph
 from judges.lm.verifier.files import (
     VerifierError,
@@ -77,8 +79,10 @@ from judges.lm.verifier.files import (
     supported_column,
 )
 from judges.lm.verifier.opposites import check_against_contradictions, check_against_opposites
-from judges.lm.verifier.units import best_sentence, length_batches, sentence_windows, shortlist
+from judges.lm.verifier.units import best_sentence, sentence_windows, shortlist
 
+#: How many scored (evidence, claim) pairs a float32 verifier keeps (``Verifier.probabilities``).
+PAIRS_KEPT = 200_000
 #: The shipped verifier with int8 weights (``Verifier(quantize=True)``; ``onnx_graph.shipped_onnx_int8``).
 EMBEDDED_INT8 = "embedded-int8"
 #: Where a verifier runs: ONNX Runtime for the shipped verifier when installed ("auto"), else torch.
@@ -141,6 +145,8 @@ class Verifier:
                 self._model = _int8(self._model)
             self.name = f"{self.name}-int8"
         self.runtime = "torch" if self._session is None else "onnx"
+        self._known: OrderedDict[tuple[str, str], float] | None = None if quantize else OrderedDict()
+        self._known_lock = threading.Lock()
         self._pads_left = getattr(self._tokenizer, "padding_side", "right") == "left"
 
     def covers(self, language: str) -> bool:
@@ -148,12 +154,30 @@ class Verifier:
 
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """P(supported) for each (evidence, claim), cut when a pair is longer than ``max_length`` tokens (the
-        longer side is cut first). Pairs are tokenized, ordered by their token length and scored in batches
-        of up to ``batch_size`` whose lengths are within ``padding_ratio`` of each other, each padded only to
-        its own longest pair (padding is masked: float32 gives the same probabilities as one padded batch, at
-        0.7x its time on SummEval's articles, docs/verifier.md; int8 quantizes activations with one scale a
-        batch, so its probabilities move with which pairs share a batch)."""
+        longer side is cut first). Each distinct pair is scored once per verifier (the last ``PAIRS_KEPT``
+        are kept): a calibration that scores a response with the judge and again as a signal, or an item
+        twice, reads it back. Float32 only: int8 quantizes activations with one scale a batch, so its
+        probabilities move with which pairs share a batch, and a kept one would depend on the call order."""
         pairs = list(pairs)
+        if self._known is None:
+            return self._computed(pairs)
+        with self._known_lock:
+            known = {pair: self._known[pair] for pair in pairs if pair in self._known}
+        missing = list(dict.fromkeys(pair for pair in pairs if pair not in known))
+        if missing:
+            computed = dict(zip(missing, self._computed(missing).tolist()))
+            known.update(computed)
+            with self._known_lock:
+                self._known.update(computed)
+                while len(self._known) > PAIRS_KEPT:
+                    self._known.popitem(last=False)
+        return np.array([known[pair] for pair in pairs], dtype=np.float64)
+
+    def _computed(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """The model's P(supported) for each pair. Pairs are tokenized, ordered by their token length and
+        scored in batches of up to ``batch_size`` whose lengths are within ``padding_ratio`` of each other,
+        each padded only to its own longest pair (padding is masked: float32 gives the same probabilities as
+        one padded batch, docs/verifier.md)."""
         out = np.zeros(len(pairs), dtype=np.float64)
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         span = self.batch_size * 32  # tokenized this many at a time: one padded array stays small

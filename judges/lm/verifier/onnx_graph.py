@@ -18,15 +18,20 @@ change the shipped weights.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import os
-import threading
-import time
 import warnings
 from pathlib import Path
 from typing import Any
 
 from judges.lm.files import embedded_embedder_path, model_cache_dir
+from judges.lm.onnx_files import (
+    INSTALL_HINT,
+    OPSET,
+    check_writable,
+    export_once,
+    onnx_available,
+    open_session,
+    sweep_partials,
+)
 from judges.lm.verifier.files import (
     SHIPPED_MANIFEST,
     SHIPPED_WEIGHTS,
@@ -35,20 +40,12 @@ from judges.lm.verifier.files import (
     load_shipped,
 )
 
-#: The ONNX operator set the graph is exported with (ONNX Runtime 1.20 and later run it).
-OPSET = 17
-#: Export leftovers older than this (a process killed mid-export) are removed by the next export.
-STALE_PARTIAL_SECONDS = 3600
-INSTALL_HINT = "pip install 'dspy-judges[embeddings]' (onnxruntime and onnx)"
+__all__ = ["INSTALL_HINT", "OPSET", "GraphCacheError", "onnx_available", "onnx_runtime", "shipped_onnx",
+           "shipped_onnx_int8"]
 
 
 class GraphCacheError(VerifierError):
     """The model cache cannot hold the exported graph (not a folder, not writable)."""
-
-
-def onnx_available() -> bool:
-    """Whether ONNX Runtime (to run) and onnx (to export, once) are installed."""
-    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
 
 
 def shipped_onnx(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIFEST, *,
@@ -70,14 +67,11 @@ def shipped_onnx(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIF
     key = (f"{meta['sha256']}|{config}|{weights_stat.st_size}|{weights_stat.st_mtime_ns}|torch {version('torch')}|"
            f"transformers {version('transformers')}|opset {OPSET}")
     target = model_cache_dir() / f"groundedness-minilm.{hashlib.sha256(key.encode()).hexdigest()[:12]}.onnx"
-    _sweep_partials(target.parent)
+    sweep_partials(target.parent, "groundedness-minilm.")
     if target.is_file():
         return target
     try:  # before loading torch: a cache that cannot take the file fails fast
-        target.parent.mkdir(parents=True, exist_ok=True)
-        probe = target.with_name(f".probe.{os.getpid()}.{threading.get_ident()}")
-        probe.write_bytes(b"")
-        probe.unlink()
+        check_writable(target.parent)
     except OSError as err:
         raise GraphCacheError(f"the verifier's ONNX graph cannot be written to {target.parent}: {err} (set "
                               "DSPY_JUDGES_CACHE to a writable folder)") from None
@@ -95,17 +89,15 @@ def shipped_onnx(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIF
             return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
 
     example = tokenizer(["An example passage."], ["An example claim."], return_tensors="pt")
-    partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
-    try:
+
+    def write(partial: Path) -> None:
         with warnings.catch_warnings():  # the tracer's notes on Python control flow in BERT's mask code
             warnings.simplefilter("ignore")
             torch.onnx.export(Logits().eval(), tuple(example[n] for n in names), str(partial), input_names=list(names),
                               output_names=["logits"], dynamic_axes={n: {0: "batch", 1: "tokens"} for n in names},
                               opset_version=OPSET, dynamo=False)
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
-    return target
+
+    return export_once(target, write)
 
 
 def shipped_onnx_int8(*, meta: dict[str, Any] | None = None) -> Path:
@@ -121,11 +113,11 @@ def shipped_onnx_int8(*, meta: dict[str, Any] | None = None) -> Path:
     target = source.with_name(f"{source.stem}.int8-ort{onnxruntime.__version__}.onnx")
     if target.is_file():
         return target
-    partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
     root = logging.getLogger()
     quiet = logging.NullHandler()  # the quantizer's advice goes to the root logger, which would else get
     root.addHandler(quiet)         # a handler of its own for good (logging.warning's basicConfig)
-    try:
+
+    def write(partial: Path) -> None:
         try:
             quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8)
         except OSError as err:
@@ -141,43 +133,11 @@ def shipped_onnx_int8(*, meta: dict[str, Any] | None = None) -> Path:
                 quantize_dynamic(str(shipped_onnx(meta=meta)), str(partial), weight_type=QuantType.QInt8)
             else:
                 raise
-        os.replace(partial, target)
+
+    try:
+        return export_once(target, write)
     finally:
         root.removeHandler(quiet)
-        partial.unlink(missing_ok=True)
-    return target
-
-
-def _sweep_partials(folder: Path) -> None:
-    """Remove export leftovers older than ``STALE_PARTIAL_SECONDS`` (a process killed while exporting)."""
-    for old in folder.glob("groundedness-minilm.*.partial") if folder.is_dir() else ():
-        try:
-            if time.time() - old.stat().st_mtime > STALE_PARTIAL_SECONDS:
-                old.unlink()
-        except OSError:
-            pass  # another process's, or gone already
-
-
-def _session(graph, meta: dict[str, Any]):
-    """An ONNX Runtime session on ``graph(meta=meta)`` (``shipped_onnx`` or ``shipped_onnx_int8``). A graph
-    that fails to load and fails onnx's checker is taken as damaged: removed and made again, once. One that
-    passes the checker is kept and the error raised (this ONNX Runtime cannot run it; making it again would
-    not help)."""
-    import onnx
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3
-    path = graph(meta=meta)
-    try:
-        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except Exception as err:  # noqa: BLE001 - ONNX Runtime raises its own error types
-        try:
-            onnx.checker.check_model(str(path))
-        except Exception:  # noqa: BLE001 - damaged: export it again
-            path.unlink(missing_ok=True)
-            return onnxruntime.InferenceSession(str(graph(meta=meta)), options, providers=["CPUExecutionProvider"])
-        raise RuntimeError(f"ONNX Runtime {onnxruntime.__version__} cannot run {path}: {err}") from err
 
 
 def onnx_runtime(meta: dict[str, Any], max_length: int, *, strict: bool, int8: bool = False):
@@ -191,7 +151,8 @@ def onnx_runtime(meta: dict[str, Any], max_length: int, *, strict: bool, int8: b
 
         if not onnx_available():
             raise RuntimeError(f"onnxruntime or onnx is not installed: {INSTALL_HINT}")
-        session = _session(shipped_onnx_int8 if int8 else shipped_onnx, meta)
+        graph = shipped_onnx_int8 if int8 else shipped_onnx
+        session = open_session(lambda: graph(meta=meta))
         source = str(embedded_embedder_path() / "tokenizer.json")
         pairs, counter = Tokenizer.from_file(source), Tokenizer.from_file(source)
         pairs.enable_padding(pad_id=pairs.token_to_id("[PAD]"), pad_token="[PAD]")

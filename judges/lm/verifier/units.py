@@ -51,18 +51,6 @@ def sentence_windows(split: Sequence[tuple[str, list[str]]], token_counts: Calla
     return [(chunk, sentences) for chunk, sentences in out if chunk]
 
 
-def length_batches(lengths: Sequence[int], size: int, ratio: float) -> list[list[int]]:
-    """Positions of ``lengths`` in batches of up to ``size``, shortest first, a batch closed when the next
-    length is over ``ratio`` times its first: padding each batch to its longest then wastes at most about
-    ``ratio - 1`` of its tokens, at the cost of more, smaller batches."""
-    batches: list[list[int]] = []
-    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
-        if not batches or len(batches[-1]) >= size or lengths[i] > ratio * lengths[batches[-1][0]]:
-            batches.append([])
-        batches[-1].append(i)
-    return batches
-
-
 def shortlist(units: Sequence[str], claims: Sequence[str], k: int) -> list[list[int]]:
     """Per claim, the indices of the ``k`` units sharing most of its words, each word weighted by how rare it
     is among the units (log(1 + units / units holding it)); among equals the shorter unit, then the earlier.
