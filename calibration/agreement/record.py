@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from calibration.agreement.stats import (
     AgreementReport,
@@ -99,9 +100,13 @@ class CalibrationRun:
         if unknown:
             raise ValueError(f"CalibrationRun {self.name!r}: agreement given for unknown scorer(s) {unknown}")
 
-    def compute_agreement(self, n_bootstrap: int = 1000, seed: int = 0) -> dict[str, AgreementReport]:
-        """Agreement of every scorer with the labels (bootstrap CIs), stored in ``self.agreement``."""
-        self.agreement = {name: self._agree(name, n_bootstrap, seed) for name in self.scores}
+    def compute_agreement(self, n_bootstrap: int = 1000, seed: int = 0, *,
+                          progress: bool = False) -> dict[str, AgreementReport]:
+        """Agreement of every scorer with the labels (bootstrap CIs), stored in ``self.agreement``;
+        ``progress`` shows a bar over the scorers."""
+        names = tqdm(list(self.scores), desc=f"agreement ({n_bootstrap} bootstrap draws)", unit="scorer",
+                     disable=not progress)
+        self.agreement = {name: self._agree(name, n_bootstrap, seed) for name in names}
         return self.agreement
 
     def hard_slice_accuracy(self, name: str) -> tuple[float | None, int]:
@@ -160,11 +165,12 @@ class CalibrationRun:
             lines.append(f"| {name.replace('|', chr(92) + '|')} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
-    def compare(self, a: str, b: str, n_bootstrap: int = 1000, seed: int = 0) -> PairedComparison:
+    def compare(self, a: str, b: str, n_bootstrap: int = 1000, seed: int = 0,
+                stats: Sequence[str] | None = None) -> PairedComparison:
         """Scorer ``a`` vs scorer ``b`` on the items both scored: paired bootstrap CIs of the differences
-        and McNemar's test (``calibration.agreement.compare``)."""
+        (of ``stats`` only, when given) and McNemar's test (``calibration.agreement.compare``)."""
         return compare(self.labels, self.scores[a], self.scores[b], kind=self.label_kind, threshold=self.threshold,
-                       n_bootstrap=n_bootstrap, seed=seed)
+                       n_bootstrap=n_bootstrap, seed=seed, stats=stats)
 
     def constant_scorers(self, tolerance: float = 1e-6) -> list[str]:
         """Judge scorers (not baselines) whose scores do not vary over the items they scored: they cannot
@@ -259,7 +265,7 @@ class CalibrationRun:
     def _versus(self, a: str, b: str, stat: str, n_bootstrap: int, seed: int, role: str | None = None) -> str:
         """One sentence: ``a`` vs ``b`` (``role``, e.g. "the best baseline") on ``stat`` with the paired CI
         and whether the difference is established."""
-        paired = self.compare(a, b, n_bootstrap, seed)
+        paired = self.compare(a, b, n_bootstrap, seed, stats=[stat])
         cell = paired.stats[stat]
         what = f"{role} ({b})" if role else b
         if cell["difference"] is None:

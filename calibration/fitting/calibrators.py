@@ -34,6 +34,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
 
 from calibration.fitting.signals import DIRECTIONS, FEATURES
 
@@ -166,7 +167,14 @@ class Calibrator:
         return np.column_stack(columns)
 
     def fit(self, raw: Sequence[float], target: Sequence[float], extra: np.ndarray | None = None) -> Calibrator:
-        raw, target = np.asarray(raw, float), np.asarray(target, float)
+        """Fit on the judge's ``raw`` scores (and the signals' ``extra`` columns) to ``target`` in [0, 1].
+        BLAS runs on one thread here: the problems are a few columns of a few hundred rows, where a pool of
+        BLAS threads waits on itself (and, on a busy machine, on the other processes) far longer than the
+        arithmetic takes."""
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._fit(np.asarray(raw, float), np.asarray(target, float), extra)
+
+    def _fit(self, raw: np.ndarray, target: np.ndarray, extra: np.ndarray | None) -> Calibrator:
         if self.kind is None:
             return self
         if self.binary and len(set((target >= 0.5).tolist())) < 2:

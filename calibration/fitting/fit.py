@@ -344,7 +344,7 @@ def fit(
         chosen = list(features) if calibrator == "stacked" else []
         cal = Calibrator(calibrator, binary=schema["kind"] == "binary", features=chosen, monotone=monotone,
                          selection=selection)
-        extra = feature_matrix(chosen, kept.dataset, [r for r, f in zip(results, failed) if not f])
+        extra = feature_matrix(chosen, kept.dataset, [r for r, f in zip(results, failed) if not f], progress=progress)
         cal.fit(raw[~failed], scaled(kept.labels, schema), extra)
         result.calibrator = cal
         result.needs_embeddings = result.needs_embeddings or "embedding_similarity" in cal.features

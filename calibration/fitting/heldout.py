@@ -44,7 +44,7 @@ from calibration.fitting.fit import (
     label_schema,
     scaled,
 )
-from calibration.fitting.signals import FEATURES, SAMPLE_SIGNALS, feature_matrix
+from calibration.fitting.signals import FEATURES, SAMPLE_SIGNALS, feature_matrix, signal_columns
 from judges.metrics.base import Judge
 from judges.run.records import sample_key
 from judges.run.usage import tracked_usage
@@ -82,17 +82,19 @@ def best_threshold(scores: Sequence[float], labels: Sequence[int]) -> tuple[floa
     return best
 
 
-def hard_slice(train: LabelledSet, test: LabelledSet, baselines: Sequence[str]) -> dict[str, Any] | None:
+def hard_slice(train: LabelledSet, test: LabelledSet, baselines: Sequence[str], *,
+               progress: bool = False) -> dict[str, Any] | None:
     """The test items the best cheap baseline gets wrong: the baseline with the best balanced accuracy on
     ``train`` at its own cut-off fitted there, applied to ``test``. A judge that only repeats the baseline
-    is right on about none of them. Also every baseline's train cut-off (to score baselines on the slice)."""
+    is right on about none of them. Also every baseline's train cut-off (to score baselines on the slice).
+    ``progress`` shows a bar per baseline computed on train."""
     if train.kind != "binary" or not baselines:
         return None
-    x_train = np.array([[FEATURES[b](s) for b in baselines] for s in train.dataset], float)
+    x_train = feature_matrix(baselines, train.dataset, progress=progress)
     cuts = [best_threshold(x_train[:, j], train.labels) for j in range(len(baselines))]
     best = max(range(len(baselines)), key=lambda j: cuts[j][1])
     name = baselines[best]
-    x_test = np.array([[FEATURES[name](s)] for s in test.dataset], float)  # only the best baseline is applied
+    x_test = feature_matrix([name], test.dataset)  # only the best baseline is applied
     return {"baseline": f"baseline: {name.replace('_', ' ')}", "threshold": cuts[best][0],
             "train_balanced_accuracy": cuts[best][1],
             "items": hard_item_positions(x_train[:, [best]], train.labels, x_test, test.labels, [cuts[best]]),
@@ -235,10 +237,11 @@ def compare_on_heldout(
                             "data_warnings": data_warnings(train, test)}
     for feature in chosen:
         start = time.perf_counter()
-        scores[f"baseline: {feature.replace('_', ' ')}"] = [float(FEATURES[feature](s)) for s in test.dataset]
+        column = signal_columns([feature], test.dataset, progress=progress)[feature]
+        scores[f"baseline: {feature.replace('_', ' ')}"] = column.tolist()
         seconds[f"baseline: {feature.replace('_', ' ')}"] = time.perf_counter() - start
 
-    slice_ = hard_slice(train, test, chosen)
+    slice_ = hard_slice(train, test, chosen, progress=progress)
     if slice_ is not None:
         meta["hard_slice"] = slice_
     meta["judge"] = shipped.name
@@ -319,7 +322,7 @@ def compare_on_heldout(
     meta["disagreements"] = disagreements(test, target, *final, scores)
     run = CalibrationRun(name=name or f"{test.name}: {shipped.name}", labels=target.tolist(), scores=scores,
                          label_kind=kind, meta=meta)
-    run.compute_agreement(n_bootstrap=n_bootstrap, seed=seed)
+    run.compute_agreement(n_bootstrap=n_bootstrap, seed=seed, progress=progress)
     for compiled in compiled_by_optimizer.values():
         compiled.report["heldout"] = {k: r.to_dict() for k, r in run.agreement.items()}
     return compiled_by_optimizer, run

@@ -20,9 +20,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from judges.data.language import split_sentences, tokenize
-from judges.lm.embeddings import resolve_embedder
+from judges.lm.embeddings import default_embeddings, resolve_embedder
 from judges.lm.verifier import resolve_verifier
 from judges.metrics.grounding import (
     alignment,
@@ -152,8 +153,47 @@ SAMPLE_SIGNALS = ("token_overlap", "reference_token_recall", "embedding_similari
                   "weakest_sentence", "bigram_support", "embedding_alignment", "verifier_weakest")
 
 
-def feature_matrix(names: Sequence[str], samples: Sequence[Any], results: Sequence[Any]) -> np.ndarray | None:
-    """The cheap signals ``names`` of each (sample, judge result), one row per sample; None for no names."""
+#: The signals that read the embedder's vectors of the response and the evidence.
+EMBEDDING_SIGNALS = ("embedding_similarity", "embedding_alignment")
+#: The signals that run a model on each item (the embedder's texts are encoded ahead, in batches).
+SLOW_SIGNALS = ("verifier_weakest", "verifier_mean")
+#: Texts the embedder encodes per call ahead of the signals (batched by length within each call).
+PREPARE_CHUNK = 256
+
+
+def signal_columns(names: Sequence[str], samples: Sequence[Any], results: Sequence[Any] | None = None, *,
+                   progress: bool = False) -> dict[str, np.ndarray]:
+    """Each signal of ``names`` on every (sample, judge result), a column per name. The embedder encodes
+    every distinct response and evidence text first, in one call batched by length, when a signal reads
+    them; its cache and the verifier's then serve every later request for the same text in the process
+    (baselines, the calibrator's candidates, the report, ``apply``). ``progress`` shows bars for what takes
+    time: encoding the texts, and each verifier signal."""
+    samples = list(samples)
+    results = list(results) if results is not None else [None] * len(samples)
+    embedded = any(name in EMBEDDING_SIGNALS for name in names) and samples
+    embedder = resolve_embedder() if embedded else None
+    with default_embeddings(embedder):  # the signals resolve this same embedder, with what it prepared
+        if embedded:
+            texts = list(dict.fromkeys(t for s in samples for t in (s.response or "", _evidence(s))))
+            with tqdm(total=len(texts), desc="signals: embedding the texts", unit="text",
+                      disable=not progress) as bar:
+                for at in range(0, len(texts), PREPARE_CHUNK):
+                    embedder.prepare(texts[at:at + PREPARE_CHUNK])
+                    bar.update(len(texts[at:at + PREPARE_CHUNK]))
+        columns = {}
+        for name in names:
+            rows = zip(samples, results)
+            if progress and name in SLOW_SIGNALS:
+                rows = tqdm(rows, total=len(samples), desc=f"signal: {name.replace('_', ' ')}", unit="item")
+            columns[name] = np.array([FEATURES[name](s, r) for s, r in rows], float)
+    return columns
+
+
+def feature_matrix(names: Sequence[str], samples: Sequence[Any], results: Sequence[Any] | None = None, *,
+                   progress: bool = False) -> np.ndarray | None:
+    """The cheap signals ``names`` of each (sample, judge result), one row per sample (``signal_columns``);
+    None for no names."""
     if not names:
         return None
-    return np.array([[FEATURES[f](s, r) for f in names] for s, r in zip(samples, results)], float)
+    columns = signal_columns(names, samples, results, progress=progress)
+    return np.column_stack([columns[name] for name in names]) if len(samples) else np.zeros((0, len(names)))

@@ -26,7 +26,7 @@ from calibration.data.labelled import without_shipped_training
 from calibration.fitting.compiled import CompiledJudge
 from calibration.fitting.fit import failed_mask, judge_scores, label_schema, scaled
 from calibration.fitting.heldout import applicable_baselines, hard_slice
-from calibration.fitting.signals import FEATURES
+from calibration.fitting.signals import signal_columns
 from judges.data.samples import SampleValidationError
 from judges.run.usage import tracked_usage
 from judges_app.cli.calibrate import print_results
@@ -84,7 +84,8 @@ def run(args) -> int:
     start = time.perf_counter()
     with tracking(args, "dspy-judges-agreement", f"agreement {judge.name} on {args.data}", params):
         baselines = applicable_baselines(data)
-        scores = {f"baseline: {b.replace('_', ' ')}": [float(FEATURES[b](s)) for s in data.dataset] for b in baselines}
+        scores = {f"baseline: {b.replace('_', ' ')}": column.tolist()
+                  for b, column in signal_columns(baselines, data.dataset, progress=True).items()}
         with tracked_usage() as usage:
             raw, results = judge_scores(judge, data, progress=True, desc=judge.name)
         failed = failed_mask(results)
@@ -99,13 +100,13 @@ def run(args) -> int:
                 "errors": {key: sorted({r["error"] for r, f in zip(results, failed) if f})[:5]} if failed.any() else {},
                 "usage": {judge.name: usage}, "seconds_total": time.perf_counter() - start,
                 "dropped_trained_on": dropped}
-        slice_ = hard_slice(data, data, baselines)
+        slice_ = hard_slice(data, data, baselines, progress=True)
         if slice_:
             meta["hard_slice"] = {**slice_, "note": "baseline cut-offs fitted on this set"}
         kind = "binary" if schema["kind"] == "binary" else "continuous"
         run = CalibrationRun(f"{dataset_name(args.data)}: {judge.name}", labels.tolist(), scores, label_kind=kind,
                              meta=meta)
-        run.compute_agreement(n_bootstrap=args.n_bootstrap, seed=args.seed)
+        run.compute_agreement(n_bootstrap=args.n_bootstrap, seed=args.seed, progress=True)
         run.save(out / "agreement_run.json")
         report = None if args.no_report else write_report(run, out / "report")
         print_results(run, args)

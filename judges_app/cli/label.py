@@ -36,7 +36,7 @@ import numpy as np
 
 from calibration.fitting.active import labelling_priority, select_for_labelling
 from calibration.fitting.compiled import CompiledJudge
-from calibration.fitting.signals import FEATURES
+from calibration.fitting.signals import signal_columns
 from judges.data.dataset import EvaluationDataset
 from judges.data.samples import SampleValidationError
 from judges.lm.embeddings import resolve_embedder
@@ -141,7 +141,7 @@ def ranked_queue(args, judge, pool: EvaluationDataset, rows: list[dict[str, Any]
     if all(np.isnan(p) for p in probabilities):
         raise CommandFailed(f"{judge.name} failed on every pool item; first error: {reasons[0]}")
     signal_name = disagreement_signal(pool)
-    signal = [float(FEATURES[signal_name](s)) for s in pool] if signal_name else None
+    signal = signal_columns([signal_name], pool, progress=True)[signal_name].tolist() if signal_name else None
     priority = labelling_priority(probabilities, signal)
     vectors = None
     if args.diversity > 0:
