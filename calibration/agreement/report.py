@@ -112,7 +112,7 @@ def _established_best(run: CalibrationRun, reports: dict, stat: str, n_bootstrap
     if len(ranked) < 2:
         return None
     (_, best), (_, runner_up) = ranked[0], ranked[1]
-    return best if run.compare(best, runner_up, n_bootstrap).better(stat) == "a" else None
+    return best if run.compare(best, runner_up, n_bootstrap, stats=[stat]).better(stat) == "a" else None
 
 
 def diagram_scorers(names: list[str], reports: dict) -> list[str]:

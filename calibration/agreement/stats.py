@@ -30,27 +30,52 @@ def expected_calibration_error(labels: Sequence[float], scores: Sequence[float],
     """Mean |accuracy - confidence| over equal-width score bins, weighted by bin size."""
     labels, scores = np.asarray(labels, float), np.clip(np.asarray(scores, float), 0.0, 1.0)
     bins = np.minimum((scores * n_bins).astype(int), n_bins - 1)
-    total = 0.0
-    for b in range(n_bins):
-        mask = bins == b
-        if mask.any():
-            total += mask.sum() * abs(labels[mask].mean() - scores[mask].mean())
-    return float(total / len(labels))
+    # per bin |sum(labels) - sum(scores)| = size * |accuracy - confidence|
+    gaps = np.bincount(bins, weights=labels - scores, minlength=n_bins)
+    return float(np.abs(gaps).sum() / len(labels))
 
 
 def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties given their average rank, as ``scipy.stats.rankdata`` (without its input checks,
+    which cost more than the ranking on a bootstrap's small arrays)."""
+    order = np.argsort(x, kind="mergesort")
+    ordered = x[order]
+    group = np.cumsum(np.concatenate([[True], ordered[1:] != ordered[:-1]])) - 1
+    counts = np.bincount(group)
+    average = np.cumsum(counts) - (counts - 1) / 2.0
+    ranks = np.empty(len(x))
+    ranks[order] = average[group]
+    return ranks
+
+
+#: Up to this many items Kendall's tau is computed on the pairs' sign matrices (fast for small sets);
+#: above it by scipy's O(n log n) algorithm.
+KENDALL_PAIRWISE_MAX = 400
+
+
+def _kendall(y: np.ndarray, s: np.ndarray) -> float:
+    """Kendall's tau-b, as ``scipy.stats.kendalltau``; NaN when either side is constant."""
+    if not (np.std(y) > 0 and np.std(s) > 0):
+        return float("nan")
+    if len(y) > KENDALL_PAIRWISE_MAX:
+        from scipy import stats
+
+        return float(stats.kendalltau(y, s)[0])
+    dy, ds = np.sign(y[:, None] - y[None, :]), np.sign(s[:, None] - s[None, :])
+    return float((dy * ds).sum() / math.sqrt(np.count_nonzero(dy) * np.count_nonzero(ds)))
+
+
 def _roc_auc(y: np.ndarray, s: np.ndarray) -> float:
     """Mann-Whitney form of ROC-AUC (ties count half), as ``sklearn.metrics.roc_auc_score``."""
-    from scipy.stats import rankdata
-
     positive = y == 1
     n1, n0 = int(positive.sum()), int((~positive).sum())
     if n1 == 0 or n0 == 0:
         return float("nan")
-    return float((rankdata(s)[positive].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+    return float((_ranks(s)[positive].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
 def _balanced_accuracy(y: np.ndarray, d: np.ndarray) -> float:
@@ -71,14 +96,15 @@ def _probabilities(s: np.ndarray) -> bool:
 
 
 def _pearson(y: np.ndarray, s: np.ndarray) -> float:
-    return float(np.corrcoef(y, s)[0, 1]) if np.std(y) > 0 and np.std(s) > 0 else float("nan")
+    dy, ds = y - y.mean(), s - s.mean()
+    scale = math.sqrt(float(dy @ dy) * float(ds @ ds))
+    return float(dy @ ds / scale) if scale > 0 else float("nan")
 
 
 def _statistics(kind: str, threshold: float) -> dict[str, Callable[[np.ndarray, np.ndarray], float | None]]:
     """The statistics of one label kind. The binary ones and the correlations are written in numpy (checked
     against scikit-learn / scipy in the tests): the bootstrap calls each of them a thousand times, and the
     library versions' input checks made a report of six scorers take minutes."""
-    from scipy import stats
     from sklearn import metrics
 
     def guarded(fn):
@@ -92,8 +118,8 @@ def _statistics(kind: str, threshold: float) -> dict[str, Callable[[np.ndarray, 
         return run
 
     common = {
-        "spearman": guarded(lambda y, s: _pearson(stats.rankdata(y), stats.rankdata(s))),
-        "kendall": guarded(lambda y, s: stats.kendalltau(y, s)[0] if np.std(y) > 0 and np.std(s) > 0 else float("nan")),
+        "spearman": guarded(lambda y, s: _pearson(_ranks(y), _ranks(s))),
+        "kendall": guarded(_kendall),
         "pearson": guarded(_pearson),
         "mae": guarded(lambda y, s: float(np.mean(np.abs(y - s)))),
     }
@@ -247,10 +273,12 @@ def compare(
     n_bootstrap: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    stats: Sequence[str] | None = None,
 ) -> PairedComparison:
     """Is scorer A really better than scorer B on these items? Paired bootstrap CI of the difference of each
     agreement statistic (the same resampled items for both), and McNemar's exact test on the threshold
-    decisions for binary labels. Items either scorer failed on (None) are left out of both."""
+    decisions for binary labels. Items either scorer failed on (None) are left out of both. ``stats``: only
+    these statistics (each one's result is the same as among all: the resampled items do not change)."""
     if not len(labels) == len(scores_a) == len(scores_b):
         raise ValueError(f"compare: labels, scores_a and scores_b must have one value per item, got "
                          f"{len(labels)}, {len(scores_a)}, {len(scores_b)}")
@@ -262,6 +290,11 @@ def compare(
     if len(bad):
         raise ValueError(f"compare: labels/scores are not finite at items {[kept[i] for i in bad[:10]]}")
     statistics = _statistics(kind, threshold)
+    if stats is not None:
+        unknown = [name for name in stats if name not in statistics]
+        if unknown:
+            raise ValueError(f"compare: {unknown} are not statistics of {kind} labels; choose from {list(statistics)}")
+        statistics = {name: statistics[name] for name in stats}
     if len(y) < 2:
         empty = {name: {"difference": None, "low": None, "high": None, "better": None} for name in statistics}
         return PairedComparison(kind, len(y), empty, None, n_bootstrap)
