@@ -67,6 +67,7 @@ def test_the_recipe_is_the_measured_one_and_its_weights_are_checked():
         SoupRecipe((TrainConfig(),), (0.5, 0.5))
 
 
+@pytest.mark.long(why='trains two tiny verifiers, resumes them and averages them')
 def test_train_soup_averages_two_resumable_trainings(tmp_path, monkeypatch, shared_data):
     from dataclasses import replace
 
@@ -109,12 +110,15 @@ def test_train_soup_averages_two_resumable_trainings(tmp_path, monkeypatch, shar
     assert train_soup(tmp_path / "soup", recipe, progress=False).read_bytes() == before
 
 
+@pytest.mark.long(why='the train-verifier command trains, resumes and installs a soup of two tiny verifiers')
 def test_the_command_trains_the_soup_resumes_and_installs_it(tmp_path, monkeypatch, capsys, shared_data):
     from calibration.verifier.soup import SoupRecipe
     from calibration.verifier.training import MANIFEST_NAME, WEIGHTS_NAME
     from judges_app.cli import main
+    from judges.lm.verifier.files import SHIPPED_TRAINED_ON
     from judges_app.cli import train_verifier as command
 
+    shipped_list = SHIPPED_TRAINED_ON.read_bytes()
     asked = []
 
     def recipe(seed, threads, precision):
@@ -134,6 +138,8 @@ def test_the_command_trains_the_soup_resumes_and_installs_it(tmp_path, monkeypat
     assert "parent 0 (weight 0.3)" in out and "parent 1 (weight 0.7)" in out
     for name in (WEIGHTS_NAME, MANIFEST_NAME):
         assert (tmp_path / "installed" / name).read_bytes() == (tmp_path / "run" / name).read_bytes()
+    assert (tmp_path / "installed" / SHIPPED_TRAINED_ON.name).is_file()  # beside the installed weights ...
+    assert SHIPPED_TRAINED_ON.read_bytes() == shipped_list  # ... and the package's own list untouched
 
 
 def test_the_temperature_rescales_the_head_only_and_lowers_the_held_out_log_loss(tmp_path, shared_data):

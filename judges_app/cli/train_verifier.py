@@ -33,10 +33,11 @@ def _last_check(manifest: dict) -> dict:
 
 
 def install_trained_on(manifest: dict) -> None:
-    """The list of labelled items (BEGIN dev turns) the installed model trained on, so calibration leaves them out."""
+    """The list of labelled items (BEGIN dev turns) the installed model trained on, so calibration leaves them out,
+    written beside the installed weights (``SHIPPED_DIR``: the package's, or where a test points it)."""
     parts = sorted({part for parent in manifest.get("recipe", {}).get("parents", [manifest.get("recipe", {})])
                     for part in parent.get("begin_parts", [])})
-    write_trained_on([(p.evidence, p.claim) for p in begin_pairs(parts)], SHIPPED_TRAINED_ON)
+    write_trained_on([(p.evidence, p.claim) for p in begin_pairs(parts)], SHIPPED_DIR / SHIPPED_TRAINED_ON.name)
 
 
 def run(args) -> int:
