@@ -75,3 +75,31 @@ def pytest_runtest_makereport(item, call):
         server = item.funcargs.get("llama_server")
         if server is not None and server.log.exists():
             report.sections.append(("llama_cpp.server log (tail)", f"{server.log}\n{server.log.read_text()[-4000:]}"))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Long tests: every test runs in `make test`; the few that take long say why, and the summary lists them
+# ------------------------------------------------------------------------------------------------------------
+_LONG: dict[str, tuple[str, float]] = {}
+
+
+def pytest_runtest_logreport(report):
+    why = dict(report.user_properties).get("long")
+    if why is not None:
+        _, seconds = _LONG.get(report.nodeid, (why, 0.0))
+        _LONG[report.nodeid] = (why, seconds + report.duration)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    marker = item.get_closest_marker("long")
+    if marker is not None and not any(name == "long" for name, _ in item.user_properties):
+        item.user_properties.append(("long", marker.kwargs.get("why") or (marker.args[0] if marker.args else "")))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _LONG:
+        return
+    terminalreporter.section("long tests (run in make test; why each takes long)")
+    for nodeid, (why, seconds) in sorted(_LONG.items(), key=lambda kv: -kv[1][1]):
+        terminalreporter.write_line(f"{seconds:6.1f} s  {nodeid}\n          {why}")

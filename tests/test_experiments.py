@@ -83,6 +83,7 @@ def test_label_curve(labelled, tmp_path, monkeypatch, capsys):
     assert all(r["draws"] <= 2 for r in rows)
 
 
+@pytest.mark.long(why='fine-tunes the verifier (torch training) inside the label-curve experiment')
 def test_label_curve_with_a_fine_tuned_verifier(tmp_path, monkeypatch, capsys):
     pytest.importorskip("torch")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")

@@ -189,6 +189,7 @@ def test_every_other_llm_judge_runs_on_the_embedded_lm(name):
 
 
 
+@pytest.mark.long(why='the main job end to end: the embedded LM judges 6 turns beside the verifier judge (real LM calls)')
 def test_cli_calibrates_the_verifier_judge_with_the_lm_judge_beside_on_the_bundled_begin_slice(tmp_path, capsys):
     """The main job, shrunk: the real verifier judge calibrated on 8 labels, measured on 6, the real embedded LM
     judge scored beside it on the same 6."""
@@ -215,17 +216,18 @@ def test_cli_calibrates_the_verifier_judge_with_the_lm_judge_beside_on_the_bundl
     assert "nothing was learned" in saved["report"]["calibrator"]["scores"]
 
 
+@pytest.mark.long(why='two llama.cpp engines each judge 8 turns with Faithfulness: equal verdicts need real decoding')
 def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():
     """Keeping each judge step's instructions evaluated in a context of its own, testing the grammar on the
-    best token first and choosing decode threads by timing must not change an answer at temperature 0: 20
+    best token first and choosing decode threads by timing must not change an answer at temperature 0: 8
     BEGIN turns, Faithfulness, the first engine (one context, llama.cpp's grammar sampler, 2 threads) vs
-    the default."""
+    the default (benchmarks/engine_speed.py compares them on more turns)."""
     from calibration.data.loaders import load_begin_slice
     from judges import Faithfulness
     from judges.lm.engine import LlamaCppEngine
     from judges.lm.files import embedded_model_file
 
-    samples = list(load_begin_slice().dataset)[:20]
+    samples = list(load_begin_slice().dataset)[:8]
     outcomes, seconds = {}, {}
     for name, settings in {"first": dict(prefix_contexts=1, grammar_best_first=False, adaptive_threads=False),
                            "default": {}}.items():
@@ -237,9 +239,10 @@ def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():
         seconds[name] = time.perf_counter() - start
         engine.close()
     assert outcomes["first"] == outcomes["default"]
-    print(f"\n20 items: the first engine {seconds['first']:.1f} s, the default {seconds['default']:.1f} s")
+    print(f"\n{len(samples)} items: the first engine {seconds['first']:.1f} s, the default {seconds['default']:.1f} s")
 
 
+@pytest.mark.long(why='drafting is checked on real decoding of 6 turns')
 def test_prompt_lookup_drafting_checks_drafts_and_keeps_most_verdicts():
     """Drafting (opt-in, not exact: batched logits differ from single steps) on 6 BEGIN turns: drafted tokens
     are evaluated in batches, every answer still parses into verdicts, and most items keep the verdicts
@@ -267,6 +270,7 @@ def test_prompt_lookup_drafting_checks_drafts_and_keeps_most_verdicts():
           f"{sum(a == b for a, b in zip(answers[0], answers[7]))}/{len(answers[0])} answers unchanged")
 
 
+@pytest.mark.long(why="decodes with llama.cpp's own grammar sampler and ours, token by token")
 def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
     """GreedyGrammarSampler against llama.cpp's own chain (grammar over the whole vocabulary, then greedy):
     the same completion token for token, while the whole vocabulary is tested on a minority of steps."""

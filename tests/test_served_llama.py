@@ -52,15 +52,18 @@ def served(server, **kwargs):
     return ServedLM(server.model, api_base=server.api_base, api_key="none", max_tokens=384, **kwargs)
 
 
+@pytest.mark.long(why='every judge family through a real llama.cpp server, and two adapters without a grammar')
 def test_every_judge_family_scores_through_the_server(llama_server, capsys):
     """With the server constraining answers to the output schema (llama.cpp's json_object + schema), every
-    family scores. Without a grammar (ChatAdapter, JSONAdapter) the 135M model's parse failures are counted
-    and reported, not asserted away: benchmarks/served_lm.py measures the rates."""
+    family scores. Without a grammar (ChatAdapter, JSONAdapter; one family: the 135M model rambles to its
+    token limit and DSPy retries, a minute a family) its parse failures are counted and reported, not
+    asserted away: benchmarks/served_parse_rates.py measures the rates of every family."""
     outcomes = {}
     for family, (make, sample) in FAMILIES.items():
-        for label, lm_options, adapter in (("json_object schema", {"response_schema": "json_object"}, None),
-                                          ("ChatAdapter", {}, dspy.ChatAdapter()),
-                                          ("JSONAdapter", {}, dspy.JSONAdapter())):
+        adapters = [("json_object schema", {"response_schema": "json_object"}, None)]
+        if family == "custom":
+            adapters += [("ChatAdapter", {}, dspy.ChatAdapter()), ("JSONAdapter", {}, dspy.JSONAdapter())]
+        for label, lm_options, adapter in adapters:
             lm = served(llama_server, cache=False, **lm_options)
             try:
                 result = make(lm, adapter).score(sample)
@@ -76,12 +79,13 @@ def test_every_judge_family_scores_through_the_server(llama_server, capsys):
             print(f"  {family:<11} {label:<19} {outcome}")
 
 
+@pytest.mark.long(why='12 items through a fault proxy; a slow fault waits out its 15 s request timeout')
 def test_faults_in_front_of_the_real_server(llama_server):
     forget_endpoint_limits()
     data = EvaluationDataset([{"response": f"Thank you so much, answer {i} is on its way."} for i in range(12)])
-    with FaultProxy(llama_server.url, rate=0.2, seed=5, slow_seconds=70.0) as proxy:
+    with FaultProxy(llama_server.url, rate=0.2, seed=5, slow_seconds=20.0) as proxy:  # slow: over the timeout
         lm = ServedLM(llama_server.model, api_base=proxy.url + "/v1", api_key="none", cache=False, max_tokens=256,
-                      response_schema="json_object", backoff=0.05, max_backoff=0.5, request_timeout=60.0)
+                      response_schema="json_object", backoff=0.05, max_backoff=0.5, request_timeout=15.0)
         judge = AspectCritic(name="polite", definition="Is the response polite?", lm=lm)
         result = evaluate(data, [judge], num_threads=2, progress=False)
     assert len(result.records) == 12 and all(r["score"] is not None or r["error"] for r in result.records)
@@ -91,6 +95,7 @@ def test_faults_in_front_of_the_real_server(llama_server):
     assert summary["input_tokens"] == proxy.counts["prompt_tokens"]
 
 
+@pytest.mark.long(why='evaluate and calibrate against the real server, with MLflow, then every file searched for the key')
 def test_cli_evaluate_and_calibrate_against_the_server_never_show_the_key(llama_server, tmp_path, capsys, monkeypatch):
     secret = "sk-test-0d1e2f3a4b5c"
     monkeypatch.setenv("JUDGE_API_KEY", secret)
