@@ -6,7 +6,11 @@ import pytest
 from calibration.data.labelled import LabelledSet
 from calibration.fitting.signals import feature_matrix, signal_columns
 from judges.lm.embedder_onnx import OnnxTransformer, embedder_graph
-from judges.lm.embeddings import Embedder, default_embeddings, sentence_transformer_embedder
+from judges.lm.embeddings import (
+    Embedder,
+    default_embeddings,
+    sentence_transformer_embedder,
+)
 from judges.lm.files import embedded_embedder_path
 from judges.lm.onnx_files import onnx_available
 from judges.metrics.grounding import alignment

@@ -27,7 +27,7 @@ from judges.lm.files import model_cache_dir
 from judges.lm.onnx_files import (
     OPSET,
     check_writable,
-    export_once,
+    export_bert,
     length_batches,
     onnx_available,
     open_session,
@@ -63,31 +63,11 @@ def embedder_graph(folder: Path) -> Path:
     if target.is_file():
         return target
     check_writable(target.parent)
-    import torch
     from transformers import AutoModel, AutoTokenizer
 
     model = AutoModel.from_pretrained(str(folder)).eval()
-    names = ("input_ids", "attention_mask", "token_type_ids")
-
-    class Hidden(torch.nn.Module):  # positional inputs in, the last hidden states out: what the exporter traces
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
-
     example = AutoTokenizer.from_pretrained(str(folder))(["An example sentence."], return_tensors="pt")
-
-    def write(partial: Path) -> None:
-        with warnings.catch_warnings():  # the tracer's notes on Python control flow in BERT's mask code
-            warnings.simplefilter("ignore")
-            torch.onnx.export(Hidden().eval(), tuple(example[n] for n in names), str(partial), input_names=list(names),
-                              output_names=["hidden"], dynamic_axes={n: {0: "batch", 1: "tokens"} for n in names},
-                              opset_version=OPSET, dynamo=False)
-
-    return export_once(target, write)
+    return export_bert(target, model, example, "hidden", lambda outputs: outputs.last_hidden_state)
 
 
 class OnnxTransformer:

@@ -1,6 +1,7 @@
 """ONNX graphs exported from torch once, kept in the model cache and opened by ONNX Runtime.
 
     export_once(target, write)     # ``write(partial)`` exports; the file is renamed into place when whole
+    export_bert(target, model, example, "logits", lambda out: out.logits)   # a transformers BERT, by torch
     open_session(make_graph)       # an InferenceSession; a damaged graph is removed and made again, once
 
 The shipped verifier (``judges.lm.verifier.onnx_graph``) and the embedded embedder
@@ -16,14 +17,18 @@ import importlib.util
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 #: The ONNX operator set graphs are exported with (ONNX Runtime 1.20 and later run it).
 OPSET = 17
 #: Export leftovers older than this (a process killed mid-export) are removed by the next export.
 STALE_PARTIAL_SECONDS = 3600
 INSTALL_HINT = "pip install 'dspy-judges[embeddings]' (onnxruntime and onnx)"
+#: A BERT's inputs, positional in the exported graphs.
+BERT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def onnx_available() -> bool:
@@ -62,6 +67,31 @@ def export_once(target: Path, write: Callable[[Path], None]) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     return target
+
+
+def export_bert(target: Path, model: Any, example: Any, output: str, pick: Callable[[Any], Any]) -> Path:
+    """``target`` (``export_once``): the transformers BERT ``model`` traced by torch's exporter on ``example``
+    (its tokenizer's tensors), the three ``BERT_INPUTS`` positional, ``pick(the model's outputs)`` the one
+    output, named ``output``; batch size and length dynamic."""
+    import torch
+
+    class Traced(torch.nn.Module):  # positional inputs in, one tensor out: what the exporter traces
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return pick(self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids))
+
+    def write(partial: Path) -> None:
+        with warnings.catch_warnings():  # the tracer's notes on Python control flow in BERT's mask code
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Traced().eval(), tuple(example[n] for n in BERT_INPUTS), str(partial),
+                              input_names=list(BERT_INPUTS), output_names=[output],
+                              dynamic_axes={n: {0: "batch", 1: "tokens"} for n in BERT_INPUTS}, opset_version=OPSET,
+                              dynamo=False)
+
+    return export_once(target, write)
 
 
 def open_session(make_graph: Callable[[], Path]):

@@ -78,7 +78,10 @@ from judges.lm.verifier.files import (
     load_shipped,
     supported_column,
 )
-from judges.lm.verifier.opposites import check_against_contradictions, check_against_opposites
+from judges.lm.verifier.opposites import (
+    check_against_contradictions,
+    check_against_opposites,
+)
 from judges.lm.verifier.units import best_sentence, sentence_windows, shortlist
 
 #: How many scored (evidence, claim) pairs a float32 verifier keeps (``Verifier.probabilities``).

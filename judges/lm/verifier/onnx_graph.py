@@ -27,6 +27,7 @@ from judges.lm.onnx_files import (
     INSTALL_HINT,
     OPSET,
     check_writable,
+    export_bert,
     export_once,
     onnx_available,
     open_session,
@@ -75,29 +76,9 @@ def shipped_onnx(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_MANIF
     except OSError as err:
         raise GraphCacheError(f"the verifier's ONNX graph cannot be written to {target.parent}: {err} (set "
                               "DSPY_JUDGES_CACHE to a writable folder)") from None
-    import torch
-
     model, tokenizer, _ = load_shipped(weights, manifest)
-    names = ("input_ids", "attention_mask", "token_type_ids")
-
-    class Logits(torch.nn.Module):  # positional inputs in, the logits tensor out: what the exporter traces
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
-
     example = tokenizer(["An example passage."], ["An example claim."], return_tensors="pt")
-
-    def write(partial: Path) -> None:
-        with warnings.catch_warnings():  # the tracer's notes on Python control flow in BERT's mask code
-            warnings.simplefilter("ignore")
-            torch.onnx.export(Logits().eval(), tuple(example[n] for n in names), str(partial), input_names=list(names),
-                              output_names=["logits"], dynamic_axes={n: {0: "batch", 1: "tokens"} for n in names},
-                              opset_version=OPSET, dynamo=False)
-
-    return export_once(target, write)
+    return export_bert(target, model, example, "logits", lambda outputs: outputs.logits)
 
 
 def shipped_onnx_int8(*, meta: dict[str, Any] | None = None) -> Path:
