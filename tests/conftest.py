@@ -21,6 +21,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs extras [local,embeddings]: run `make test`"))
 
 
+@pytest.fixture(autouse=True)
+def _signal_handlers_put_back():
+    """A library that replaces the Ctrl-C or SIGTERM handler inside one test (a server, a cluster) leaves it to
+    the tests after it, where a run then never sees its interrupt: each test starts with the handlers the
+    session had."""
+    import signal
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        if handler is not None and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
+
+
 @pytest.fixture
 def shared_data():
     """Skips a test that reads ``../shared/data`` where it is not there."""

@@ -405,6 +405,7 @@ def test_an_lm_call_answered_while_ctrl_c_stops_the_run_is_recorded_and_counted_
     run = tmp_path / "run.jsonl"
     data = EvaluationDataset(rows(6))
     monkeypatch.setattr(threads._Pool, "drain", noticed)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's Ctrl-C, as a user's run has (put back after)
     threading.Thread(target=interrupt, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         evaluate(data, [PolitenessJudge(lm=scripted_lm(respond))], run_file=run, num_threads=1, progress=False)
