@@ -25,6 +25,7 @@ import numpy as np
 
 from judges.lm.files import model_cache_dir
 from judges.lm.onnx_files import (
+    BERT_INPUTS,
     OPSET,
     check_writable,
     export_bert,
@@ -52,12 +53,12 @@ def _mean_pooling(folder: Path) -> bool:
 
 def embedder_graph(folder: Path) -> Path:
     """The folder's transformer as an ONNX graph (last hidden states, any batch size and length), exported by
-    torch once into ``model_cache_dir()``. The name carries the config's and weights' SHA-256, the torch and
-    transformers versions and the opset, so other weights or a new exporter make a new file."""
-    digest = hashlib.sha256()
-    for name in ("config.json", "model.safetensors"):
-        digest.update(hashlib.sha256((folder / name).read_bytes()).digest())
-    key = f"{digest.hexdigest()}|torch {version('torch')}|transformers {version('transformers')}|opset {OPSET}"
+    torch once into ``model_cache_dir()``. The name carries the config's SHA-256, the weights' size and time,
+    the torch and transformers versions and the opset, so other weights or a new exporter make a new file."""
+    config = hashlib.sha256((folder / "config.json").read_bytes()).hexdigest()
+    weights = (folder / "model.safetensors").stat()  # size and time, as the verifier's key: not 90 MB read a start
+    key = (f"{config}|{weights.st_size}|{weights.st_mtime_ns}|torch {version('torch')}|"
+           f"transformers {version('transformers')}|opset {OPSET}")
     target = model_cache_dir() / f"embedder-{folder.name}.{hashlib.sha256(key.encode()).hexdigest()[:12]}.onnx"
     sweep_partials(target.parent, "embedder-")
     if target.is_file():
@@ -93,8 +94,7 @@ class OnnxTransformer:
         out: list[np.ndarray] = [np.zeros((0, 0), np.float32)] * len(texts)
         for rows in length_batches(lengths.tolist(), self.batch_size, PADDING_RATIO):
             width = int(lengths[rows].max())
-            feed = {name: np.zeros((len(rows), width), np.int64) for name in ("input_ids", "attention_mask",
-                                                                              "token_type_ids")}
+            feed = {name: np.zeros((len(rows), width), np.int64) for name in BERT_INPUTS}
             for at, row in enumerate(rows):
                 n = lengths[row]
                 feed["input_ids"][at, :n] = encoded[row].ids
