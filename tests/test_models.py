@@ -1,6 +1,7 @@
 """LM and embedder resolution and the engine's parts, without running any model."""
 
 import json
+import os
 
 import dspy
 import numpy as np
@@ -24,7 +25,7 @@ from judges.lm.resolve import (
 )
 from judges.lm.sampling import GreedyGrammarSampler, PromptLookup
 from judges.lm.schemas import bounded_schema, output_constraints
-from judges.lm.threads import DecodeThreads, runnable_elsewhere
+from judges.lm.threads import DecodeThreads, runnable_elsewhere, usable_cores
 
 
 def test_embedded_files_are_found_inside_their_packages():
@@ -277,6 +278,24 @@ def test_decode_threads_drop_to_one_while_the_cores_are_shared_and_come_back():
     assert governor.best == 2 and governor.switches == 2
     assert DecodeThreads(1).threads() == 1  # one core: nothing to choose
     assert runnable_elsewhere() is None or runnable_elsewhere() >= 0
+
+
+def test_thread_counts_follow_the_cores_the_process_may_use():
+    """A process pinned to one core (taskset, a container's cpuset, a test worker) computes with one thread:
+    llama.cpp's default, ONNX Runtime's sessions and torch training all read ``usable_cores``."""
+    import subprocess
+    import sys
+
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    assert usable_cores() == len(os.sched_getaffinity(0))
+    script = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+              "from judges.lm.threads import usable_cores\n"
+              "from judges.lm.engine import LlamaCppEngine\n"
+              "from judges.lm.files import embedded_gguf_path\n"
+              "print(usable_cores(), LlamaCppEngine(embedded_gguf_path()).n_threads)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["1", "1"]
 
 
 def test_grammar_tiers_pick_the_token_testing_the_whole_vocabulary_picks():

@@ -27,6 +27,7 @@ import numpy as np
 
 from calibration.data.labelled import LabelledSet
 from calibration.verifier.training import roc_auc
+from judges.lm.threads import usable_cores
 from judges.lm.verifier import EMBEDDED_INT8
 from judges.lm.verifier.files import load_shipped
 from judges.metrics.rag.verified import FaithfulnessWithVerifier
@@ -73,7 +74,7 @@ def finetune_verifier(judge: Any, data: LabelledSet, targets: np.ndarray, *, out
         rng.shuffle(members)
         held += members[:max(2, int(round(held_out * len(members))))]
     train = [i for i in range(len(labels)) if i not in set(held)]
-    torch.set_num_threads(threads)
+    torch.set_num_threads(min(threads, usable_cores()))  # never more threads than cores to run them
     torch.manual_seed(seed)
     model, tokenizer, _ = load_shipped()
 

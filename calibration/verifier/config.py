@@ -79,6 +79,7 @@ class TrainConfig:
     held_out: int = 400
     checkpoint_every: int = 200
     eval_every: int = 500
+    #: torch's compute threads, capped by the cores the process may use (``judges.lm.threads.usable_cores``).
     threads: int = 2
     #: The forward passes' precision: "float32" (the shipped model), or "bfloat16" (torch's autocast on the
     #: CPU; weights, gradients and AdamW stay float32): ~1.9x faster where the CPU has bfloat16 units

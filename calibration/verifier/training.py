@@ -45,6 +45,7 @@ from calibration.verifier.bias import BIAS_FEATURES, LexicalBias
 from calibration.verifier.config import TrainConfig
 from calibration.verifier.mix import contrastive_set, training_mix
 from judges.lm.files import file_sha256
+from judges.lm.threads import usable_cores
 from judges.lm.verifier.files import FROZEN, base_classifier, trainable_state
 
 WEIGHTS_NAME = "groundedness-minilm.safetensors"
@@ -202,7 +203,7 @@ def train_verifier(out: str | Path, config: TrainConfig = TrainConfig(), *, prog
 
     out = Path(out)
     _check_resume(out / "checkpoint", config)
-    torch.set_num_threads(config.threads)
+    torch.set_num_threads(min(config.threads, usable_cores()))  # never more threads than cores to run them
     torch.use_deterministic_algorithms(True)
     started = time.time()
     train, held = training_mix(config)

@@ -33,7 +33,7 @@ from dspy.lm15 import (
 
 from judges.lm.sampling import GreedyGrammarSampler, PromptLookup
 from judges.lm.schemas import bounded_schema, current_output_constraints, salvage_json
-from judges.lm.threads import DecodeThreads
+from judges.lm.threads import DecodeThreads, usable_cores
 
 DEFAULT_N_CTX = 4096
 DEFAULT_MAX_TOKENS = 1024
@@ -199,7 +199,7 @@ class LlamaCppEngine:
         if not Path(self.model_path).is_file():
             raise FileNotFoundError(f"GGUF model file not found: {self.model_path}")
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
+        self.n_threads = n_threads or usable_cores()
         self.n_batch = n_batch
         self.max_string_chars = max_string_chars
         self.max_items = max_items

@@ -19,6 +19,8 @@ import uuid
 import warnings
 from pathlib import Path
 
+from judges.lm.threads import usable_cores
+
 #: The name that asks for an embedded model (``lm="embedded"``, ``embeddings="embedded"``).
 EMBEDDED = "embedded"
 
@@ -89,7 +91,7 @@ def reencoded_gguf(source: str | Path, weights: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.partial")
     params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype, params.allow_requantize, params.nthread = formats[weights], True, max(1, os.cpu_count() or 1)
+    params.ftype, params.allow_requantize, params.nthread = formats[weights], True, usable_cores()
     log = logging.getLogger("llama-cpp-python")  # llama.cpp's messages go through it; the quantizer lists every tensor
     level = log.level
     log.setLevel(max(level, logging.ERROR))

@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from judges.lm.threads import usable_cores
+
 #: The ONNX operator set graphs are exported with (ONNX Runtime 1.20 and later run it).
 OPSET = 17
 #: Export leftovers older than this (a process killed mid-export) are removed by the next export.
@@ -102,6 +104,8 @@ def open_session(make_graph: Callable[[], Path]):
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
+    if usable_cores() < (os.cpu_count() or 1):  # pinned to fewer cores: ONNX Runtime would count the machine's
+        options.intra_op_num_threads = usable_cores()
     path = make_graph()
     try:
         return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

@@ -1,14 +1,27 @@
-"""How many threads llama.cpp decodes with: all cores, or one while another program takes them.
+"""How many threads the models compute with: the cores this process may use, and for llama.cpp's decoding
+all of them or one while another program takes them.
 
-Owns: ``DecodeThreads`` (timed decode steps decide the thread count) and ``runnable_elsewhere``
-(``/proc/loadavg``). Must not touch llama.cpp itself: the engine applies the count it is given.
+Owns: ``usable_cores`` (the process's CPU affinity), ``DecodeThreads`` (timed decode steps decide the thread
+count) and ``runnable_elsewhere`` (``/proc/loadavg``). Must not touch llama.cpp itself: the engine applies
+the count it is given.
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import statistics
 from collections.abc import Callable
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on: its affinity mask (a container's cpuset, ``taskset``, a test worker
+    pinned to one core), not every CPU of the machine. Two compute threads on one core only wait for each
+    other, so every default thread count (llama.cpp, ONNX Runtime, torch training) is capped by it."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this platform
+        return max(1, os.cpu_count() or 1)
 
 
 def runnable_elsewhere() -> int | None:
