@@ -121,3 +121,31 @@ def test_numpy_statistics_match_scikit_learn_and_scipy():
         assert report.value("mae") == pytest.approx(metrics.mean_absolute_error(y, s))
     cosines = agreement([0, 1, 0, 1], [-0.2, 0.8, 0.1, 0.9], n_bootstrap=10)
     assert cosines.value("brier") is None and cosines.value("ece") is None and cosines.value("roc_auc") == 1.0
+
+
+def test_the_bootstrap_computes_every_resample_at_once_with_the_values_of_one_at_a_time():
+    """``agreement`` and ``compare`` compute most statistics on all resamples at once (rows of a matrix); each
+    resample's value is the one the statistic gives alone, None where it is undefined (one class, a constant
+    side, scores outside [0, 1]): ties, tiny sets and every label kind."""
+    from calibration.agreement.resampled import batched_statistics, on_resamples
+    from calibration.agreement.stats import statistic_functions
+
+    rng = np.random.default_rng(5)
+    cases = []
+    for n in (2, 3, 5, 12, 40):
+        y = rng.integers(0, 2, n).astype(float)
+        cases += [("binary", y, np.round(rng.random(n), 1)), ("binary", y, rng.random(n) * 1.4 - 0.2),
+                  ("binary", np.ones(n), np.round(rng.random(n), 1)),
+                  ("ordinal", rng.integers(1, 6, n).astype(float), np.round(rng.random(n) * 4 + 1, 1)),
+                  ("continuous", np.round(rng.random(n), 1), rng.random(n))]
+    for kind, y, s in cases:
+        statistics, batched = statistic_functions(kind, 0.5), batched_statistics(kind, 0.5, y)
+        assert {"spearman", "pearson", "kendall", "mae"} <= set(batched) <= set(statistics)
+        draws = rng.integers(0, len(y), size=(300, len(y)))
+        for name in batched:
+            together = on_resamples(name, statistics[name], batched, y, s, draws)
+            alone = [statistics[name](y[d], s[d]) for d in draws]
+            assert [v is None for v in together] == [v is None for v in alone], (kind, len(y), name)
+            assert [v for v in together if v is not None] == pytest.approx([v for v in alone if v is not None],
+                                                                            abs=1e-12), (kind, len(y), name)
+    assert set(batched_statistics("binary", 0.5, np.array([0.0, 1.0]))) == set(statistic_functions("binary", 0.5))

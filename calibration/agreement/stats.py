@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from calibration.agreement.resampled import KENDALL_PAIRWISE_MAX, batched_statistics, on_resamples
+
 
 def expected_calibration_error(labels: Sequence[float], scores: Sequence[float], n_bins: int = 10) -> float:
     """Mean |accuracy - confidence| over equal-width score bins, weighted by bin size."""
@@ -50,11 +52,6 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     ranks = np.empty(len(x))
     ranks[order] = average[group]
     return ranks
-
-
-#: Up to this many items Kendall's tau is computed on the pairs' sign matrices (fast for small sets);
-#: above it by scipy's O(n log n) algorithm.
-KENDALL_PAIRWISE_MAX = 400
 
 
 def _kendall(y: np.ndarray, s: np.ndarray) -> float:
@@ -101,7 +98,7 @@ def _pearson(y: np.ndarray, s: np.ndarray) -> float:
     return float(dy @ ds / scale) if scale > 0 else float("nan")
 
 
-def _statistics(kind: str, threshold: float) -> dict[str, Callable[[np.ndarray, np.ndarray], float | None]]:
+def statistic_functions(kind: str, threshold: float) -> dict[str, Callable[[np.ndarray, np.ndarray], float | None]]:
     """The statistics of one label kind. The binary ones and the correlations are written in numpy (checked
     against scikit-learn / scipy in the tests): the bootstrap calls each of them a thousand times, and the
     library versions' input checks made a report of six scorers take minutes."""
@@ -191,7 +188,7 @@ class AgreementReport:
 
 def undefined_agreement(kind: str, n: int, *, threshold: float = 0.5, reason: str) -> AgreementReport:
     """A report whose every statistic is undefined (None): fewer than two items to measure on."""
-    names = _statistics(kind, threshold)
+    names = statistic_functions(kind, threshold)
     return AgreementReport(kind, n, {name: {"value": None, "low": None, "high": None} for name in names}, None,
                            threshold if kind == "binary" else None, 0, {"undefined": reason})
 
@@ -215,14 +212,14 @@ def agreement(
     bad = np.where(~np.isfinite(y) | ~np.isfinite(s))[0]
     if len(bad):
         raise ValueError(f"agreement: labels/scores are missing or not finite at items {bad[:10].tolist()}")
-    statistics = _statistics(kind, threshold)
+    statistics, batched = statistic_functions(kind, threshold), batched_statistics(kind, threshold, y)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(y), size=(n_bootstrap, len(y)))
     alpha = (1 - confidence) / 2
     out: dict[str, dict[str, float | None]] = {}
     for name, fn in statistics.items():
         point = fn(y, s)
-        samples = [v for v in (fn(y[d], s[d]) for d in draws) if v is not None]
+        samples = [v for v in on_resamples(name, fn, batched, y, s, draws) if v is not None]
         low = float(np.quantile(samples, alpha)) if samples else None
         high = float(np.quantile(samples, 1 - alpha)) if samples else None
         out[name] = {"value": point, "low": low, "high": high}
@@ -289,7 +286,7 @@ def compare(
     bad = np.where(~np.isfinite(y) | ~np.isfinite(a) | ~np.isfinite(b))[0]
     if len(bad):
         raise ValueError(f"compare: labels/scores are not finite at items {[kept[i] for i in bad[:10]]}")
-    statistics = _statistics(kind, threshold)
+    statistics = statistic_functions(kind, threshold)
     if stats is not None:
         unknown = [name for name in stats if name not in statistics]
         if unknown:
@@ -300,11 +297,13 @@ def compare(
         return PairedComparison(kind, len(y), empty, None, n_bootstrap)
     draws = np.random.default_rng(seed).integers(0, len(y), size=(n_bootstrap, len(y)))
     alpha = (1 - confidence) / 2
+    batched = batched_statistics(kind, threshold, y)
     out: dict[str, dict[str, Any]] = {}
     for name, fn in statistics.items():
         va, vb = fn(y, a), fn(y, b)
         point = None if va is None or vb is None else va - vb
-        diffs = [da - db for da, db in ((fn(y[d], a[d]), fn(y[d], b[d])) for d in draws)
+        diffs = [da - db for da, db in zip(on_resamples(name, fn, batched, y, a, draws),
+                                           on_resamples(name, fn, batched, y, b, draws))
                  if da is not None and db is not None]
         low = float(np.quantile(diffs, alpha)) if diffs and point is not None else None
         high = float(np.quantile(diffs, 1 - alpha)) if diffs and point is not None else None
