@@ -114,8 +114,10 @@ def test_calibrate_compiles_reports_and_logs(tmp_path, capsys):
             "--prices", str(write_json(tmp_path / "prices.json", {"scripted/test": {"input": 1e6, "output": 0}}))]
     with dspy.context(lm=demo_sensitive_lm()):
         assert main(argv) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert "judge as shipped" in printed and "compiled (bootstrap)" in printed
+    assert "report figures" in captured.err  # a bar over the figures, as over each other step
     run = CalibrationRun.load(out / "calibration_run.json")
     assert len(run.labels) == 12
     usage = run.meta["usage"]  # one call per item for a one-step judge; 1e6 $/1M tokens: cost = tokens in

@@ -136,7 +136,9 @@ def _usage_rows(usage: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
-def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title: str | None) -> str:
+def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title: str | None, progress: bool) -> str:
+    from tqdm.auto import tqdm
+
     reports = run.ensure_agreement(n_bootstrap)
     names = list(run.scores)
     y = np.asarray(run.labels)
@@ -168,6 +170,9 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
                       f"cut at {hard['threshold']:.3g}) gets wrong; a judge that only repeats it scores about 0 "
                       "there." if hard else "")
                    + "</p>")]
+    compiled = any(COMPILED_SCORER.match(n) and n != "judge as shipped" for n in names)
+    matrices = [n for n in names if run.label_kind != "continuous" and reports[n].confusion_matrix is not None]
+    figures = tqdm(total=3 + compiled + len(matrices), desc="report figures", unit="figure", disable=not progress)
     if run.label_kind == "binary":
         drawn = diagram_scorers(names, reports)
         reliability_diagram(run.labels, {n: run.scores[n] for n in drawn}, path=out / "reliability.png")
@@ -177,13 +182,17 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
     else:
         score_by_label(run.labels, run.scores, path=out / "score_by_label.png")
         sections.append(("Judge score by human label", _img("score_by_label.png", "score by human label")))
+    figures.update()
     score_histograms(run.labels, run.scores, path=out / "histograms.png")
     sections.append(("Score distributions", _img("histograms.png", "score histograms")))
+    figures.update()
     agreement_bars(reports, stats=BAR_STATS[run.label_kind], path=out / "agreement.png")
     sections.append(("Agreement per scorer", _img("agreement.png", "agreement bars")))
-    if any(COMPILED_SCORER.match(n) and n != "judge as shipped" for n in names):
+    figures.update()
+    if compiled:
         optimizer_comparison(reports, stats=BAR_STATS[run.label_kind][:2], path=out / "optimizers.png")
         sections.append(("Before / after compiling, per optimizer", _img("optimizers.png", "optimizer comparison")))
+        figures.update()
     if run.label_kind != "continuous":
         images = []
         for i, name in enumerate(names):
@@ -194,7 +203,9 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
             confusion_matrix_figure(reports[name].confusion_matrix, _classes(run, name), title=name + verdict,
                                     path=out / file)
             images.append(_img(file, f"confusion matrix of {name}"))
+            figures.update()
         sections.append(("Confusion matrices", '<div class="grid">' + "".join(images) + "</div>"))
+    figures.close()
     meta = {k: v for k, v in run.meta.items()
             if k not in ("usage", "calibrator_inputs", "errors", "hard_slice", "range_warnings", "disagreements")}
     disagree = run.meta.get("disagreements") or {}
@@ -282,12 +293,13 @@ def _read_source(path: Path):
     raise ValueError(expected)
 
 
-def write_report(source, out_dir: str | Path, *, title: str | None = None, n_bootstrap: int = 1000) -> Path:
+def write_report(source, out_dir: str | Path, *, title: str | None = None, n_bootstrap: int = 1000,
+                 progress: bool = False) -> Path:
     """Write ``index.html`` and its PNGs into ``out_dir``; return the path of ``index.html``.
 
     ``source``: a CalibrationRun or EvaluationResult, or the path of a saved CalibrationRun (JSON), of
     ``EvaluationResult.to_jsonl`` records, or of an ``evaluate(run_file=...)`` run file. Agreement missing
-    from a calibration run is computed with ``n_bootstrap`` resamples."""
+    from a calibration run is computed with ``n_bootstrap`` resamples. ``progress``: a bar over the figures."""
     meta: dict[str, Any] = {}
     if isinstance(source, (str, Path)):
         path = Path(source)
@@ -297,7 +309,7 @@ def write_report(source, out_dir: str | Path, *, title: str | None = None, n_boo
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(source, CalibrationRun):
-        page = _calibration_report(source, out, n_bootstrap, title)
+        page = _calibration_report(source, out, n_bootstrap, title, progress)
     elif isinstance(source, EvaluationResult):
         page = _evaluation_report(source, out, title or "Evaluation report", meta)
     else:

@@ -108,7 +108,7 @@ def run(args) -> int:
                              meta=meta)
         run.compute_agreement(n_bootstrap=args.n_bootstrap, seed=args.seed, progress=True)
         run.save(out / "agreement_run.json")
-        report = None if args.no_report else write_report(run, out / "report")
+        report = None if args.no_report else write_report(run, out / "report", progress=True)
         print_results(run, args)
         print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/agreement_run.json")
         if report:

@@ -184,7 +184,7 @@ def run(args) -> int:
         run.save(out / "calibration_run.json")
         for label, judge in compiled.items():
             judge.save(out / f"compiled_{probe.name}_{label}.json")
-        report = None if args.no_report else write_report(run, out / "report")
+        report = None if args.no_report else write_report(run, out / "report", progress=True)
         print_results(run, args)
         print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/: calibration_run.json, "
               + ", ".join(f"compiled_{probe.name}_{label}.json" for label in compiled))
