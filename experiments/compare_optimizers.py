@@ -41,6 +41,7 @@ def main() -> int:
     parser.add_argument("--n-train", type=int, default=16)
     parser.add_argument("--n-test", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs")
     parser.add_argument("--lm", default=None)
     parser.add_argument("--reflection-lm", default=None, help="GEPA's reflection LM (default: the judge LM)")
     parser.add_argument("--optimizer-options", default=json.dumps(DEFAULT_OPTIONS))
@@ -55,7 +56,8 @@ def main() -> int:
         name = dataset_name(data)
         out = Path(args.out) / f"{name}-{judge}"
         argv = ["calibrate", data, "--judge", judge, "--n-train", str(args.n_train), "--n-test", str(args.n_test),
-                "--seed", str(args.seed), "--out", str(out), "--optimizer-options", args.optimizer_options]
+                "--seed", str(args.seed), "--n-bootstrap", str(args.n_bootstrap), "--out", str(out),
+                "--optimizer-options", args.optimizer_options]
         argv += [a for o in args.optimizers.split(",") for a in ("--optimizer", o)]
         argv += ["--lm", args.lm] if args.lm else []
         argv += ["--reflection-lm", args.reflection_lm] if args.reflection_lm else []

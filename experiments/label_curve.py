@@ -75,6 +75,8 @@ def main() -> int:
                              "method's calibrator refitted every 2 labels ranks the rest)")
     parser.add_argument("--finetune", action="store_true",
                         help="also fine-tune the verifier on each draw (faithfulness_with_verifier, balanced draws)")
+    parser.add_argument("--finetune-epochs", type=int, default=4,
+                        help="passes over each draw's training labels when fine-tuning (default 4)")
     parser.add_argument("--lm", default=None)
     parser.add_argument("--out", default="runs/label_curve")
     args = parser.parse_args()
@@ -82,6 +84,8 @@ def main() -> int:
     unknown = sorted(set(args.selection.split(",")) - {"balanced", "random", "active"})
     if unknown:
         parser.error(f"--selection: {unknown} are not balanced, random or active")
+    if args.finetune_epochs < 1:
+        parser.error(f"--finetune-epochs must be at least 1, got {args.finetune_epochs}")
     if args.finetune and (args.judge != "faithfulness_with_verifier" or args.selection != "balanced"):
         parser.error("--finetune fine-tunes the verifier of --judge faithfulness_with_verifier on balanced draws only")
 
@@ -98,6 +102,8 @@ def main() -> int:
     params = {"data": args.data, "judge": args.judge, "sizes": sizes, "n_test": len(test), "pool_size": len(pool),
               "repeats": args.repeats,
               "selection": args.selection, "seed": args.seed, "lm": args.lm or "embedded", "data_hash": data_hash(list(picked.dataset.samples))}
+    if args.finetune:
+        params["finetune_epochs"] = args.finetune_epochs
     start = time.perf_counter()
     with tracked_run("dspy-judges-experiments", f"label curve: {args.judge} on {args.data}", params=params,
                      autolog=False):
@@ -124,6 +130,7 @@ def main() -> int:
                 return lambda r, xs: cal.predict(r)
             if method == FINETUNED:  # test scores come from the fine-tuned judge, not from ``r``
                 tuned, _ = finetune_verifier(judge, pool.subset(list(index)), y, seed=int(len(index)),
+                                             epochs=args.finetune_epochs,
                                              out=Path(args.out) / "finetuned" / f"{len(index)}-{int(np.sum(index))}")
                 cal = Calibrator("platt", binary=True).fit(judge_scores(tuned, pool.subset(list(index)))[0], y)
                 tuned_test = judge_scores(tuned, test)[0]
