@@ -34,11 +34,15 @@ demo-lm: $(STAMP)
 demo-metrics: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m judges_app.demo
 
+# The tests run in TEST_PROCESSES processes (pytest-xdist), each pinned to its own share of the cores
+# (tests/conftest.py); tests sharing a server or a Ray instance stay in one process (xdist_group).
+TEST_PROCESSES ?= 2
+
 test: $(STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_PROCESSES) --dist loadgroup
 
 test-unit: $(STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not integration"
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_PROCESSES) --dist loadgroup -m "not integration"
 
 # Train the groundedness verifier again from scratch (a soup of two trainings and their average, 46-61 min on
 # 2 cores before 2026-11-29, 84 min on an AVX2-only CPU, resumable) and install it into judges/lm/verifier/weights/;

@@ -10,7 +10,44 @@ os.environ.setdefault("DSPY_CACHEDIR", os.path.join(os.path.dirname(__file__), "
 os.environ.setdefault("DSPY_JUDGES_CACHE", os.path.join(os.path.dirname(__file__), "..", ".pytest_cache", "models"))
 
 
+def _pin_test_worker() -> None:
+    """`make test` runs two test processes (pytest-xdist). Each is pinned to its own share of the cores
+    before numpy, torch or llama.cpp start their threads, and every thread count in the library follows the
+    cores a process may use (``usable_cores``): two processes each running two compute threads on two cores
+    would make the threads wait for each other at every step (measured: no faster than one process)."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    if count <= len(cpus):
+        os.sched_setaffinity(0, cpus[int(worker[2:])::count])
+
+
+_pin_test_worker()
+
+
+def pytest_sessionstart(session):
+    """With test processes (pytest-xdist), the controlling process fills the run's model cache first, on all
+    cores: the re-encoded GGUF and the verifier's and embedder's ONNX graphs. Otherwise every test process
+    makes them at once at its start, one core each."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(session.config.option, "numprocesses", None):
+        return
+    try:
+        from judges.lm.embeddings import sentence_transformer_embedder
+        from judges.lm.files import embedded_model_file
+        from judges.lm.verifier import resolve_verifier
+
+        embedded_model_file()
+        resolve_verifier(None)
+        sentence_transformer_embedder()
+    except ImportError:  # without the extras: the tests that need them say so
+        pass
+
+
 def pytest_collection_modifyitems(config, items):
+    # The long tests first (in their order): the two test processes of `make test` then end on short ones,
+    # not one of them waiting for the other's long test.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
     # Integration tests need the embedded LM / embedder packages; say so instead of failing obscurely.
     import importlib.util
 
@@ -73,6 +110,20 @@ def llama_server(tmp_path_factory):
         pytest.fail(str(err))
     yield server
     server.__exit__()
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """One real `mlflow server` (tests/mlflow_server.py: SQLite backend, proxied artifacts) for the session,
+    stopped at its end. A test using it carries ``xdist_group("mlflow_server")``: one test process starts it."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from mlflow_server import MlflowServer
+
+    with MlflowServer(tmp_path_factory.mktemp("mlflow-server")) as server:
+        yield server
 
 
 def importlib_util_find(name):

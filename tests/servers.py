@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from judges.lm.threads import usable_cores
+
 #: Values a scripted judge gives for each output field a DSPy signature may ask for.
 CANNED = {"claims": ["the claim"], "reason": "scripted", "verdict": True, "rating": 4, "equivalent": True,
           "reference_explanation": "r", "candidate_explanation": "c", "user_goal": "know", "outcome": "knows",
@@ -363,9 +365,10 @@ class LlamaServer:
     in ``log``; waits (bounded) until ``/v1/models`` answers; stopped on exit (terminate, then kill)."""
 
     def __init__(self, model_path: str | Path, log: str | Path, *, alias: str = "smollm2", n_ctx: int = 4096,
-                 n_threads: int = 2, startup_seconds: float = 180.0):
+                 n_threads: int | None = None, startup_seconds: float = 180.0):
         self.model_path, self.log, self.alias = Path(model_path), Path(log), alias
-        self.n_ctx, self.n_threads, self.startup_seconds = n_ctx, n_threads, startup_seconds
+        self.n_ctx, self.startup_seconds = n_ctx, startup_seconds
+        self.n_threads = n_threads or usable_cores()  # a server on a pinned test worker: that worker's cores
 
     def __enter__(self):
         with socket.socket() as probe:
@@ -379,7 +382,8 @@ class LlamaServer:
             [sys.executable, "-c", "import runpy\nfrom judges.lm.engine import weight_repacking\n"
              "with weight_repacking():\n    runpy.run_module('llama_cpp.server', run_name='__main__')",
              "--model", str(self.model_path), "--host", "127.0.0.1", "--port", str(self.port),
-             "--model_alias", self.alias, "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads)],
+             "--model_alias", self.alias, "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads),
+             "--n_threads_batch", str(self.n_threads)],
             stdout=self._handle, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.startup_seconds
         while True:

@@ -48,7 +48,7 @@ def test_compare_optimizers(labelled, tmp_path, monkeypatch, capsys):
     out = tmp_path / "optimizers"
     printed = run_script("compare_optimizers.py", ["--study", f"{labelled}:answer_accuracy", "--optimizers",
                                                    "none,labeled,bootstrap", "--n-train", "8", "--n-test", "8",
-                                                   "--out", str(out)], monkeypatch, capsys)
+                                                   "--n-bootstrap", "100", "--out", str(out)], monkeypatch, capsys)
     table = (out / "results.md").read_text()
     assert (out / "qa-answer_accuracy" / "results.md").read_text().startswith(table.split("\n\n")[0])
     for scorer in ("judge as shipped", "compiled (labeled)", "compiled (bootstrap) + stacked calibration"):
@@ -83,13 +83,14 @@ def test_label_curve(labelled, tmp_path, monkeypatch, capsys):
     assert all(r["draws"] <= 2 for r in rows)
 
 
-@pytest.mark.long(why='fine-tunes the verifier (torch training) inside the label-curve experiment')
+@pytest.mark.long(why='fine-tunes the verifier (one epoch of torch training) inside the label-curve experiment')
 def test_label_curve_with_a_fine_tuned_verifier(tmp_path, monkeypatch, capsys):
     pytest.importorskip("torch")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     out = tmp_path / "curve"
     run_script("label_curve.py", ["--data", "begin-slice", "--judge", "faithfulness_with_verifier", "--sizes", "20,40",
-                                  "--n-test", "20", "--repeats", "1", "--finetune", "--out", str(out)],
+                                  "--n-test", "20", "--repeats", "1", "--finetune", "--finetune-epochs", "1",
+                                  "--out", str(out)],
                monkeypatch, capsys)
     rows = json.loads((out / "begin-slice-faithfulness_with_verifier.json").read_text())["rows"]
     tuned = [r for r in rows if r["method"] == "fine-tuned verifier, Platt"]

@@ -216,10 +216,10 @@ def test_cli_calibrates_the_verifier_judge_with_the_lm_judge_beside_on_the_bundl
     assert "nothing was learned" in saved["report"]["calibrator"]["scores"]
 
 
-@pytest.mark.long(why='two llama.cpp engines each judge 8 turns with Faithfulness: equal verdicts need real decoding')
+@pytest.mark.long(why='two llama.cpp engines each judge 4 turns with Faithfulness: equal verdicts need real decoding')
 def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():
     """Keeping each judge step's instructions evaluated in a context of its own, testing the grammar on the
-    best token first and choosing decode threads by timing must not change an answer at temperature 0: 8
+    best token first and choosing decode threads by timing must not change an answer at temperature 0: 4
     BEGIN turns, Faithfulness, the first engine (one context, llama.cpp's grammar sampler, 2 threads) vs
     the default (benchmarks/engine_speed.py compares them on more turns)."""
     from calibration.data.loaders import load_begin_slice
@@ -227,7 +227,7 @@ def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():
     from judges.lm.engine import LlamaCppEngine
     from judges.lm.files import embedded_model_file
 
-    samples = list(load_begin_slice().dataset)[:8]
+    samples = list(load_begin_slice().dataset)[:4]
     outcomes, seconds = {}, {}
     for name, settings in {"first": dict(prefix_contexts=1, grammar_best_first=False, adaptive_threads=False),
                            "default": {}}.items():
@@ -242,9 +242,9 @@ def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():
     print(f"\n{len(samples)} items: the first engine {seconds['first']:.1f} s, the default {seconds['default']:.1f} s")
 
 
-@pytest.mark.long(why='drafting is checked on real decoding of 6 turns')
+@pytest.mark.long(why='drafting is checked on real decoding of 4 turns')
 def test_prompt_lookup_drafting_checks_drafts_and_keeps_most_verdicts():
-    """Drafting (opt-in, not exact: batched logits differ from single steps) on 6 BEGIN turns: drafted tokens
+    """Drafting (opt-in, not exact: batched logits differ from single steps) on 4 BEGIN turns: drafted tokens
     are evaluated in batches, every answer still parses into verdicts, and most items keep the verdicts
     decoding token by token gives (28 of 30 in the benchmark)."""
     from calibration.data.loaders import load_begin_slice
@@ -252,7 +252,7 @@ def test_prompt_lookup_drafting_checks_drafts_and_keeps_most_verdicts():
     from judges.lm.engine import LlamaCppEngine
     from judges.lm.files import embedded_model_file
 
-    samples = list(load_begin_slice().dataset)[:6]
+    samples = list(load_begin_slice().dataset)[:4]
     outcomes, answers, drafted = {}, {}, {}
     for draft_tokens in (0, 7):
         engine = LlamaCppEngine(embedded_model_file(), draft_tokens=draft_tokens)
@@ -265,8 +265,8 @@ def test_prompt_lookup_drafting_checks_drafts_and_keeps_most_verdicts():
         engine.close()
     assert drafted[0] == 0 and drafted[7] > 0
     same = sum(a == b for a, b in zip(outcomes[0], outcomes[7]))
-    assert same >= 4, outcomes
-    print(f"\ndrafting: {drafted[7]} drafted batches; {same}/6 items with the same verdicts, "
+    assert same >= 3, outcomes
+    print(f"\ndrafting: {drafted[7]} drafted batches; {same}/{len(samples)} items with the same verdicts, "
           f"{sum(a == b for a, b in zip(answers[0], answers[7]))}/{len(answers[0])} answers unchanged")
 
 
@@ -277,6 +277,7 @@ def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
     from llama_cpp import Llama, LlamaGrammar
 
     from judges.lm.engine import judge_llama_class, weight_repacking
+    from judges.lm.threads import usable_cores
     from judges.lm.files import embedded_gguf_path
 
     schema = {"type": "object", "properties": {
@@ -292,11 +293,11 @@ def test_grammar_best_first_picks_llama_cpps_tokens_testing_far_fewer():
     texts = {}
     for cls in (Llama, judge_llama_class()):
         with weight_repacking():
-            llama = cls(model_path=str(embedded_gguf_path()), n_ctx=1024, n_threads=2, verbose=False)
+            llama = cls(model_path=str(embedded_gguf_path()), n_ctx=1024, n_threads=usable_cores(), verbose=False)
         texts[cls] = []
         for prompt in prompts:
             out = llama.create_chat_completion(messages=[{"role": "user", "content": prompt}], temperature=0.0,
-                                               max_tokens=400, grammar=grammar)
+                                               max_tokens=160, grammar=grammar)
             texts[cls].append(out["choices"][0]["message"]["content"])
             if cls is not Llama:
                 assert 0 < llama._sampler.tier_checks + llama._sampler.full_checks < llama._sampler.steps / 2
@@ -315,6 +316,7 @@ def test_the_re_encoded_weights_are_the_shipped_model_within_rounding():
 
     from calibration.data.loaders import load_begin_slice
     from judges.lm.engine import weight_repacking
+    from judges.lm.threads import usable_cores
     from judges.lm.files import embedded_gguf_path, embedded_model_file
 
     prompts = [f"<|im_start|>user\nContext: {s.retrieved_contexts[0]}\nResponse: {s.response}\nIs the response "
@@ -322,7 +324,7 @@ def test_the_re_encoded_weights_are_the_shipped_model_within_rounding():
 
     def log_probabilities(path):
         with weight_repacking():
-            llama = Llama(model_path=str(path), n_ctx=1024, n_threads=2, logits_all=True, verbose=False)
+            llama = Llama(model_path=str(path), n_ctx=1024, n_threads=usable_cores(), logits_all=True, verbose=False)
         rows = []
         for prompt in prompts:
             tokens = llama.tokenize(prompt.encode(), special=True)

@@ -35,7 +35,7 @@ from judges_app.mlflow_scorers import as_mlflow_scorer, sample_fields
 from judges_app.tracking import log_compiled_judge
 
 sys.path.insert(0, str(Path(__file__).parent))
-from mlflow_server import MlflowServer, free_port  # noqa: E402
+from mlflow_server import free_port  # noqa: E402
 from scripted import scripted_lm  # noqa: E402
 from servers import MockOpenAI, completion  # noqa: E402
 
@@ -398,26 +398,21 @@ def test_mlflow_judge_aligned_with_our_method_and_with_memalign(store, monkeypat
     assert numbers["dspy-judges (labeled + platt)"] > 0.5 and numbers["MLflow default (MemAlign)"] > 0.5
 
 
-# --- a real tracking server -----------------------------------------------------------------------------------
-@pytest.fixture
-def mlflow_server(tmp_path):
-    """`mlflow server` on a free loopback port (tests/servers.py), stopped afterwards."""
-    with MlflowServer(tmp_path) as server:
-        yield server.url
-
-
+# --- a real tracking server (the session's, tests/conftest.py) ------------------------------------------------
+@pytest.mark.xdist_group("mlflow_server")
 def test_scores_and_labels_on_a_tracking_server(mlflow_server, monkeypatch):
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
-    mlflow.set_tracking_uri(mlflow_server)
+    url = mlflow_server.url
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
+    mlflow.set_tracking_uri(url)
     try:
         experiment("served")
         ids = [traced(f"q{i}", f"a{i}", expected="a0", feedback=bool(i % 2)) for i in range(4)]
         result = mlflow.genai.evaluate(data=all_traces("served"), scorers=[as_mlflow_scorer(ExactMatch())])
         assert sorted(result.result_df["exact_match/value"]) == [0.0, 0.0, 0.0, 1.0]
-        data, report = labels_from_mlflow("served", assessment="good", tracking_uri=mlflow_server,
+        data, report = labels_from_mlflow("served", assessment="good", tracking_uri=url,
                                           required_fields=("response", "reference"))
         assert dict(zip((m["trace_id"] for m in data.meta), data.labels)) == {t: i % 2 for i, t in enumerate(ids)}
-        assert data.source == mlflow_server and report.n_skipped == 0
+        assert data.source == url and report.n_skipped == 0
     finally:
         mlflow.set_tracking_uri(None)
 

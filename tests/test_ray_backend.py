@@ -29,6 +29,8 @@ from servers import FaultProxy, MockOpenAI  # noqa: E402
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # before Ray is imported: 127.0.0.1 only
 ray = pytest.importorskip("ray")
 KEY = "JUDGES_TEST_RAY_KEY"
+# One Ray instance for the file: its tests share one test process (pytest-xdist's loadgroup).
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -30,7 +30,8 @@ from judges_app.cli import main
 sys.path.insert(0, str(Path(__file__).parent))
 from servers import FaultProxy  # noqa: E402
 
-pytestmark = pytest.mark.integration
+# One llama.cpp server for the file: its tests share one test process (pytest-xdist's loadgroup).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("llama_server")]
 
 RAG = SingleTurnSample(user_input="When was the first Super Bowl?", response="The first Super Bowl was on Jan 15, 1967.",
                        retrieved_contexts=["The First AFL-NFL World Championship Game was played on January 15, 1967."],
@@ -49,20 +50,21 @@ FAMILIES = {
 
 
 def served(server, **kwargs):
-    return ServedLM(server.model, api_base=server.api_base, api_key="none", max_tokens=384, **kwargs)
+    return ServedLM(server.model, api_base=server.api_base, api_key="none", **{"max_tokens": 384, **kwargs})
 
 
 @pytest.mark.long(why='every judge family through a real llama.cpp server, and two adapters without a grammar')
 def test_every_judge_family_scores_through_the_server(llama_server, capsys):
     """With the server constraining answers to the output schema (llama.cpp's json_object + schema), every
-    family scores. Without a grammar (ChatAdapter, JSONAdapter; one family: the 135M model rambles to its
-    token limit and DSPy retries, a minute a family) its parse failures are counted and reported, not
+    family scores. Without a grammar (ChatAdapter, JSONAdapter; one family, 128 tokens an answer: the 135M
+    model rambles to its token limit and DSPy retries) its parse failures are counted and reported, not
     asserted away: benchmarks/served_parse_rates.py measures the rates of every family."""
     outcomes = {}
     for family, (make, sample) in FAMILIES.items():
         adapters = [("json_object schema", {"response_schema": "json_object"}, None)]
         if family == "custom":
-            adapters += [("ChatAdapter", {}, dspy.ChatAdapter()), ("JSONAdapter", {}, dspy.JSONAdapter())]
+            adapters += [("ChatAdapter", {"max_tokens": 128}, dspy.ChatAdapter()),
+                         ("JSONAdapter", {"max_tokens": 128}, dspy.JSONAdapter())]
         for label, lm_options, adapter in adapters:
             lm = served(llama_server, cache=False, **lm_options)
             try:

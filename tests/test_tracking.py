@@ -30,7 +30,6 @@ from judges_app.tracking import (  # noqa: E402
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
-from mlflow_server import MlflowServer  # noqa: E402
 from scripted import scripted_lm  # noqa: E402
 
 ROWS = [{"response": "a", "reference": "a"}, {"response": "b", "reference": "c"},
@@ -207,21 +206,15 @@ class Echo(mlflow.pyfunc.PythonModel):
         return model_input
 
 
-@pytest.fixture
-def mlflow_server(tmp_path):
-    """A real ``mlflow server`` (tests/servers.py: SQLite backend, proxied artifacts) in its own process group."""
-    with MlflowServer(tmp_path) as server:
-        yield server.url, tmp_path
-
-
-def test_tracked_run_against_a_real_tracking_server(mlflow_server, monkeypatch):
-    url, folder = mlflow_server
+@pytest.mark.xdist_group("mlflow_server")
+def test_tracked_run_against_a_real_tracking_server(mlflow_server, monkeypatch, tmp_path):
+    url, folder = mlflow_server.url, mlflow_server.folder  # the session's server (tests/conftest.py)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
     result = evaluate(ROWS, [ExactMatch()], progress=False)
-    with tracked_run("served", "remote", params={"data": {"rows": len(ROWS)}}, run_dir=folder / "unused",
+    with tracked_run("served-run", "remote", params={"data": {"rows": len(ROWS)}}, run_dir=tmp_path / "unused",
                      autolog=False) as run:
         log_evaluation(result)
-    assert os.environ["MLFLOW_TRACKING_URI"] == url and not (folder / "unused" / "mlflow.db").exists()
+    assert os.environ["MLFLOW_TRACKING_URI"] == url and not (tmp_path / "unused" / "mlflow.db").exists()
     remote = mlflow.MlflowClient(tracking_uri=url)
     got = remote.get_run(run.info.run_id)
     assert got.info.status == "FINISHED" and got.data.params == {"data.rows": "4"}

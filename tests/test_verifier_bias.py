@@ -56,8 +56,8 @@ def test_each_source_gets_its_own_model_and_the_rule_made_pairs_none():
 def test_debiased_training_keeps_its_bias_model_and_resumes_only_as_itself(tmp_path, shared_data):
     from calibration.verifier.training import TrainConfig, train_verifier
 
-    config = TrainConfig(seed=0, per_source={"fever_symmetric": 48}, perturbed=16, begin_parts=(), held_out=8,
-                         batch_size=8, eval_every=100, checkpoint_every=2)
+    config = TrainConfig(seed=0, per_source={"fever_symmetric": 32}, perturbed=16, begin_parts=(), held_out=8,
+                         batch_size=8, eval_every=100, checkpoint_every=2, max_length=48)
     debiased = TrainConfig(**{**config.__dict__, "debias": 1.0})
     plain = train_verifier(tmp_path / "plain", config, progress=False)
     train_verifier(tmp_path / "debiased", debiased, progress=False, max_steps=2)

@@ -13,8 +13,8 @@ from judges.lm.verifier.files import load_shipped
 def tiny(seed: int, perturbed: int = 16):
     from calibration.verifier.training import TrainConfig
 
-    return TrainConfig(seed=seed, per_source={"fever_symmetric": 48}, perturbed=perturbed, begin_parts=(), held_out=8,
-                       batch_size=8, eval_every=100, checkpoint_every=2)
+    return TrainConfig(seed=seed, per_source={"fever_symmetric": 32}, perturbed=perturbed, begin_parts=(), held_out=8,
+                       batch_size=8, eval_every=100, checkpoint_every=2, max_length=48)
 
 
 def test_scaled_multiplies_every_count_of_the_mix_and_nothing_else():
