@@ -14,7 +14,7 @@ def _pin_test_worker() -> None:
     """`make test` runs two test processes (pytest-xdist). Each is pinned to its own share of the cores
     before numpy, torch or llama.cpp start their threads, and every thread count in the library follows the
     cores a process may use (``usable_cores``): two processes each running two compute threads on two cores
-    would make the threads wait for each other at every step (measured: no faster than one process)."""
+    would make the threads wait for each other at every step (docs/performance.md, "The test suite")."""
     worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
         return

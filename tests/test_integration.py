@@ -220,7 +220,7 @@ def test_cli_calibrates_the_verifier_judge_with_the_lm_judge_beside_on_the_bundl
 def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():
     """Keeping each judge step's instructions evaluated in a context of its own, testing the grammar on the
     best token first and choosing decode threads by timing must not change an answer at temperature 0: 4
-    BEGIN turns, Faithfulness, the first engine (one context, llama.cpp's grammar sampler, 2 threads) vs
+    BEGIN turns, Faithfulness, the first engine (one context, llama.cpp's grammar sampler, fixed threads) vs
     the default (benchmarks/engine_speed.py compares them on more turns)."""
     from calibration.data.loaders import load_begin_slice
     from judges import Faithfulness
