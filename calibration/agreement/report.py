@@ -171,7 +171,8 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
                       "there." if hard else "")
                    + "</p>")]
     compiled = any(COMPILED_SCORER.match(n) and n != "judge as shipped" for n in names)
-    matrices = [n for n in names if run.label_kind != "continuous" and reports[n].confusion_matrix is not None]
+    matrices = [i for i, n in enumerate(names)
+                if run.label_kind != "continuous" and reports[n].confusion_matrix is not None]
     figures = tqdm(total=3 + compiled + len(matrices), desc="report figures", unit="figure", disable=not progress)
     if run.label_kind == "binary":
         drawn = diagram_scorers(names, reports)
@@ -195,9 +196,8 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
         figures.update()
     if run.label_kind != "continuous":
         images = []
-        for i, name in enumerate(names):
-            if reports[name].confusion_matrix is None:
-                continue
+        for i in matrices:
+            name = names[i]
             file = f"confusion_{i}.png"
             verdict = f" (verdict: score ≥ {run.threshold:g})" if run.label_kind == "binary" else ""
             confusion_matrix_figure(reports[name].confusion_matrix, _classes(run, name), title=name + verdict,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -25,9 +24,9 @@ KENDALL_PAIRWISE_MAX = 400
 RESAMPLE_CHUNK = 64
 
 
-def _row_ranks(x: np.ndarray, *, ties: bool = False) -> Any:
-    """``stats._ranks`` of each row: 1-based, ties given their average rank ((first + last position) / 2 + 1).
-    ``ties=True``: also each row's sum of squared tie-group sizes (a group of t equal values counts t * t)."""
+def _row_ranks_and_ties(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``stats._ranks`` of each row (1-based, ties given their average rank: (first + last position) / 2 + 1),
+    and each row's sum of squared tie-group sizes (a group of t equal values counts t * t)."""
     rows, n = x.shape
     order = np.argsort(x, axis=1, kind="mergesort")
     ordered = np.take_along_axis(x, order, axis=1)
@@ -40,7 +39,11 @@ def _row_ranks(x: np.ndarray, *, ties: bool = False) -> Any:
     end = np.minimum.accumulate(np.where(last, position, n)[:, ::-1], axis=1)[:, ::-1]
     ranks = np.empty((rows, n))
     np.put_along_axis(ranks, order, (first + end) / 2.0 + 1.0, axis=1)
-    return (ranks, (end - first + 1).sum(axis=1)) if ties else ranks
+    return ranks, (end - first + 1).sum(axis=1)
+
+
+def _row_ranks(x: np.ndarray) -> np.ndarray:
+    return _row_ranks_and_ties(x)[0]
 
 
 def _row_pearson(y: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -53,7 +56,7 @@ def _row_kendall_binary(y: np.ndarray, s: np.ndarray) -> np.ndarray:
     """Kendall's tau-b against 0/1 labels from ranks: only pairs of a positive and a negative differ in the
     label, and their concordant minus discordant count is 2U - n1 * n0 (U the Mann-Whitney statistic); the
     pairs the scores do not tie are n * n - (sum of squared tie-group sizes). The pair matrices' integers."""
-    ranks, tied = _row_ranks(s, ties=True)
+    ranks, tied = _row_ranks_and_ties(s)
     positive = y == 1
     n = y.shape[1]
     n1 = positive.sum(axis=1)
