@@ -35,8 +35,9 @@ def _group_alive(pgid: int) -> bool:
 
 class MlflowServer:
     """A real ``mlflow server`` (SQLite backend, proxied artifacts) in ``folder`` on a free loopback port, in its
-    own process group; waits (bounded, 90 s) for ``/health``; on exit SIGTERM then SIGKILL to the whole group
-    (the server, uvicorn, the job runner). ``url`` once entered; its output in ``folder/server.log``."""
+    own process group; waits (bounded, 90 s) for ``/health``; on exit SIGTERM, then SIGKILL after 3 s, to the whole
+    group (the server, uvicorn, the job runner: a test server's stop need not wait for a graceful one). ``url`` once
+    entered; its output in ``folder/server.log``."""
 
     def __init__(self, folder: str | Path, startup_seconds: float = 90.0):
         self.folder, self.startup_seconds = Path(folder), startup_seconds
@@ -73,7 +74,7 @@ class MlflowServer:
         return (self.folder / "server.log").read_text(errors="replace")[-5000:]
 
     def __exit__(self, *exc: Any) -> None:
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+        for sig, wait in ((signal.SIGTERM, 3), (signal.SIGKILL, 5)):
             try:
                 os.killpg(self.process.pid, sig)
             except ProcessLookupError:

@@ -13,7 +13,7 @@ import pytest
 from calibration.agreement.record import CalibrationRun
 from calibration.fitting.compiled import CompiledJudge
 from judges.metrics.catalogue import metric_classes
-from judges_app.cli import main
+from judges_app.cli import COMMANDS, main, parser
 from judges_app.cli.common import build_metric
 from judges_app.tracking import metric_key
 
@@ -184,6 +184,18 @@ def test_console_script_help_runs():
     done = subprocess.run([sys.executable, "-m", "judges_app.cli", "calibrate", "--help"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and "--optimizer" in done.stdout and "begin-slice" in done.stdout
+
+
+def test_a_command_imports_only_what_it_runs():
+    """`dspy-judges --help` and `metrics` import neither MLflow nor scikit-learn; the top-level help still lists
+    every command with its line; a command's own options are there when it is named."""
+    code = ("import sys; from judges_app.cli import main, parser; code = main(['metrics', '--json']); "
+            "print(code, *(name in sys.modules for name in ('mlflow', 'sklearn', 'judges_app.cli.calibrate')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split()[-4:] == ["0", "False", "False", "False"], done.stderr[-2000:]
+    top = parser().format_help()
+    assert all(name in top for name in COMMANDS) and "label the pool items" in top
+    assert "--optimizer" in parser("calibrate")._subparsers._group_actions[0].choices["calibrate"].format_help()
 
 
 def failing_lm(fails):

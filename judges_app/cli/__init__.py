@@ -20,34 +20,39 @@ Must not hold a command's logic: each command has its module.
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 
-from judges_app.cli import (
-    agreement,
-    calibrate,
-    evaluate,
-    label,
-    metrics,
-    report,
-    train_verifier,
-)
 from judges_app.cli.common import CommandFailed, UsageError
 
-#: The subcommands, in the order `--help` lists them; each module has ``add_parser(sub)`` and ``run(args)``.
-COMMANDS = (metrics, evaluate, calibrate, agreement, label, report, train_verifier)
+#: The subcommands in the order `--help` lists them, with their one-line help. Each has a module here
+#: (``add_parser(sub, help)`` and ``run(args)``), imported only when that command runs: together they pull in
+#: MLflow, scikit-learn, matplotlib and torch, and `dspy-judges label` need not wait for all of them.
+COMMANDS = {
+    "metrics": "list every metric, its required fields, whether it needs an LM or embeddings",
+    "evaluate": "score a dataset with metrics: scores table, per-sample JSONL, summary",
+    "calibrate": "compile a judge on human labels, calibrate it, report held-out agreement",
+    "agreement": "measure a judge (compiled or by name) against new human labels: the drift check",
+    "label": "label the pool items that teach the judge most, one by one (terminal)",
+    "report": "an HTML page with plots from a calibration run or an evaluate output",
+    "train-verifier": "train the groundedness verifier again from scratch (seeded, resumable)",
+}
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser, with the arguments of ``command`` (the others listed by name and help)."""
     top = argparse.ArgumentParser(prog="dspy-judges", description=__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--debug", action="store_true", help="show full tracebacks")
-    sub = top.add_subparsers(dest="command", required=True,
-                             metavar="{" + ",".join(c.__name__.rsplit(".", 1)[-1].replace("_", "-") for c in COMMANDS) + "}")
-    for command in COMMANDS:
-        command.add_parser(sub)
+    sub = top.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
+    for name, help_line in COMMANDS.items():
+        if name == command:
+            importlib.import_module(f"judges_app.cli.{name.replace('-', '_')}").add_parser(sub, help_line)
+        else:
+            sub.add_parser(name, help=help_line)
     return top
 
 
@@ -57,7 +62,8 @@ def _terminated(signum, frame) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser(next((a for a in argv if not a.startswith("-")), None)).parse_args(argv)
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if in_main_thread else None
     try:

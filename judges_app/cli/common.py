@@ -17,14 +17,12 @@ from typing import Any
 
 from calibration.data import loaders
 from calibration.data.labelled import LabelledSet
-from calibration.fitting.compiled import CompiledJudge
 from judges.data.dataset import EvaluationDataset
 from judges.lm.files import EMBEDDED
 from judges.lm.resolve import lm_label, resolve_lm
 from judges.lm.served import ServedLM
 from judges.metrics.base import Metric
 from judges.metrics.catalogue import metric_classes
-from judges_app.tracking import default_tracking_uri, tracked_run, tracking_problem
 
 BUILTIN_SETS = {
     "begin-slice": "60 BEGIN dialogue turns bundled with the package (faithfulness; binary)",
@@ -141,6 +139,8 @@ def build_metric(spec: str, *, lm: Any = None, embeddings: Any = None, args: Any
     if spec.partition(":")[0] not in metric_classes() and path_problem(spec):  # a directory, a device ...
         raise UsageError(f"{path_problem(spec)}: give a compiled judge .json file or a metric name")
     if spec.endswith(".json") and Path(spec).is_file():
+        from calibration.fitting.compiled import CompiledJudge  # scikit-learn: imported for a compiled judge only
+
         try:
             compiled = CompiledJudge.load(spec, lm=lm, embeddings=embeddings, strict=getattr(args, "strict", False))
             if args is not None and compiled.needs_lm:
@@ -281,6 +281,8 @@ def check_tracking(args) -> None:
     """Refuse to start when MLflow could not log the run (a read-only folder, a server that is down),
     before any work rather than after it."""
     if not args.no_mlflow:
+        from judges_app.tracking import tracking_problem  # MLflow: imported for a run that logs to it only
+
         problem = tracking_problem(args.runs_dir)
         if problem:
             raise UsageError(f"{problem}; pass --no-mlflow, another --runs-dir or MLFLOW_TRACKING_URI")
@@ -290,6 +292,8 @@ def tracking(args, experiment: str, run_name: str, params: dict[str, Any]):
     """The command's MLflow run, or nothing with ``--no-mlflow``."""
     if args.no_mlflow:
         return contextlib.nullcontext()
+    from judges_app.tracking import tracked_run
+
     return tracked_run(experiment, run_name, params=params, run_dir=args.runs_dir, autolog=not args.no_traces)
 
 
@@ -307,6 +311,8 @@ def log_after_printing(args, log: Any) -> str | None:
 
 def mlflow_note(args) -> None:
     if not args.no_mlflow:
+        from judges_app.tracking import default_tracking_uri
+
         print(f"MLflow run logged to {default_tracking_uri(args.runs_dir)}")
 
 

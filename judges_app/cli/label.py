@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 
 from calibration.fitting.active import labelling_priority, select_for_labelling
-from calibration.fitting.compiled import CompiledJudge
 from calibration.fitting.signals import signal_columns
 from judges.data.dataset import EvaluationDataset
 from judges.data.samples import SampleValidationError
@@ -53,8 +52,6 @@ from judges_app.cli.common import (
     positive_int,
     share,
 )
-from judges_app.mlflow_labels import check_reachable, log_label, pool_with_trace_ids
-from judges_app.tracking import default_tracking_uri
 
 QUEUE_VERSION = 1
 _SHOWN_CHARS = 1200  # of each field, until the person asks for the whole item
@@ -196,6 +193,9 @@ def mlflow_pool(args) -> tuple[EvaluationDataset, list[str]]:
     ``judges_app.mlflow_labels.export_pool``) and its trace ids, the tracking store checked to answer."""
     if not args.labeller or not args.labeller.strip():
         raise UsageError("--to-mlflow needs --labeller ID: who gives the labels (the feedback's HUMAN source)")
+    from judges_app.mlflow_labels import check_reachable, pool_with_trace_ids  # MLflow: with --to-mlflow only
+    from judges_app.tracking import default_tracking_uri
+
     try:
         pool, trace_ids = pool_with_trace_ids(args.pool)
         check_reachable(default_tracking_uri(args.runs_dir))
@@ -206,6 +206,9 @@ def mlflow_pool(args) -> tuple[EvaluationDataset, list[str]]:
 
 def log_to_mlflow(args, trace_id: str, row: dict[str, Any], judge_name: str) -> None:
     """The label just saved, logged on its trace as HUMAN feedback (``--assessment``, default the judge's name)."""
+    from judges_app.mlflow_labels import log_label
+    from judges_app.tracking import default_tracking_uri
+
     try:
         log_label(trace_id, name=args.assessment or judge_name, value=row["label"], labeller=args.labeller,
                   rationale=row.get("rationale"), tracking_uri=default_tracking_uri(args.runs_dir))
@@ -225,9 +228,11 @@ def run(args) -> int:
         pool, trace_ids = load_dataset(args.pool, None, args.reference_separator), None
     lm = cli_lm(args)
     judge = build_metric(args.compiled or args.judge, lm=lm, args=args)
-    if args.compiled and isinstance(judge, CompiledJudge) and args.judge and judge.judge.name != build_metric(
-            args.judge).name:
-        raise UsageError(f"--compiled {args.compiled} holds the judge {judge.judge.name}, not {args.judge}")
+    if args.compiled and args.judge:
+        from calibration.fitting.compiled import CompiledJudge  # scikit-learn: for a compiled judge only
+
+        if isinstance(judge, CompiledJudge) and judge.judge.name != build_metric(args.judge).name:
+            raise UsageError(f"--compiled {args.compiled} holds the judge {judge.judge.name}, not {args.judge}")
     try:
         judge.validate_dataset(pool)
     except SampleValidationError as err:
@@ -291,8 +296,8 @@ def run(args) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("label", help="label the pool items that teach the judge most, one by one (terminal)",
+def add_parser(sub: argparse._SubParsersAction, help: str) -> None:
+    p = sub.add_parser("label", help=help,
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("pool", help="unlabelled items: a .jsonl/.csv file of sample fields")
     p.add_argument("--judge", required=True, help="the judge to label for: a metric name (NAME or NAME:{json})")

@@ -41,8 +41,8 @@ def run(args) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("metrics", help="list every metric, its required fields, whether it needs an LM or embeddings")
+def add_parser(sub: argparse._SubParsersAction, help: str) -> None:
+    p = sub.add_parser("metrics", help=help)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_debug_option(p)
     p.set_defaults(run=run)
