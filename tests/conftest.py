@@ -113,6 +113,32 @@ def llama_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def empty_mlflow_store(tmp_path_factory):
+    """An empty MLflow SQLite store, made once per test process by MLflow itself. Making one runs MLflow's schema
+    migrations, seconds each time: a test that needs a store of its own takes a copy (``mlflow_store``). Its
+    Default experiment keeps its artifacts in this session folder. (tests/test_tracking.py still has MLflow make
+    a store from nothing, as a first run does.)"""
+    import mlflow
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    folder = tmp_path_factory.mktemp("mlflow-empty-store")
+    SqlAlchemyStore(f"sqlite:///{folder / 'mlflow.db'}", str(folder / "mlartifacts")).engine.dispose()
+    assert mlflow.MlflowClient(f"sqlite:///{folder / 'mlflow.db'}").search_experiments()  # the Default one
+    return folder / "mlflow.db"
+
+
+@pytest.fixture
+def mlflow_store(tmp_path, empty_mlflow_store):
+    """A copy of the empty MLflow store at ``tmp_path/runs/mlflow.db``: where ``--runs-dir tmp_path/runs`` logs."""
+    import shutil
+
+    path = tmp_path / "runs" / "mlflow.db"
+    path.parent.mkdir(exist_ok=True)
+    shutil.copyfile(empty_mlflow_store, path)
+    return path
+
+
+@pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory):
     """One real `mlflow server` (tests/mlflow_server.py: SQLite backend, proxied artifacts) for the session,
     stopped at its end. A test using it carries ``xdist_group("mlflow_server")``: one test process starts it."""

@@ -102,6 +102,7 @@ def demo_sensitive_lm():
     return scripted_lm(respond)
 
 
+@pytest.mark.usefixtures("mlflow_store")  # logs to tmp_path/runs/mlflow.db
 def test_calibrate_compiles_reports_and_logs(tmp_path, capsys):
     rows = [{"response": f"item {i}: {'good' if i % 2 else 'bad'}", "label": i % 2} for i in range(24)]
     data = write_jsonl(tmp_path / "labels.jsonl", rows)
@@ -269,6 +270,7 @@ def test_calibrate_leaves_failed_items_out_counts_them_and_fails_above_the_share
     assert exited.value.code == 2 and "between 0 and 1" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("mlflow_store")  # logs to tmp_path/runs/mlflow.db
 def test_a_compiled_judge_evaluates_and_measures_agreement_on_new_labels(tmp_path, capsys):
     """calibrate saves a compiled judge; `evaluate -m compiled.json` scores with it and `agreement` measures
     it on new labels (the drift check): the same table, CIs and hard slice as calibrate."""

@@ -27,8 +27,8 @@ def rating_lm():
 
 
 @pytest.fixture
-def labelled(tmp_path, monkeypatch):
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+def labelled(tmp_path, monkeypatch, mlflow_store):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{mlflow_store}")
     rows = [{"user_input": f"question {i}?", "response": f"answer {i} {'YES' if i % 2 else 'NO'}",
              "reference": f"answer {i}", "label": i % 2} for i in range(40)]
     path = tmp_path / "qa.jsonl"
@@ -84,9 +84,9 @@ def test_label_curve(labelled, tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.long(why='fine-tunes the verifier (one epoch of torch training) inside the label-curve experiment')
-def test_label_curve_with_a_fine_tuned_verifier(tmp_path, monkeypatch, capsys):
+def test_label_curve_with_a_fine_tuned_verifier(tmp_path, monkeypatch, capsys, mlflow_store):
     pytest.importorskip("torch")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{mlflow_store}")
     out = tmp_path / "curve"
     run_script("label_curve.py", ["--data", "begin-slice", "--judge", "faithfulness_with_verifier", "--sizes", "20,40",
                                   "--n-test", "20", "--repeats", "1", "--finetune", "--finetune-epochs", "1",
@@ -126,8 +126,8 @@ def faithfulness_lm():
     return scripted_lm(respond)
 
 
-def test_transfer(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+def test_transfer(tmp_path, monkeypatch, capsys, mlflow_store):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{mlflow_store}")
     rows = [{"response": f"answer {i} {'YES' if i % 2 else 'NO'}", "retrieved_contexts": [f"answer {i} YES"],
              "label": i % 2} for i in range(60)]
     source, target = tmp_path / "source.jsonl", tmp_path / "target.jsonl"

@@ -189,10 +189,11 @@ def test_every_other_llm_judge_runs_on_the_embedded_lm(name):
 
 
 
-@pytest.mark.long(why='the main job end to end: the embedded LM judges 6 turns beside the verifier judge (real LM calls)')
+@pytest.mark.long(why='the main job end to end: the embedded LM judges 4 turns beside the verifier judge (real LM calls)')
+@pytest.mark.usefixtures("mlflow_store")  # logs to tmp_path/runs/mlflow.db
 def test_cli_calibrates_the_verifier_judge_with_the_lm_judge_beside_on_the_bundled_begin_slice(tmp_path, capsys):
-    """The main job, shrunk: the real verifier judge calibrated on 8 labels, measured on 6, the real embedded LM
-    judge scored beside it on the same 6."""
+    """The main job, shrunk: the real verifier judge calibrated on 8 labels, measured on 4, the real embedded LM
+    judge scored beside it on the same 4."""
     import json
 
     from calibration.agreement.record import CalibrationRun
@@ -200,13 +201,13 @@ def test_cli_calibrates_the_verifier_judge_with_the_lm_judge_beside_on_the_bundl
 
     out = tmp_path / "cal"
     assert main(["calibrate", "begin-slice", "--judge", "faithfulness_with_verifier", "--beside", "faithfulness",
-                 "--n-train", "8", "--n-test", "6", "--calibrator", "platt", "--n-bootstrap", "50", "--out", str(out),
+                 "--n-train", "8", "--n-test", "4", "--calibrator", "platt", "--n-bootstrap", "50", "--out", str(out),
                  "--runs-dir", str(tmp_path / "runs")]) == 0
     printed = capsys.readouterr().out
     assert "optimizers ['none']" in printed and "judge as shipped + platt calibration" in printed
     assert "beside: faithfulness" in printed and "beside: faithfulness: " in printed.split("LM use")[1]
     run = CalibrationRun.load(out / "calibration_run.json")
-    assert len(run.labels) == 6 and set(run.scores) >= {"baseline: token overlap", "judge as shipped"}
+    assert len(run.labels) == 4 and set(run.scores) >= {"baseline: token overlap", "judge as shipped"}
     judged = [k for k in run.scores if not k.startswith("baseline")]
     assert judged == ["judge as shipped", "beside: faithfulness", "judge as shipped + platt calibration"]
     assert all(v is None or 0.0 <= v <= 1.0 for k in judged for v in run.scores[k])
@@ -216,58 +217,62 @@ def test_cli_calibrates_the_verifier_judge_with_the_lm_judge_beside_on_the_bundl
     assert "nothing was learned" in saved["report"]["calibrator"]["scores"]
 
 
-@pytest.mark.long(why='two llama.cpp engines each judge 4 turns with Faithfulness: equal verdicts need real decoding')
-def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one():
+BEGIN_TURNS = 3  # real decoding of this many BEGIN turns backs the engine tests below
+
+
+def judge_begin_turns(name: str, **engine_settings) -> dict:
+    """Faithfulness on the first BEGIN turns through a fresh llama.cpp engine at temperature 0: each item's score
+    and verdicts, the raw answers, the drafted batches and the seconds it took."""
+    from calibration.data.loaders import load_begin_slice
+    from judges import Faithfulness
+    from judges.lm.engine import LlamaCppEngine
+    from judges.lm.files import embedded_model_file
+
+    engine = LlamaCppEngine(embedded_model_file(), **engine_settings)
+    lm = dspy.LM(f"llamacpp/{name}", engine=engine, temperature=0.0, max_tokens=1024, cache=False)
+    start = time.perf_counter()
+    results = [Faithfulness(lm=lm).score(s) for s in list(load_begin_slice().dataset)[:BEGIN_TURNS]]
+    seconds = time.perf_counter() - start
+    drafted = sum(llama.draft_batches for llama in engine._llamas.values())
+    engine.close()
+    return {"results": results, "outcomes": [(r.score, [v["supported"] for v in r.verdicts]) for r in results],
+            "answers": [h["outputs"] for h in lm.history], "drafted": drafted, "seconds": seconds}
+
+
+@pytest.fixture(scope="session")
+def default_engine_turns():
+    """The default engine's decoding of the BEGIN turns, shared by the tests that compare another engine to it
+    (they run in one test process: ``xdist_group("default_engine")``)."""
+    return judge_begin_turns("default")
+
+
+@pytest.mark.xdist_group("default_engine")
+@pytest.mark.long(why='the first llama.cpp engine judges 3 turns with Faithfulness: equal verdicts need real decoding')
+def test_the_fast_engine_gives_the_same_verdicts_as_the_first_one(default_engine_turns):
     """Keeping each judge step's instructions evaluated in a context of its own, testing the grammar on the
-    best token first and choosing decode threads by timing must not change an answer at temperature 0: 4
-    BEGIN turns, Faithfulness, the first engine (one context, llama.cpp's grammar sampler, fixed threads) vs
-    the default (benchmarks/engine_speed.py compares them on more turns)."""
-    from calibration.data.loaders import load_begin_slice
-    from judges import Faithfulness
-    from judges.lm.engine import LlamaCppEngine
-    from judges.lm.files import embedded_model_file
-
-    samples = list(load_begin_slice().dataset)[:4]
-    outcomes, seconds = {}, {}
-    for name, settings in {"first": dict(prefix_contexts=1, grammar_best_first=False, adaptive_threads=False),
-                           "default": {}}.items():
-        engine = LlamaCppEngine(embedded_model_file(), **settings)
-        lm = dspy.LM("llamacpp/prefix-test", engine=engine, temperature=0.0, max_tokens=1024, cache=False)
-        start = time.perf_counter()
-        outcomes[name] = [(r.score, [v["supported"] for v in r.verdicts]) for r in
-                          (Faithfulness(lm=lm).score(s) for s in samples)]
-        seconds[name] = time.perf_counter() - start
-        engine.close()
-    assert outcomes["first"] == outcomes["default"]
-    print(f"\n{len(samples)} items: the first engine {seconds['first']:.1f} s, the default {seconds['default']:.1f} s")
+    best token first and choosing decode threads by timing must not change an answer at temperature 0: BEGIN
+    turns, Faithfulness, the first engine (one context, llama.cpp's grammar sampler, fixed threads) vs the
+    default (benchmarks/engine_speed.py compares them on more turns)."""
+    first = judge_begin_turns("first", prefix_contexts=1, grammar_best_first=False, adaptive_threads=False)
+    assert first["outcomes"] == default_engine_turns["outcomes"]
+    print(f"\n{BEGIN_TURNS} items: the first engine {first['seconds']:.1f} s, "
+          f"the default {default_engine_turns['seconds']:.1f} s")
 
 
-@pytest.mark.long(why='drafting is checked on real decoding of 4 turns')
-def test_prompt_lookup_drafting_checks_drafts_and_keeps_most_verdicts():
-    """Drafting (opt-in, not exact: batched logits differ from single steps) on 4 BEGIN turns: drafted tokens
-    are evaluated in batches, every answer still parses into verdicts, and most items keep the verdicts
-    decoding token by token gives (28 of 30 in the benchmark)."""
-    from calibration.data.loaders import load_begin_slice
-    from judges import Faithfulness
-    from judges.lm.engine import LlamaCppEngine
-    from judges.lm.files import embedded_model_file
-
-    samples = list(load_begin_slice().dataset)[:4]
-    outcomes, answers, drafted = {}, {}, {}
-    for draft_tokens in (0, 7):
-        engine = LlamaCppEngine(embedded_model_file(), draft_tokens=draft_tokens)
-        lm = dspy.LM(f"llamacpp/draft-test-{draft_tokens}", engine=engine, temperature=0.0, max_tokens=1024, cache=False)
-        results = [Faithfulness(lm=lm).score(s) for s in samples]
-        assert all(0.0 <= r.score <= 1.0 and r.verdicts for r in results)
-        outcomes[draft_tokens] = [(r.score, [v["supported"] for v in r.verdicts]) for r in results]
-        answers[draft_tokens] = [h["outputs"] for h in lm.history]
-        drafted[draft_tokens] = sum(l.draft_batches for l in engine._llamas.values())
-        engine.close()
-    assert drafted[0] == 0 and drafted[7] > 0
-    same = sum(a == b for a, b in zip(outcomes[0], outcomes[7]))
-    assert same >= 3, outcomes
-    print(f"\ndrafting: {drafted[7]} drafted batches; {same}/{len(samples)} items with the same verdicts, "
-          f"{sum(a == b for a, b in zip(answers[0], answers[7]))}/{len(answers[0])} answers unchanged")
+@pytest.mark.xdist_group("default_engine")
+@pytest.mark.long(why='drafting is checked on real decoding of 3 turns')
+def test_prompt_lookup_drafting_checks_drafts_and_keeps_most_verdicts(default_engine_turns):
+    """Drafting (opt-in, not exact: batched logits differ from single steps) on BEGIN turns: drafted tokens are
+    evaluated in batches, every answer still parses into verdicts, and most items keep the verdicts decoding
+    token by token gives (28 of 30 in the benchmark)."""
+    drafting = judge_begin_turns("drafting", draft_tokens=7)
+    assert all(0.0 <= r.score <= 1.0 and r.verdicts for r in drafting["results"])
+    assert default_engine_turns["drafted"] == 0 and drafting["drafted"] > 0
+    same = sum(a == b for a, b in zip(default_engine_turns["outcomes"], drafting["outcomes"]))
+    assert same >= BEGIN_TURNS - 1, drafting["outcomes"]
+    unchanged = sum(a == b for a, b in zip(default_engine_turns["answers"], drafting["answers"]))
+    print(f"\ndrafting: {drafting['drafted']} drafted batches; {same}/{BEGIN_TURNS} items with the same verdicts, "
+          f"{unchanged}/{len(drafting['answers'])} answers unchanged")
 
 
 @pytest.mark.long(why="decodes with llama.cpp's own grammar sampler and ours, token by token")
@@ -320,7 +325,7 @@ def test_the_re_encoded_weights_are_the_shipped_model_within_rounding():
     from judges.lm.files import embedded_gguf_path, embedded_model_file
 
     prompts = [f"<|im_start|>user\nContext: {s.retrieved_contexts[0]}\nResponse: {s.response}\nIs the response "
-               f"supported by the context?<|im_end|>\n<|im_start|>assistant\n" for s in list(load_begin_slice().dataset)[:12]]
+               f"supported by the context?<|im_end|>\n<|im_start|>assistant\n" for s in list(load_begin_slice().dataset)[:6]]
 
     def log_probabilities(path):
         with weight_repacking():
@@ -340,4 +345,4 @@ def test_the_re_encoded_weights_are_the_shipped_model_within_rounding():
     kl = (np.exp(shipped) * (shipped - reencoded)).sum(axis=1)
     same_top = float(np.mean(shipped.argmax(axis=1) == reencoded.argmax(axis=1)))
     print(f"\n{len(kl)} tokens: mean KL {kl.mean():.4f}, same top token {same_top:.3f}")
-    assert len(kl) > 500 and kl.mean() < 0.02 and same_top >= 0.93
+    assert len(kl) > 250 and kl.mean() < 0.02 and same_top >= 0.93

@@ -70,8 +70,8 @@ def traced(question: str, answer: str | None, *, expected: str | None = None, fe
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def store(mlflow_store, monkeypatch):
+    uri = f"sqlite:///{mlflow_store}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     mlflow.set_tracking_uri(uri)
     yield uri

@@ -98,6 +98,7 @@ def test_faults_in_front_of_the_real_server(llama_server):
 
 
 @pytest.mark.long(why='evaluate and calibrate against the real server, with MLflow, then every file searched for the key')
+@pytest.mark.usefixtures("mlflow_store")  # logs to tmp_path/runs/mlflow.db
 def test_cli_evaluate_and_calibrate_against_the_server_never_show_the_key(llama_server, tmp_path, capsys, monkeypatch):
     secret = "sk-test-0d1e2f3a4b5c"
     monkeypatch.setenv("JUDGE_API_KEY", secret)

@@ -28,11 +28,10 @@ from typing import Any
 import numpy as np
 from scipy.optimize import lsq_linear, minimize
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LinearRegression, LogisticRegression
-from sklearn.model_selection import cross_val_predict
-from sklearn.pipeline import make_pipeline
+from sklearn.model_selection import check_cv
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
@@ -248,13 +247,17 @@ class Calibrator:
         # at most 5 folds, and no more than the smallest class (binary) or the items (otherwise) allow
         folds = max(2, min(5, int(min(np.bincount((target >= 0.5).astype(int)))) if self.binary else len(target)))
         labels = (target >= 0.5).astype(int) if self.binary else target
-        model = make_pipeline(StandardScaler(), self._model(inputs))
         if x.shape[1] == 0:  # the intercept alone: predict the base rate / the mean
             predicted = np.full(len(target), labels.mean())
-        elif self.binary:
-            predicted = cross_val_predict(model, x, labels, cv=folds, method="predict_proba")[:, 1]
-        else:
-            predicted = cross_val_predict(model, x, target, cv=folds)
+        else:  # cross_val_predict's folds and fits, without its per-fold cloning and dispatch (which cost more
+            # than these fits of a few columns; forward selection runs this once per candidate and step)
+            predicted = np.empty(len(target))
+            splits = check_cv(folds, labels, classifier=is_classifier(self._model(inputs))).split(x, labels)
+            for train, test in splits:
+                scaler = StandardScaler().fit(x[train])
+                model = self._model(inputs).fit(scaler.transform(x[train]), labels[train])
+                held = scaler.transform(x[test])
+                predicted[test] = model.predict_proba(held)[:, 1] if self.binary else model.predict(held)
         if not self.binary:
             return (target - predicted) ** 2
         p = np.clip(predicted, 1e-15, 1 - 1e-15)  # a finite loss for a confident miss
