@@ -15,6 +15,7 @@ Must not define a metric of the catalogue, or choose an LM (``judges.lm.resolve`
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +34,7 @@ class InputTooLargeError(ValueError):
     with this named error instead of taking minutes or gigabytes."""
 
 
+@functools.cache  # a metric's name is asked for every record of a run
 def snake_case(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
