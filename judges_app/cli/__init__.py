@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from judges_app.cli.common import CommandFailed, UsageError
 
 #: The subcommands in the order `--help` lists them, with their one-line help. Each has a module here
-#: (``add_parser(sub, help)`` and ``run(args)``), imported only when that command runs: together they pull in
+#: (``add_parser(sub, summary)`` and ``run(args)``), imported only when that command runs: together they pull in
 #: MLflow, scikit-learn, matplotlib and torch, and `dspy-judges label` need not wait for all of them.
 COMMANDS = {
     "metrics": "list every metric, its required fields, whether it needs an LM or embeddings",

@@ -123,8 +123,8 @@ def run(args) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction, help: str) -> None:
-    p = sub.add_parser("agreement", help=help,
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
+    p = sub.add_parser("agreement", help=summary,
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("judge", help="a compiled judge JSON saved by calibrate, or a metric name (NAME or NAME:{json})")
     p.add_argument("data", help="a labelled .jsonl/.csv file (sample fields + a label column) or a built-in set")

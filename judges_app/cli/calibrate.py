@@ -229,8 +229,8 @@ def print_results(run, args) -> None:
               f"{tokens['completion_tokens']} out{cost}")
 
 
-def add_parser(sub: argparse._SubParsersAction, help: str) -> None:
-    p = sub.add_parser("calibrate", help=help,
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
+    p = sub.add_parser("calibrate", help=summary,
                        description="Split a labelled set into train and a held-out test part (seeded, label-balanced "
                                    "for binary sets), compile the judge on train with each --optimizer, fit the "
                                    "calibrator, and report agreement with the human labels on test against cheap "

@@ -117,8 +117,8 @@ def print_summary(summary: dict[str, dict[str, Any]], failures) -> None:
         print(f"  sample {sample}, {metric}: {error}")
 
 
-def add_parser(sub: argparse._SubParsersAction, help: str) -> None:
-    p = sub.add_parser("evaluate", help=help,
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
+    p = sub.add_parser("evaluate", help=summary,
                        description="Score every sample of DATA with every metric. Outputs go to --out "
                                    "(default runs/evaluate/<data name>): samples.jsonl, scores.csv, summary.json and "
                                    "run.jsonl, which makes a rerun resume where a killed run stopped.")

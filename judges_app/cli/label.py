@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from calibration.fitting.active import labelling_priority, select_for_labelling
+from calibration.fitting.compiled import CompiledJudge
 from calibration.fitting.signals import signal_columns
 from judges.data.dataset import EvaluationDataset
 from judges.data.samples import SampleValidationError
@@ -228,11 +229,9 @@ def run(args) -> int:
         pool, trace_ids = load_dataset(args.pool, None, args.reference_separator), None
     lm = cli_lm(args)
     judge = build_metric(args.compiled or args.judge, lm=lm, args=args)
-    if args.compiled and args.judge:
-        from calibration.fitting.compiled import CompiledJudge  # scikit-learn: for a compiled judge only
-
-        if isinstance(judge, CompiledJudge) and judge.judge.name != build_metric(args.judge).name:
-            raise UsageError(f"--compiled {args.compiled} holds the judge {judge.judge.name}, not {args.judge}")
+    if args.compiled and isinstance(judge, CompiledJudge) and args.judge and judge.judge.name != build_metric(
+            args.judge).name:
+        raise UsageError(f"--compiled {args.compiled} holds the judge {judge.judge.name}, not {args.judge}")
     try:
         judge.validate_dataset(pool)
     except SampleValidationError as err:
@@ -296,8 +295,8 @@ def run(args) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction, help: str) -> None:
-    p = sub.add_parser("label", help=help,
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
+    p = sub.add_parser("label", help=summary,
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("pool", help="unlabelled items: a .jsonl/.csv file of sample fields")
     p.add_argument("--judge", required=True, help="the judge to label for: a metric name (NAME or NAME:{json})")

@@ -41,8 +41,8 @@ def run(args) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction, help: str) -> None:
-    p = sub.add_parser("metrics", help=help)
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
+    p = sub.add_parser("metrics", help=summary)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_debug_option(p)
     p.set_defaults(run=run)

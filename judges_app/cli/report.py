@@ -25,8 +25,8 @@ def run(args) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction, help: str) -> None:
-    p = sub.add_parser("report", help=help)
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
+    p = sub.add_parser("report", help=summary)
     p.add_argument("source", help="calibration_run.json, or samples.jsonl / run.jsonl from evaluate")
     p.add_argument("--out", default=None, help="output folder (default: <source folder>/report)")
     add_debug_option(p)

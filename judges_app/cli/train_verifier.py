@@ -70,8 +70,8 @@ def run(args) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction, help: str) -> None:
-    p = sub.add_parser("train-verifier", help=help)
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
+    p = sub.add_parser("train-verifier", help=summary)
     p.add_argument("--out", default="runs/verifier", help="folder for the checkpoints and the trained files")
     p.add_argument("--recipe", choices=("soup", "single"), default="soup",
                    help="soup: the shipped recipe, two trainings and their average (seeds SEED and SEED+1); "
