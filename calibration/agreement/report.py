@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from calibration.agreement.plots import (
     BAR_STATS,
@@ -137,8 +138,6 @@ def _usage_rows(usage: dict[str, Any]) -> list[list[Any]]:
 
 
 def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title: str | None, progress: bool) -> str:
-    from tqdm.auto import tqdm
-
     reports = run.ensure_agreement(n_bootstrap)
     names = list(run.scores)
     y = np.asarray(run.labels)
