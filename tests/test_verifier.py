@@ -4,6 +4,7 @@ switch, and training (seeded, resumable) on a tiny slice."""
 import json
 import os
 import shutil
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -155,6 +156,25 @@ def test_on_onnx_runtime_the_shipped_verifier_gives_torchs_probabilities_from_a_
     quantized.write_bytes(quantized.read_bytes()[:5000])
     assert np.array_equal(Verifier(quantize=True, runtime="onnx").probabilities(pairs[:2]), quick)
     assert 1_000_000 < quantized.stat().st_size < graph.stat().st_size / 3
+    # two quantizing at once (two test processes, two evaluate threads): ONNX Runtime's quantizer writes a
+    # side file under a fixed name beside its input; each must read its own link, or one deletes the other's
+    quantized.unlink()
+    made, failed = [], []
+
+    def make():
+        try:
+            made.append(shipped_onnx_int8())
+        except Exception as err:  # noqa: BLE001 - reported below
+            failed.append(err)
+
+    threads = [threading.Thread(target=make) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failed and made == [quantized, quantized]
+    assert sorted(p.name for p in graph.parent.iterdir()) == sorted([graph.name, quantized.name])  # nothing left
+    assert np.array_equal(Verifier(quantize=True, runtime="onnx").probabilities(pairs[:2]), quick)
 
     def broken(*args, **kwargs):
         raise RuntimeError("no exporter here")

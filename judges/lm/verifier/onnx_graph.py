@@ -18,6 +18,9 @@ change the shipped weights.
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -98,9 +101,21 @@ def shipped_onnx_int8(*, meta: dict[str, Any] | None = None) -> Path:
     quiet = logging.NullHandler()  # the quantizer's advice goes to the root logger, which would else get
     root.addHandler(quiet)         # a handler of its own for good (logging.warning's basicConfig)
 
+    def quantize(graph: Path, partial: Path) -> None:
+        # The quantizer writes its shape-inferred copy beside its input under a fixed name and deletes it:
+        # two processes (or threads) quantizing the same file would delete each other's. So each reads its
+        # own link to the graph, in a folder of its own.
+        with tempfile.TemporaryDirectory(prefix=f"{partial.name}.", dir=partial.parent) as private:
+            own = Path(private) / graph.name
+            try:
+                os.link(graph, own)
+            except OSError:  # a file system without hard links
+                shutil.copyfile(graph, own)
+            quantize_dynamic(str(own), str(partial), weight_type=QuantType.QInt8)
+
     def write(partial: Path) -> None:
         try:
-            quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8)
+            quantize(source, partial)
         except OSError as err:
             raise GraphCacheError(f"the verifier's int8 graph cannot be written to {target.parent}: {err} (set "
                                   "DSPY_JUDGES_CACHE to a writable folder)") from None
@@ -111,7 +126,7 @@ def shipped_onnx_int8(*, meta: dict[str, Any] | None = None) -> Path:
                 onnx.checker.check_model(str(source))
             except Exception:  # noqa: BLE001 - damaged
                 source.unlink(missing_ok=True)
-                quantize_dynamic(str(shipped_onnx(meta=meta)), str(partial), weight_type=QuantType.QInt8)
+                quantize(shipped_onnx(meta=meta), partial)
             else:
                 raise
 
