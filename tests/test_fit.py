@@ -94,6 +94,22 @@ def test_calibrators():
         Calibrator("spline", binary=True)
 
 
+def test_the_stacked_calibrator_does_not_depend_on_how_the_file_orders_the_labels():
+    """Forward selection scores each candidate on stratified folds: a file with every 0 first and every 1
+    after gives the same calibrator as the same items with the labels interleaved (each class in the same
+    order). Unstratified folds would score on folds of one class each."""
+    rng = np.random.default_rng(3)
+    labels = np.repeat([0.0, 1.0], 30)
+    raw = np.clip(0.4 + 0.2 * labels + rng.normal(0, 0.2, 60), 0, 1)
+    signals = np.column_stack([labels + rng.normal(0, 0.6, 60), rng.normal(0, 1, 60)])
+    interleaved = np.ravel(np.column_stack([np.arange(30), np.arange(30, 60)]))
+    for monotone in (True, False):
+        fitted = [Calibrator("stacked", binary=True, features=["token_overlap", "claim_count"], monotone=monotone).fit(
+            raw[order], labels[order], signals[order]).to_dict() for order in (np.arange(60), interleaved)]
+        assert fitted[0]["features"] == fitted[1]["features"] and fitted[0]["note"] == fitted[1]["note"]
+        assert np.allclose(fitted[0]["params"]["coef"], fitted[1]["params"]["coef"])
+
+
 def test_save_load_round_trip_and_tamper_detection(tmp_path):
     lm = demo_sensitive_lm()
     compiled = fit(critic(lm), synthetic(12), optimizer="bootstrap", calibrator="platt", max_demos=2)

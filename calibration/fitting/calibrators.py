@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import lsq_linear, minimize
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import check_cv
@@ -45,7 +45,7 @@ def _bounds(signs: Sequence[int]) -> list[tuple[float | None, float | None]]:
     return [(0.0, None) if s > 0 else (None, 0.0) if s < 0 else (None, None) for s in signs]
 
 
-class SignedLogistic(BaseEstimator, ClassifierMixin):
+class SignedLogistic(ClassifierMixin, BaseEstimator):
     """L2-regularised logistic regression (scikit-learn's objective at ``C``) whose weights keep the
     ``signs`` given (+1 non-negative, -1 non-positive, 0 free)."""
 
@@ -77,7 +77,7 @@ class SignedLogistic(BaseEstimator, ClassifierMixin):
         return (self.predict_proba(x)[:, 1] >= 0.5).astype(int)
 
 
-class SignedLinear(BaseEstimator, RegressorMixin):
+class SignedLinear(RegressorMixin, BaseEstimator):
     """Least squares with an intercept whose weights keep the ``signs`` given."""
 
     def __init__(self, signs: Sequence[int] = ()):
@@ -250,9 +250,10 @@ class Calibrator:
         if x.shape[1] == 0:  # the intercept alone: predict the base rate / the mean
             predicted = np.full(len(target), labels.mean())
         else:  # cross_val_predict's folds and fits, without its per-fold cloning and dispatch (which cost more
-            # than these fits of a few columns; forward selection runs this once per candidate and step)
+            # than these fits of a few columns; forward selection runs this once per candidate and step).
+            # Binary labels get stratified folds: each fold holds both classes whatever the items' order.
             predicted = np.empty(len(target))
-            splits = check_cv(folds, labels, classifier=is_classifier(self._model(inputs))).split(x, labels)
+            splits = check_cv(folds, labels, classifier=self.binary).split(x, labels)
             for train, test in splits:
                 scaler = StandardScaler().fit(x[train])
                 model = self._model(inputs).fit(scaler.transform(x[train]), labels[train])
