@@ -75,8 +75,12 @@ def read(name: str) -> LabelledSet:
 
 
 def draw(data: LabelledSet, n: int, seed: int, exclude: set[int] = frozenset()) -> tuple[LabelledSet, set[int]]:
-    """A label-balanced sample of ``n`` items not in ``exclude``; and the indices drawn."""
+    """A label-balanced sample of ``n`` items not in ``exclude`` (all of them when fewer remain, said so);
+    and the indices drawn."""
     allowed = [i for i in range(len(data)) if i not in exclude]
+    if n > len(allowed):
+        print(f"{data.name}: {n} items asked for, {len(allowed)} there: taking them all", flush=True)
+        n = len(allowed)
     picked = balanced_indices([data.labels[i] for i in allowed], n, np.random.default_rng(seed))
     indices = [allowed[i] for i in picked]
     return data.subset(indices), set(indices)

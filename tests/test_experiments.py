@@ -147,6 +147,12 @@ def test_transfer(tmp_path, monkeypatch, capsys, mlflow_store):
     run = json.loads((tmp_path / "out" / "source-to-source.json").read_text())
     assert run["meta"]["train"] == 12 and run["meta"]["test"] == 12  # in-domain: disjoint draws
     assert len(mlflow.search_runs(experiment_names=["dspy-judges-transfer"])) == 2
+    sys.path.insert(0, str(EXPERIMENTS))
+    from transfer import draw, read
+
+    drawn, indices = draw(read(str(target)), 40, seed=0)  # more than the set has: all of it, said so
+    assert len(drawn) == 30 and indices == set(range(30))
+    assert "40 items asked for, 30 there: taking them all" in capsys.readouterr().out
 
 
 def test_selection_rule(tmp_path, monkeypatch, capsys):
@@ -155,13 +161,14 @@ def test_selection_rule(tmp_path, monkeypatch, capsys):
     source, target = tmp_path / "source.jsonl", tmp_path / "target.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows[:30]))
     target.write_text("".join(json.dumps(r) + "\n" for r in rows[30:]))
+    # 40 test items asked of a 30-item target: every seed tests on all 30, and the study's name says so
     monkeypatch.setattr(sys, "argv", ["selection_rule.py", "--study", f"{source}:{target}", "--seeds", "3",
-                                      "--n-train", "12", "--n-test", "12"])
+                                      "--n-train", "12", "--n-test", "40"])
     with pytest.raises(SystemExit) as done:
         runpy.run_path(str(EXPERIMENTS / "selection_rule.py"), run_name="__main__")
     assert done.value.code == 0
     printed = capsys.readouterr().out
-    rows_printed = [line for line in printed.splitlines() if line.startswith(f"| {source}:{target} |")]
+    rows_printed = [line for line in printed.splitlines() if line.startswith(f"| {source}:{target} (test 30) |")]
     assert [line.split(" | ")[1] for line in rows_printed] == ["best single signal", "stacked, one_se",
                                                                "stacked, any_gain"]
     # token overlap separates the labels perfectly here: every scorer ranks every test item right
