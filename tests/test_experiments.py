@@ -147,7 +147,7 @@ def test_transfer(tmp_path, monkeypatch, capsys, mlflow_store):
     run = json.loads((tmp_path / "out" / "source-to-source.json").read_text())
     assert run["meta"]["train"] == 12 and run["meta"]["test"] == 12  # in-domain: disjoint draws
     assert len(mlflow.search_runs(experiment_names=["dspy-judges-transfer"])) == 2
-    sys.path.insert(0, str(EXPERIMENTS))
+    monkeypatch.syspath_prepend(str(EXPERIMENTS))
     from transfer import draw, read
 
     drawn, indices = draw(read(str(target)), 40, seed=0)  # more than the set has: all of it, said so
