@@ -22,6 +22,10 @@ mean score, the share at or above the threshold, the program's LM calls and minu
 demos each kept (every one scored at or above the threshold when it was bootstrapped), and the metric's
 own counts (empty outputs, degraded judgments, repeated samples it did not judge again). Results go to
 ``--out`` (``results.json``). Numbers and their command: docs/optimising.md.
+
+Reproducible: the split, MIPROv2 and GEPA take ``--seed``, and so does the LMs' sampling (``seed=``, which the
+embedded engine honours at any temperature), so two runs of one command print the same table with or without
+DSPy's cache; the minutes are printed under it.
 """
 
 from __future__ import annotations
@@ -145,12 +149,12 @@ def run(program_lm, reflection_lm, metric_kind: str = "verifier", judge_lm: Any 
 
 
 def table(result: dict[str, Any]) -> str:
-    lines = ["| program | held-out mean | at or above 0.5 | demos kept | program LM calls | minutes | "
-             "empty outputs | degraded | repeats not judged again |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    """The results as a Markdown table: the same for two runs of one command (times are printed apart)."""
+    lines = ["| program | held-out mean | at or above 0.5 | demos kept | program LM calls | "
+             "empty outputs | degraded | repeats not judged again |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, row in result["rows"].items():
         lines.append(f"| {'uncompiled' if name == 'none' else name} | {row['mean']:.3f} | {row['passing']:.0%} | "
-                     f"{len(row['demos'])} | {row['program_lm_calls']} | {row['minutes']:.1f} | "
-                     f"{row['empty_outputs']} | "
+                     f"{len(row['demos'])} | {row['program_lm_calls']} | {row['empty_outputs']} | "
                      f"{row['degraded']} | {row['repeats']} |")
     return "\n".join(lines)
 
@@ -173,13 +177,17 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--optimizers: {name!r} is not one of {list(OPTIMIZERS)}")
     if not 2 <= args.n_train <= 18:
         parser.error("--n-train must be between 2 and 18 (20 questions, some held out)")
-    program_lm = resolve_lm(args.program_lm)
-    reflection_lm = resolve_lm(args.reflection_lm) if args.reflection_lm else program_lm
+    # Seeded sampling: the optimizers sample at temperature 1 (instruction proposals, rollouts), and an unseeded
+    # sampler makes every run, and every fresh DSPy cache, another experiment.
+    program_lm = resolve_lm(args.program_lm).copy(seed=args.seed)
+    reflection_lm = resolve_lm(args.reflection_lm).copy(seed=args.seed) if args.reflection_lm else program_lm
     print(f"program LM {getattr(program_lm, 'model', program_lm)}; metric: grounding by "
           f"{'the verifier' if args.metric == 'verifier' else 'Faithfulness on ' + args.judge_lm} x the answer present")
     result = run(program_lm, reflection_lm, args.metric, args.judge_lm, optimizers, args.n_train, args.seed)
     result["command"] = " ".join(["experiments/optimise_program.py", *(argv if argv is not None else sys.argv[1:])])
     print("\n" + table(result))
+    print("minutes: " + ", ".join(f"{'uncompiled' if name == 'none' else name} {row['minutes']:.1f}"
+                                  for name, row in result["rows"].items()))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -30,11 +30,11 @@ run a model itself (``judges.lm.engine``) or talk HTTP (``judges.lm.served``).
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import os
 import threading
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +106,12 @@ class JudgeLMWarning(UserWarning):
 
 #: The judges' own LM and adapter for the whole process (``configure_judges``).
 _PROCESS_JUDGE_LM: dict[str, Any] = {"lm": None, "adapter": None}
-#: The same for a block of code and the threads it starts with a copy of its context (``judges_context``).
-_CONTEXT_JUDGE_LM: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar("judge_lm", default=None)
+#: The key under which ``judges_context`` keeps its (LM, adapter) in DSPy's settings for a block: DSPy hands
+#: its settings on to the worker threads of Evaluate, ``dspy.Parallel`` and every optimizer, so the block holds there.
+_CONTEXT_KEY = "dspy_judges_lm"
+#: The ``judges_context`` blocks open now, in any thread, by the LM they set (what the borrowing warning says).
+_OPEN_BLOCKS: Counter = Counter()
+_OPEN_BLOCKS_LOCK = threading.Lock()
 _WARNED: set[tuple[str, str, int]] = set()
 _WARNED_LOCK = threading.Lock()
 
@@ -121,21 +125,44 @@ def configure_judges(*, lm: Any = None, adapter: Any = None) -> None:
 
 @contextlib.contextmanager
 def judges_context(*, lm: Any = None, adapter: Any = None):
-    """``configure_judges`` for a block (and the threads it starts with a copy of its context)."""
-    token = _CONTEXT_JUDGE_LM.set((lm, adapter))
+    """``configure_judges`` for a block. It holds in the threads DSPy starts inside the block (Evaluate's,
+    ``dspy.Parallel``'s, every optimizer's: the setting travels with DSPy's own, as ``dspy.context`` does) and
+    in threads started with a copy of the block's context; a thread started otherwise does not see it."""
+    label = lm_label(lm) if lm is not None else None
+    if label is not None:
+        with _OPEN_BLOCKS_LOCK:
+            _OPEN_BLOCKS[label] += 1
     try:
-        yield
+        with dspy.context(**{_CONTEXT_KEY: (lm, adapter)}):
+            yield
     finally:
-        _CONTEXT_JUDGE_LM.reset(token)
+        if label is not None:
+            with _OPEN_BLOCKS_LOCK:
+                _OPEN_BLOCKS[label] -= 1
+                if _OPEN_BLOCKS[label] <= 0:
+                    del _OPEN_BLOCKS[label]
 
 
 def judges_lm_setting() -> tuple[Any, Any]:
     """The judges' own (LM, adapter): ``judges_context``'s, else ``configure_judges``'s; (None, None) when
     neither is set."""
-    here = _CONTEXT_JUDGE_LM.get()
+    here = dspy.settings.get(_CONTEXT_KEY)
     if here is not None and here[0] is not None:
         return here
     return _PROCESS_JUDGE_LM["lm"], _PROCESS_JUDGE_LM["adapter"]
+
+
+def judging_lm_key(lm: Any = None) -> str:
+    """Which LM a judge whose ``lm`` argument is ``lm`` judges with right now, as a key (a cache of verdicts
+    keys on it): a model string or path by its name, an LM object by its name and identity, no LM at all by
+    the embedded model's name. Nothing is loaded."""
+    if lm is None:
+        lm = judges_lm_setting()[0]
+    if lm is None:
+        lm = dspy.settings.lm
+    if lm is None:
+        return EMBEDDED_LM_NAME
+    return lm_label(lm) if isinstance(lm, str) else f"{lm_name(lm)}@{id(lm):x}"
 
 
 def lm_name(lm: Any) -> str:
@@ -191,9 +218,17 @@ def warn_borrowed_lm(judge: str, lm: Any) -> None:
         if key in _WARNED:
             return
         _WARNED.add(key)
+    with _OPEN_BLOCKS_LOCK:
+        open_blocks = sorted(_OPEN_BLOCKS)
+    elsewhere = ""
+    if open_blocks:
+        elsewhere = (f"; a judges_context(lm=...) block is open for {', '.join(map(repr, open_blocks))}, but this "
+                     "call runs outside it: a thread started outside DSPy (not by Evaluate, dspy.Parallel or an "
+                     "optimizer) and without a copy of the block's context does not see the block, while "
+                     "judges.configure_judges(lm=...) holds in every thread")
     warnings.warn(f"{judge} has no LM of its own and judges with DSPy's configured LM {key[1]!r}, the program's: "
                   f"give it one ({judge}'s lm=..., or judges.configure_judges(lm=...) for every judge); "
-                  "judges.configure_judges(lm=dspy.settings.lm) keeps this LM and silences this warning",
+                  f"judges.configure_judges(lm=dspy.settings.lm) keeps this LM and silences this warning{elsewhere}",
                   JudgeLMWarning, stacklevel=4)
 
 

@@ -2,7 +2,9 @@
 each, with the family's public names in it.
 
     base.py        ``Metric`` (score, ascore, as_metric, validation) and ``Judge`` (an LLM judge, a dspy.Module)
-    export.py      a metric as a DSPy metric function for Evaluate and every optimizer (``MetricScore``)
+    export.py      a metric as a DSPy metric for Evaluate, every optimizer and Refine (``ExportedMetric``)
+    score.py       what that metric returns (``MetricScore``) or raises to stop a run (``MetricStop``)
+    fields.py      where it finds a sample's fields in DSPy's (example, pred) (``FieldResolver``)
     combined.py    several metrics as one: weighted mean, product or minimum (``CombinedMetric``)
     logprobs.py    P(verdict) from token log-probabilities (``use_logprobs=True``)
     rag/           faithfulness, relevancy, correctness, context precision / recall ... (LLM judges)
@@ -39,11 +41,14 @@ from judges.metrics.dual_judge import (
     JudgeOutputError,
     ResponseGroundedness,
 )
-from judges.metrics.export import (
+from judges.metrics.export import ExportedMetric
+from judges.metrics.fields import FieldResolver
+from judges.metrics.score import (
     DegradedJudgmentError,
-    FieldResolver,
+    JudgeUnavailableError,
     MetricConfigurationError,
     MetricScore,
+    MetricStop,
 )
 from judges.metrics.grounding import (
     EmbeddingAlignment,
@@ -97,7 +102,8 @@ __all__ = [
     "ExactMatch", "FactualCorrectness", "Faithfulness", "FaithfulnesswithHHEM", "FaithfulnessWithVerifier",
     "FieldResolver", "IDBasedContextPrecision", "IDBasedContextRecall", "InputTooLargeError", "InstanceRubrics",
     "Judge", "JudgeOutputError", "LLMContextPrecisionWithoutReference", "LLMContextPrecisionWithReference",
-    "LLMContextRecall", "LLMSQLEquivalence", "Metric", "MetricConfigurationError", "MetricScore",
+    "LLMContextRecall", "LLMSQLEquivalence", "Metric", "MetricConfigurationError", "MetricScore", "MetricStop", "ExportedMetric",
+    "JudgeUnavailableError",
     "NoiseSensitivity", "NonLLMContextPrecisionWithReference", "NonLLMContextRecall", "NonLLMStringSimilarity",
     "NovelBigramSupport", "QuotedSpansAlignment", "ResponseGroundedness", "ResponseRelevancy", "RougeScore",
     "RubricsScore", "SemanticSimilarity", "SimpleCriteriaScore", "StringPresence", "SummarizationScore",

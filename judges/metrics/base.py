@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import inspect
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
@@ -25,13 +27,19 @@ from typing import Any, ClassVar
 import dspy
 
 from judges.data.samples import MultiTurnSample, SampleValidationError, SingleTurnSample
-from judges.lm.resolve import judge_context, lm_name
-from judges.metrics.export import MetricScore, dspy_metric
+from judges.lm.resolve import judge_context, judging_lm_key, lm_name
+from judges.metrics.export import ExportedMetric, dspy_metric
 
 
 class InputTooLargeError(ValueError):
     """An input beyond a metric's documented size guard (e.g. ROUGE-L's ``max_lcs_cells``): the item fails
     with this named error instead of taking minutes or gigabytes."""
+
+
+def state_digest(parts: Any) -> str:
+    """A short digest of JSON-able ``parts`` (sorted keys; anything else by its text)."""
+    text = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 @functools.cache  # a metric's name is asked for every record of a run
@@ -102,6 +110,18 @@ class Metric:
         since they may come from the run rather than the metric."""
         return {}
 
+    def state_key(self) -> str:
+        """What this metric's verdict on a sample depends on, as a digest: its class, settings and models, the
+        LM it judges with now (a judge), and its compiled steps (instructions, demos). An exported metric's
+        cache keys on it, so a judge given another LM or recompiled judges again."""
+        parts: dict[str, Any] = {"class": f"{type(self).__module__}.{type(self).__qualname__}",
+                                 "params": self.get_params(), "models": self.model_identity()}
+        if self.needs_lm:
+            parts["lm"] = judging_lm_key(getattr(self, "judge_lm", None))
+        if isinstance(self, dspy.Module):
+            parts["program"] = self.dump_state()
+        return state_digest(parts)
+
     # --- validation --------------------------------------------------------------------------
     def validate_sample(self, sample: Any, index: int | None = None):
         """Return the sample as ``sample_type``; raise SampleValidationError naming metric, index, field."""
@@ -157,6 +177,17 @@ class Metric:
         return self.feedback(result)
 
     # --- export ------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Called as DSPy calls a metric, ``metric(example, pred, trace=None, ...)``, a metric is its own
+        default ``as_metric()`` (``dspy.Evaluate(metric=Faithfulness())`` works, as with DSPy's
+        ``SemanticF1()``); a judge called with its inputs by keyword runs its steps (``dspy.Module``)."""
+        if args or not isinstance(self, dspy.Module):
+            exported = self.__dict__.get("_default_metric")
+            if exported is None or exported.judge is not self:  # a copied judge makes its own
+                exported = self.__dict__["_default_metric"] = self.as_metric()
+            return exported(*args, **kwargs)
+        return dspy.Module.__call__(self, **kwargs)
+
     def as_metric(
         self,
         *,
@@ -165,7 +196,7 @@ class Metric:
         feedback: bool | None = None,
         on_degraded: str = "record",
         cache: bool = True,
-    ) -> Callable[..., MetricScore]:
+    ) -> ExportedMetric:
         """A plain DSPy metric ``(example, pred, trace=None, pred_name=None, pred_trace=None)`` for
         ``dspy.Evaluate`` and every optimizer, with no flag to choose per optimizer (``judges.metrics.export``).
 

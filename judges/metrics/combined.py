@@ -27,7 +27,7 @@ import dspy
 
 from judges.data.samples import SampleValidationError
 from judges.lm.resolve import lm_identity
-from judges.metrics.base import Metric
+from judges.metrics.base import Metric, state_digest
 
 #: How the parts' scores make one.
 RULES = ("mean", "product", "minimum")
@@ -49,8 +49,12 @@ class CombinedMetric(Metric):
                                      "names, or name one with .named(...)")
                 parts[metric.name] = metric
         if len(parts) < 2 or not all(isinstance(m, Metric) for m in parts.values()):
+            given = list(metrics.values()) if isinstance(metrics, Mapping) else (
+                list(metrics) if isinstance(metrics, Sequence) and not isinstance(metrics, str) else [metrics])
+            described = ", ".join(m.name if isinstance(m, Metric) else type(m).__name__ for m in given[:6])
             raise ValueError("combined metric: metrics must be two or more metrics (a mapping of names to metrics, "
-                             f"or a list of them), got {metrics!r}")
+                             f"or a list of them), got {len(given)} ({described}); a single metric needs no "
+                             "CombinedMetric: call its own as_metric()")
         if rule not in RULES:
             raise ValueError(f"combined metric: rule={rule!r} is not one of {list(RULES)}")
         types = {m.sample_type for m in parts.values()}
@@ -120,6 +124,11 @@ class CombinedMetric(Metric):
             if identity:
                 out[name] = identity
         return out
+
+    def state_key(self) -> str:
+        """Each part's ``state_key`` and the rule: a part recompiled or judging with another LM changes it."""
+        return state_digest({"rule": self.rule, "weights": self.weights,
+                        "parts": {name: metric.state_key() for name, metric in self.metrics.items()}})
 
     def validate_sample(self, sample: Any, index: int | None = None):
         """The sample as each part checks it: one error lists every part's problems."""

@@ -1,114 +1,65 @@
-"""A metric as a DSPy metric function, one object for every optimizer (``Metric.as_metric``).
+"""A metric as a DSPy metric function, one object for every DSPy consumer (``Metric.as_metric``).
 
     metric = Faithfulness(lm="openai/gpt-4o-mini").as_metric(threshold=0.7)
-    dspy.Evaluate(devset=dev, metric=metric)(program)            # the score, a float
+    dspy.Evaluate(devset=dev, metric=metric)(program)            # the score
     dspy.BootstrapFewShot(metric=metric).compile(program, ...)   # a demo is kept only at score >= 0.7
     dspy.GEPA(metric=metric, reflection_lm=...).compile(...)     # the score and the judge's feedback text
+    dspy.Refine(module, N=3, reward_fn=metric, threshold=0.7)    # the reward, with the feedback in its advice
 
-Every call returns a ``MetricScore``: a float that is the score wherever a number is read (Evaluate's mean,
-MIPROv2's and GEPA's bookkeeping, SIMBA's buckets, ``metric_threshold``) and is true only at or above the
-threshold wherever truth is tested (BootstrapFewShot's ``if success``, MIPROv2's and SIMBA's demo
-bootstrapping, BootstrapFinetune's filter). It carries the judge's feedback text where GEPA reads it
-(``.feedback`` and ``["feedback"]``). Why one object: DSPy's optimizers call a metric in ways that look
-alike (GEPA's trace-capturing minibatches and BootstrapFewShot both pass a trace and no predictor name), so
-a metric cannot choose a float or a bool from its arguments without misleading one of them.
+Every call returns a ``MetricScore``: a ``dspy.Prediction(score=..., feedback=..., ...)`` (how SIMBA, GEPA
+and Refine read a score with metadata) that is also a number wherever a number is read (sums, means,
+comparisons, ``float()``), true only at or above the threshold wherever truth is tested (BootstrapFewShot's
+``if success``, BootstrapFinetune's filter), and a plain mapping of JSON values to orjson, json and pickle
+(SIMBA's and Refine's prompts serialise it with orjson). docs/optimising.md has the table of call sites.
 
 Per call, in order: the sample is built from ``(example, pred)`` (``FieldResolver``); a field the program
-never produces raises ``MetricConfigurationError`` (it derives from ``BaseException`` so that DSPy's
-per-item error handling lets it through: one clear error instead of one log line per item and "Execution
-cancelled"); an empty output scores ``output_floor`` without judging (counted in ``empty_outputs``); a
-sample already scored by this metric function is not judged again (counted in ``repeats``: GEPA scores the
-same predictions for its feedback); a degraded judgment (unparsed verdicts, one of two judges) is counted in
-``degraded``, said in the feedback, and raised as ``DegradedJudgmentError`` with ``on_degraded="fail"``.
+never produces raises ``MetricConfigurationError``; no prediction at all (SIMBA passes None where the program
+raised) and an empty output score ``output_floor`` without judging (counted in ``no_prediction`` and
+``empty_outputs``); a sample already scored by this metric with the same judge state is not judged again
+(counted in ``repeats``); a judge that cannot judge (its LM has no key, refuses, or cannot be reached after
+its retries) raises ``JudgeUnavailableError``; a degraded judgment (unparsed verdicts, one of two judges, a
+language the verifier does not cover) is counted in ``degraded``, said in the feedback, and raised as
+``DegradedJudgmentError`` with ``on_degraded="fail"``.
 
-Typed program outputs are scored by this rule (``as_text``): a number becomes its shortest text (``3``, not
-``3.0``; ``0.1``), a bool ``True`` / ``False``, a dict or pydantic model compact JSON; a list fills a field of
-texts (contexts) item by item, is read as alternatives where a field takes them (``reference``) and is
-joined one item a line where a field takes one text (``response``).
+The three errors derive from ``MetricStop``, a ``BaseException`` on purpose (like ``KeyboardInterrupt``):
+DSPy's Evaluate and optimizers catch ``Exception`` per item and score it ``failure_score`` (0), which would
+read a judge that cannot judge as a bad program. A ``MetricStop`` passes through them and stops the run with
+one message, and the items still queued in DSPy's thread pool are cancelled before their program runs.
 
-Owns: the exported function, its return type and the field lookup. Must not judge (the metric does).
+Fields are found by ``judges.metrics.fields`` (typed outputs read as text by one rule there); what a call
+returns or raises is ``judges.metrics.score``.
+
+Owns: the exported metric (calls, counts, cache, turning failures into stops). Must not judge (the metric
+does).
 """
 
 from __future__ import annotations
 
-import json
 import numbers
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 import dspy
 
-from judges.data.samples import SampleValidationError
+from judges.lm.resolve import judging_lm_key
+from judges.lm.served import PermanentLMError, RetryBudgetExhausted, failure_kind
+from judges.metrics.fields import FieldNotFoundError, FieldResolver, as_text
+from judges.metrics.score import (
+    DegradedJudgmentError,
+    JudgeUnavailableError,
+    MetricConfigurationError,
+    MetricScore,
+    MetricStop,
+    stopping,
+)
 
 #: What ``on_degraded`` takes: keep a degraded score (the default) or raise ``DegradedJudgmentError``.
 ON_DEGRADED = ("record", "fail")
 #: Distinct samples whose results one exported metric keeps (least recently used first out).
 CACHE_SIZE = 4096
-
-
-class MetricConfigurationError(BaseException):
-    """The metric cannot be built from this program's outputs (a field it never produces, a field map that
-    points nowhere). A ``BaseException`` on purpose, like ``KeyboardInterrupt``: DSPy's Evaluate and
-    optimizers catch ``Exception`` per item, which would log it once per item and then stop with a
-    generic message; a configuration error is no item's failure. Catch it by name."""
-
-
-class FieldNotFoundError(SampleValidationError):
-    """A sample field no source in ``(example, pred)`` holds (``FieldResolver.resolve``)."""
-
-
-class DegradedJudgmentError(ValueError):
-    """``on_degraded="fail"``: the judge scored from fewer steps or judges than designed (which and why)."""
-
-
-class MetricScore(float):
-    """A metric's score as DSPy's optimizers read it: a float (the score) whose truth is ``score >=
-    threshold``, with the judge's ``feedback`` text (also as ``self["feedback"]``, GEPA's way), whether it
-    ``passed``, the ``threshold``, ``degraded`` (why the judgment is degraded, or None) and ``judge_lm``
-    (the LM that judged, or None for metrics without one)."""
-
-    def __new__(cls, score: float, threshold: float = 0.5, feedback: str = "", *, degraded: str | None = None,
-                judge_lm: str | None = None) -> MetricScore:
-        value = super().__new__(cls, score)
-        value.score, value.threshold, value.feedback = float(score), float(threshold), str(feedback)
-        value.degraded, value.judge_lm = degraded, judge_lm
-        return value
-
-    @property
-    def passed(self) -> bool:
-        return float(self) >= self.threshold
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    #: What ``self[key]`` and ``get`` read.
-    FIELDS = ("score", "feedback", "threshold", "passed", "degraded", "judge_lm")
-
-    def keys(self) -> list[str]:
-        return ["score", "feedback"]
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self.FIELDS:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __setitem__(self, key: str, value: Any) -> None:  # GEPA writes a missing feedback back
-        if key not in ("score", "feedback"):
-            raise KeyError(key)
-        setattr(self, key, float(value) if key == "score" else str(value))
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if key in self.FIELDS else default
-
-    def __reduce__(self):
-        return (_rebuilt_score, (float(self), self.threshold, self.feedback, self.degraded, self.judge_lm))
-
-
-def _rebuilt_score(score, threshold, feedback, degraded, judge_lm) -> MetricScore:
-    return MetricScore(score, threshold, feedback, degraded=degraded, judge_lm=judge_lm)
 
 
 def checked_threshold(name: str, threshold: Any) -> float:
@@ -121,8 +72,9 @@ def checked_threshold(name: str, threshold: Any) -> float:
 
 
 def dspy_metric(metric: Any, *, threshold: float = 0.5, field_map: Mapping[str, str | Sequence[str]] | None = None,
-                feedback: Any = None, on_degraded: str = "record", cache: bool = True) -> Callable[..., MetricScore]:
-    """``metric.as_metric(...)``: see the module docstring. Every parameter is checked here, before any call."""
+                feedback: Any = None, on_degraded: str = "record", cache: bool = True) -> ExportedMetric:
+    """``metric.as_metric(...)``: see the module docstring. Every parameter is checked here, before any call.
+    The object's class is named after the metric, which is how ``dspy.Evaluate`` titles its table column."""
     threshold = checked_threshold(metric.name, threshold)
     if feedback is not None and not isinstance(feedback, bool):
         raise ValueError(f"{metric.name}: as_metric feedback must be True or False, got {feedback!r}")
@@ -130,216 +82,196 @@ def dspy_metric(metric: Any, *, threshold: float = 0.5, field_map: Mapping[str, 
         raise ValueError(f"{metric.name}: as_metric on_degraded={on_degraded!r} is not one of {list(ON_DEGRADED)}")
     if not isinstance(cache, bool):
         raise ValueError(f"{metric.name}: as_metric cache must be True or False, got {cache!r}")
-    resolver = FieldResolver(metric.sample_type, field_map)
-    lock = threading.Lock()
-    results: OrderedDict[str, Future] = OrderedDict()
+    named = type(metric.name, (ExportedMetric,), {"__module__": __name__, "__qualname__": metric.name})
+    return named(metric, threshold=threshold, field_map=field_map, on_degraded=on_degraded, cache=cache)
 
-    def count(counter: str) -> None:
-        with lock:
-            setattr(scorer, counter, getattr(scorer, counter) + 1)
 
-    def judged(sample) -> dspy.Prediction:
-        if not cache:
-            return _score_untraced(metric, sample)
-        key = sample.model_dump_json()
-        with lock:
-            future, owner = results.get(key), False
+def _exported(metric: Any, threshold: float, field_map: Any, on_degraded: str, cache: bool) -> ExportedMetric:
+    return dspy_metric(metric, threshold=threshold, field_map=field_map, on_degraded=on_degraded, cache=cache)
+
+
+class ExportedMetric:
+    """A metric as DSPy calls it: ``(example, pred, trace=None, pred_name=None, pred_trace=None)`` returns a
+    ``MetricScore``. Made by ``Metric.as_metric``; counts what it did not judge (``empty_outputs``,
+    ``no_prediction``, ``repeats``) and what it judged degraded (``degraded``); ``reset()`` sets them to 0 and
+    forgets the cached verdicts. Pickles with its metric (a process-based runner gets fresh counts)."""
+
+    COUNTERS = ("empty_outputs", "no_prediction", "degraded", "repeats")
+
+    def __init__(self, metric: Any, *, threshold: float, field_map: Any, on_degraded: str, cache: bool):
+        self.judge, self.threshold, self.on_degraded, self.cache = metric, threshold, on_degraded, cache
+        self._resolver = FieldResolver(metric.sample_type, field_map)
+        self.field_map = dict(field_map) if field_map is not None else None
+        self.__name__ = metric.name
+        self._lock = threading.Lock()
+        self._results: OrderedDict[str, Future] = OrderedDict()
+        self.reset()
+
+    def reset(self) -> None:
+        """Counters back to 0 and no cached verdict: the next run counts and judges from scratch."""
+        with self._lock:
+            for counter in self.COUNTERS:
+                setattr(self, counter, 0)
+            self._results.clear()
+
+    def __reduce__(self):
+        return (_exported, (self.judge, self.threshold, self.field_map, self.on_degraded, self.cache))
+
+    def __repr__(self) -> str:
+        return (f"{self.judge.name}.as_metric(threshold={self.threshold:g}, on_degraded={self.on_degraded!r}; "
+                + ", ".join(f"{counter} {getattr(self, counter)}" for counter in self.COUNTERS) + ")")
+
+    def _count(self, counter: str) -> None:
+        with self._lock:
+            setattr(self, counter, getattr(self, counter) + 1)
+
+    def _score(self, score: float, text: str, **extra: Any) -> MetricScore:
+        return MetricScore(score, self.threshold, text, **extra)
+
+    def __call__(self, example, pred, trace=None, pred_name=None, pred_trace=None) -> MetricScore:
+        metric = self.judge
+        if pred is None:  # SIMBA scores an item whose program raised as metric(example, None)
+            self._count("no_prediction")
+            floor = float(metric.output_floor)
+            return self._score(floor, f"The program produced no prediction (it raised an error): {metric.name} "
+                                      f"scores it {floor:g}, its floor, without judging.")
+        try:
+            sample, empty = self._resolver.resolve(example, pred, metric.required_fields)
+        except FieldNotFoundError as err:
+            raise stopping(MetricConfigurationError(f"{metric.name}: {err}")) from None
+        if empty:
+            self._count("empty_outputs")
+            floor = float(metric.output_floor)
+            return self._score(floor, f"The program's {' and '.join(empty)} is empty: {metric.name} scores it "
+                                      f"{floor:g}, its floor, without judging. Produce an answer.")
+        result = self._judged(sample)
+        text, degraded = metric.explain(result), degraded_reason(result)
+        if degraded:
+            self._count("degraded")
+            if self.on_degraded == "fail":
+                raise stopping(DegradedJudgmentError(
+                    f"{metric.name}: the judgment is degraded ({degraded}); on_degraded='fail'"))
+            judge = f"the judge ({result.judge_lm})" if result.get("judge_lm") else "the judge"
+            note = f"The judgment is degraded ({degraded}): the score may reflect {judge} failing, not the answer"
+            text = f"{text}\n{note}" if "\n" in text else f"{text}. {note}"
+        if pred_name is not None and pred_trace:
+            text = step_feedback(pred_name, pred_trace, sample, metric.required_fields) + "\n" + text
+        parts = result.get("parts") if isinstance(result.get("parts"), Mapping) else None
+        return self._score(result.score, text, degraded=degraded, judge_lm=result.get("judge_lm"),
+                           objective_scores=parts)
+
+    def _judged(self, sample) -> dspy.Prediction:
+        """The metric's result for ``sample``, cached on the sample and the judge's state (its settings,
+        compiled steps and the LM it judges with now), so a changed or recompiled judge judges again."""
+        if not self.cache:
+            return self._judge_now(sample)
+        key = sample.model_dump_json() + "\x00" + self.judge.state_key()
+        with self._lock:
+            future, owner = self._results.get(key), False
             if future is None:
                 future, owner = Future(), True
-                results[key] = future
-                while len(results) > CACHE_SIZE:
-                    results.popitem(last=False)
+                self._results[key] = future
+                while len(self._results) > CACHE_SIZE:
+                    self._results.popitem(last=False)
             else:
-                results.move_to_end(key)
-                scorer.repeats += 1
+                self._results.move_to_end(key)
+                self.repeats += 1
         if not owner:
             return future.result()
         try:
-            result = _score_untraced(metric, sample)
+            result = self._judge_now(sample)
         except BaseException as err:
-            with lock:
-                results.pop(key, None)
+            with self._lock:
+                if self._results.get(key) is future:
+                    del self._results[key]
             future.set_exception(err)
             raise
         future.set_result(result)
         return result
 
-    def scorer(example, pred, trace=None, pred_name=None, pred_trace=None) -> MetricScore:
+    def _judge_now(self, sample) -> dspy.Prediction:
+        """The metric's result, its LM calls kept out of the program's trace (BootstrapFewShot turns every
+        traced call into a demo candidate); an LM that cannot judge becomes ``JudgeUnavailableError``."""
         try:
-            sample, empty = resolver.resolve(example, pred, metric.required_fields)
-        except FieldNotFoundError as err:
-            raise MetricConfigurationError(f"{metric.name}: {err}") from None
-        if empty:
-            count("empty_outputs")
-            floor = float(metric.output_floor)
-            return MetricScore(floor, threshold, f"The program's {' and '.join(empty)} is empty: {metric.name} "
-                                                 f"scores it {floor:g}, its floor, without judging. Produce an answer.")
-        result = judged(sample)
-        text, degraded = metric.explain(result), result.get("degraded")
-        if degraded:
-            count("degraded")
-            if on_degraded == "fail":
-                raise DegradedJudgmentError(f"{metric.name}: the judgment is degraded ({degraded}); on_degraded='fail'")
-            judge = f"the judge ({result.judge_lm})" if result.get("judge_lm") else "the judge"
-            text += f". The judgment is degraded ({degraded}): the score may reflect {judge} failing, not the answer"
-        return MetricScore(result.score, threshold, text, degraded=degraded, judge_lm=result.get("judge_lm"))
-
-    scorer.__name__ = scorer.__qualname__ = metric.name
-    scorer.judge, scorer.threshold, scorer.on_degraded = metric, threshold, on_degraded
-    scorer.empty_outputs = scorer.degraded = scorer.repeats = 0
-    return scorer
+            with dspy.context(trace=None):
+                return self.judge.score(sample)
+        except MetricStop:
+            raise
+        except Exception as err:
+            cause = judge_lm_failure(err)
+            if cause is None:
+                raise
+            lm = judge_lm_label(self.judge)
+            raise stopping(JudgeUnavailableError(
+                f"{self.judge.name}: its LM {lm} cannot judge ({cause}); nothing was scored. Fix the LM (its key, "
+                "model name or endpoint), or give the judge another: lm=..., or judges.configure_judges(lm=...)")
+            ) from err
 
 
-def _score_untraced(metric: Any, sample) -> dspy.Prediction:
-    """The metric's result, its LM calls kept out of the program's trace (BootstrapFewShot turns every
-    traced call into a demo candidate)."""
-    with dspy.context(trace=None):
-        return metric.score(sample)
+def judge_lm_failure(error: BaseException) -> str | None:
+    """Why ``error`` means the judge's LM cannot judge at all, or None when it is one item's failure: a
+    permanent refusal (no key, authentication, billing, an unknown model, a bad request), or a transient one
+    still failing after the retries (the LM cannot be reached)."""
+    for err in _chain(error):
+        if isinstance(err, (PermanentLMError, RetryBudgetExhausted)):
+            return f"{type(err).__name__}: {err}"
+        kind = failure_kind(err)
+        if kind == "permanent":
+            return f"{type(err).__name__}: {err}"
+        if kind == "transient":
+            return f"{type(err).__name__} after its retries: {err}"
+    return None
 
 
-#: Where a sample field is looked up in ``(example, pred)`` when the field map does not say.
-DEFAULT_FIELD_SOURCES: dict[str, tuple[str, ...]] = {
-    "user_input": ("example.user_input", "example.question", "pred.user_input"),
-    "response": ("pred.response", "pred.answer", "pred.output"),
-    "retrieved_contexts": (
-        "pred.retrieved_contexts",
-        "pred.contexts",
-        "pred.context",
-        "example.retrieved_contexts",
-        "example.contexts",
-        "example.context",
-    ),
-    "reference": ("example.reference", "example.answer", "example.ground_truth"),
-    "reference_contexts": ("example.reference_contexts",),
-}
+def _chain(error: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    while error is not None and error not in seen and len(seen) < 8:
+        seen.append(error)
+        error = error.__cause__ or error.__context__
+    return seen
 
 
-_ABSENT = object()
+def judge_lm_label(metric: Any) -> str:
+    """The LM ``metric`` judges with, for a message (parts of a combined metric listed)."""
+    parts = getattr(metric, "metrics", None)
+    if isinstance(parts, Mapping):
+        return ", ".join(f"{name}: {judge_lm_label(part)}" for name, part in parts.items() if part.needs_lm) or "-"
+    return judging_lm_key(getattr(metric, "judge_lm", None)).split("@")[0]
 
 
-def _is_empty(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip()) or (
-        isinstance(value, (list, tuple, dict)) and len(value) == 0)
+def degraded_reason(result: dspy.Prediction) -> str | None:
+    """Why a result is degraded: its steps or judges said so (``degraded``), or it could not be read at all
+    (``out_of_language``: the verifier does not cover the answer's language)."""
+    if result.get("degraded"):
+        return result.degraded
+    if result.get("out_of_language"):
+        return result.get("undefined_reason") or f"the text is in {result.out_of_language!r}, not covered"
+    return None
 
 
-def as_text(value: Any) -> str:
-    """A typed program output as the text a metric reads (the rule in the module docstring)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        number = float(value)
-        return str(int(number)) if number.is_integer() and abs(number) < 1e16 else repr(number)
-    if hasattr(value, "model_dump"):
-        value = value.model_dump(mode="json")
-    elif hasattr(value, "toDict"):
-        value = value.toDict()
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    return str(value)
-
-
-class FieldResolver:
-    """Builds a sample from a DSPy ``(example, pred)`` pair following a field map."""
-
-    def __init__(self, sample_type: type, field_map: Mapping[str, str | Sequence[str]] | None = None):
-        self.sample_type = sample_type
-        self.sources: dict[str, tuple[str, ...]] = {}
-        for name in sample_type.model_fields:
-            default = DEFAULT_FIELD_SOURCES.get(name, (f"pred.{name}", f"example.{name}"))
-            self.sources[name] = default
-        if field_map is not None and not isinstance(field_map, Mapping):
-            raise ValueError(f"field_map must be a mapping of sample fields to 'example.<attr>' / 'pred.<attr>' "
-                             f"paths, got {type(field_map).__name__}")
-        for name, spec in (field_map or {}).items():
-            if name not in sample_type.model_fields:
-                raise ValueError(f"field_map: '{name}' is not a {sample_type.__name__} field")
-            specs = (spec,) if isinstance(spec, str) else tuple(spec)
-            for path in specs:
-                if not isinstance(path, str) or not path.startswith(("example.", "pred.")):
-                    raise ValueError(f"field_map['{name}'] = {path!r}: paths start with 'example.' or 'pred.'")
-            self.sources[name] = specs
-
-    @staticmethod
-    def _lookup(obj: Any, attr: str) -> Any:
-        """``obj``'s ``attr``, or ``_ABSENT`` when it has no such key or attribute (None is a value)."""
-        if obj is None:
-            return _ABSENT
-        if isinstance(obj, Mapping):
-            return obj.get(attr, _ABSENT)
+def step_feedback(pred_name: str, pred_trace: Any, sample: Any, fields: Sequence[str]) -> str:
+    """What GEPA's named predictor had to do with the judged answer: the judged fields its outputs wrote (the
+    judge's findings are then about that step's own words), or that it wrote none of them (its outputs fed
+    later steps)."""
+    outputs: dict[str, str] = {}
+    for entry in pred_trace or []:
         try:
-            if hasattr(obj, "keys") and attr in obj.keys():
-                return obj[attr]
-        except (KeyError, TypeError):
-            pass
-        try:
-            return getattr(obj, attr, _ABSENT)
-        except Exception:  # a Prediction raises for unknown attributes in some DSPy versions
-            return _ABSENT
-
-    def resolve(self, example: Any, pred: Any, required: Sequence[str] = ()) -> tuple[Any, list[str]]:
-        """The sample, and the required fields the program left empty: present on ``pred`` (an attribute
-        the field map points at) but None or empty, with no non-empty source before them. A required field
-        that no source has at all is a misconfiguration: ``FieldNotFoundError`` naming where it looked; a value
-        of the wrong type is a ``SampleValidationError`` naming the field."""
-        objects = {"example": example, "pred": pred}
-        data: dict[str, Any] = {}
-        empty_outputs: list[str] = []
-        for name, paths in self.sources.items():
-            seen_empty_output = False
-            for path in paths:
-                owner, _, attr = path.partition(".")
-                value = self._lookup(objects[owner], attr)
-                if value is _ABSENT:
-                    continue
-                if _is_empty(value):
-                    if owner == "pred":
-                        seen_empty_output = True
-                        continue
-                    if value is None:
-                        continue
-                data[name] = self._coerce(name, value)
+            _, _, produced = entry
+            items = produced.items() if hasattr(produced, "items") else []
+            outputs.update({str(k): as_text(v) for k, v in items})
+        except (TypeError, ValueError):
+            continue
+    written = []
+    for field in fields:
+        value = getattr(sample, field, None)
+        texts = value if isinstance(value, list) else [value]
+        texts = [t for t in texts if isinstance(t, str) and t.strip()]
+        for key, text in outputs.items():
+            if text.strip() and any(text.strip() == t.strip() or (len(text) > 20 and text.strip() in t) for t in texts):
+                written.append(f"the {field} (its output '{key}')")
                 break
-            if name not in data and seen_empty_output and name in required:
-                empty_outputs.append(name)
-        missing = [name for name in required if name not in data and name not in empty_outputs]
-        if missing:
-            raise FieldNotFoundError([
-                (None, name, f"not found: looked at {', '.join(self.sources[name])}; the program never produces "
-                             f"it; say where it is with field_map={{'{name}': 'pred.<attribute>'}}")
-                for name in missing
-            ])
-        for name in empty_outputs:
-            data[name] = [] if self._kind(name) in ("texts", "list") else ""
-        return self.sample_type.parse(data), empty_outputs
-
-    def sample(self, example: Any, pred: Any, required: Sequence[str] = ()):
-        """The sample a metric scores for ``(example, pred)`` (see ``resolve``)."""
-        return self.resolve(example, pred, required)[0]
-
-    def _kind(self, name: str) -> str:
-        """How a field takes text: "texts" (a list of texts), "alternatives" (a text or a list of them),
-        "text" (one text), "list" (messages, ids: taken as they are) or "other" (taken as it is)."""
-        annotation = str(self.sample_type.model_fields[name].annotation).replace(" ", "")
-        if annotation.startswith("list[str]"):
-            return "texts"
-        if annotation.startswith("str|list[str]"):
-            return "alternatives"
-        if annotation.startswith("str"):
-            return "text"
-        return "list" if annotation.startswith("list") else "other"
-
-    def _coerce(self, name: str, value: Any) -> Any:
-        kind = self._kind(name)
-        if kind in ("list", "other"):
-            return value.toDict() if hasattr(value, "toDict") else value
-        if isinstance(value, (list, tuple)):
-            texts = [as_text(item) for item in value]
-            if kind == "text":
-                return "\n".join(texts)
-            return texts
-        text = as_text(value)
-        return [text] if kind == "texts" else text
+    if written:
+        return f"Step '{pred_name}' wrote what the judge read: {', '.join(written)}; the findings below are about it."
+    keys = ", ".join(f"'{k}'" for k in outputs) or "none"
+    return (f"Step '{pred_name}' wrote none of the fields the judge read ({', '.join(fields)}); its outputs "
+            f"({keys}) fed later steps, so the findings below concern it through them.")

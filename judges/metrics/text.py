@@ -256,13 +256,12 @@ class NonLLMStringSimilarity(_ResponseVsReference):
             ) from None
         _check_positive("non_llm_string_similarity", "max_length", max_length)
         self.max_length = max_length
-        self._similarity = _similarity_function(self.distance_measure)
 
     def similarity(self, a: str, b: str) -> float:
         if max(len(a), len(b)) > self.max_length:
             raise InputTooLargeError(f"non_llm_string_similarity: a string of {max(len(a), len(b)):,} characters "
                                      f"is over max_length={self.max_length:,}")
-        return float(self._similarity(a, b))
+        return float(_similarity_function(self.distance_measure)(a, b))  # looked up: a metric pickles
 
     def _score(self, sample) -> dspy.Prediction:
         return _best_alternative(sample, self.similarity)
