@@ -377,10 +377,12 @@ def test_optimizers_that_do_not_fit_the_judge_are_refused_before_any_work():
         rows = [{"response": f"r{i}", "retrieved_contexts": [f"c{i}"], "label": i % 2} for i in range(n)]
         return LabelledSet.from_records(rows)
 
-    with pytest.raises(ValueError, match=r"trains on 38 of the 50 labelled items after the guard's held-back share "
-                                         r"\(19 of the rarer label\); it needs 40"):
+    with pytest.raises(ValueError, match=r"needs at least 53 labelled training items with these settings; here it "
+                                         r"trains on 38 of the 50 labelled items after the guard's held-back share "
+                                         r"\(19 of the rarer label\), and it needs 40 there"):
         check_optimizer(verifier, "finetune", labelled(50), calibrator=None)
-    with pytest.raises(ValueError, match=r"trains on 37 of the 56 labelled items in cross-fitting fold 1 of 3"):
+    with pytest.raises(ValueError, match=r"needs at least 60 labelled training items with these settings; here it "
+                                         r"trains on 37 of the 56 labelled items in cross-fitting fold 1 of 3"):
         check_optimizer(verifier, "finetune", labelled(56), calibrator="stacked")
     check_optimizer(verifier, "finetune", labelled(56), calibrator=None)
     check_optimizer(verifier, "finetune", labelled(60), calibrator="stacked")

@@ -754,10 +754,11 @@ def test_finetune_refuses_too_few_labels_and_fits_otherwise(tmp_path):
     from calibration.fitting.finetune import finetune_verifier
     from calibration.fitting.fit import fit
 
-    with pytest.raises(ValueError, match=r"trains on 30 of the 30 labelled items \(no guard: all of them\) \(6 of the "
-                                         r"rarer label\); it needs 40 \(10 of each label\)"):
+    with pytest.raises(ValueError, match=r"needs at least 40 labelled training items with these settings; here it "
+                                         r"trains on 30 of the 30 labelled items \(no guard: all of them\) \(6 of the "
+                                         r"rarer label\), and it needs 40 there \(10 of each label\)"):
         fit(FaithfulnessWithVerifier(), labelled(30, 6), optimizer="finetune", calibrator=None, guard=0)
-    with pytest.raises(ValueError, match=r"30 labels \(6 supported, 24 not\) are too few"):  # finetune's own check
+    with pytest.raises(ValueError, match=r"receives 30 labels \(6 supported, 24 not\), too few"):  # its own check
         finetune_verifier(FaithfulnessWithVerifier(), labelled(30, 6), np.asarray(labelled(30, 6).labels, float))
     with pytest.raises(ValueError, match="has none"):
         finetune_verifier(SimpleMetricStandIn(), labelled(40, 20), np.zeros(40))
@@ -765,14 +766,61 @@ def test_finetune_refuses_too_few_labels_and_fits_otherwise(tmp_path):
     judge, report = finetune_verifier(FaithfulnessWithVerifier(), data, np.asarray(data.labels, float),
                                       out=tmp_path / "tuned", epochs=1, seed=0)
     assert report["labels"] == 40 and report["held_out"] == 10 and len(report["epochs"]) == 1
-    assert "decision" in report
+    assert report["kept"] in ("shipped", "fine-tuned") and report["decision"].startswith(f"the {report['kept']} verifier")
+    assert "epochs " in report["decision"] and "trained on 30 of 40 items" in report["decision"]
     if judge.verifier is not None:  # an epoch beat the shipped verifier: the judge names the written folder
-        assert Path(judge.verifier) == tmp_path / "tuned" and (tmp_path / "tuned" / "model.safetensors").is_file()
+        assert Path(judge.verifier).is_absolute() and (tmp_path / "tuned" / "model.safetensors").is_file()
+        assert Path(judge.verifier) == (tmp_path / "tuned").resolve()
         assert 0.0 <= judge.score(data.dataset[0]).score <= 1.0
 
 
 class SimpleMetricStandIn:
     verifier = None
+
+
+def test_a_finetune_that_kept_the_shipped_verifier_says_so_and_is_never_called_compiled(monkeypatch):
+    import importlib
+
+    from calibration.fitting.fit import fit
+
+    fitting = importlib.import_module("calibration.fitting.fit")  # the package's name `fit` is the function
+
+    def kept_shipped(judge, data, targets, **options):
+        return judge, {"labels": len(data), "trained_on": 34, "held_out": 11, "kept": "shipped", "epochs": [
+            {"epoch": 1, "held_out_roc_auc": 0.8}], "decision": "the shipped verifier was kept: no epoch beat it"}
+
+    monkeypatch.setattr(fitting, "finetune_verifier", kept_shipped)
+    data = labelled(60, 30)
+    compiled = fit(FaithfulnessWithVerifier(), data, optimizer="finetune", calibrator=None)
+    assert compiled.report["finetune"]["kept"] == "shipped" and compiled.judge.verifier is None
+    assert compiled.report["guard"]["decision"].startswith("the shipped verifier was kept")
+    assert "compiled kept" not in json.dumps(compiled.to_dict())
+    from calibration.agreement.record import CalibrationRun
+
+    run = CalibrationRun("eiffel", [0, 1, 0, 1], {"judge": [0.1, 0.9, 0.2, 0.8]},
+                         meta={"finetune": {"finetune": compiled.report["finetune"]},
+                               "guard": {"finetune": compiled.report["guard"]["decision"]}})
+    findings = run.findings(n_bootstrap=20)
+    assert "Fine-tuning (finetune): the shipped verifier was kept: no epoch beat it." in findings
+    assert not [f for f in findings if f.startswith("Compiling (finetune)")]
+
+
+def test_a_finetuned_compiled_judge_loads_from_any_working_directory_and_a_moved_run_folder(tmp_path, monkeypatch):
+    from calibration.fitting.compiled import CompiledJudge
+
+    run = tmp_path / "runs" / "calibrate" / "x"
+    (run / "finetuned-verifier").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    judge = FaithfulnessWithVerifier(verifier="runs/calibrate/x/finetuned-verifier")  # relative, as the CLI made it
+    saved = CompiledJudge(judge).save(run / "compiled.json")
+    assert json.loads(saved.read_text())["judge"]["params"]["verifier"] == "finetuned-verifier"  # beside the file
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert CompiledJudge.load(saved).judge.verifier == str((run / "finetuned-verifier").resolve())
+    moved = tmp_path / "moved"
+    run.rename(moved)
+    assert CompiledJudge.load(moved / "compiled.json").judge.verifier == str((moved / "finetuned-verifier").resolve())
 
 
 def test_the_verifier_metric_runs_on_evaluates_threads():

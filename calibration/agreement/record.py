@@ -243,7 +243,12 @@ class CalibrationRun:
             elif memory.get("semantic"):
                 text += "; no guidelines (" + memory.get("note", "the LM gave none") + ")"
             out.append(text + ".")
+        for label, tuned in self.meta.get("finetune", {}).items():
+            out.append(f"Fine-tuning ({label}): {tuned.get('decision', 'no decision recorded')}.")
         for label, decision in self.meta.get("guard", {}).items():
+            if label in self.meta.get("finetune", {}) and self.meta["finetune"][label].get("kept") == "shipped" \
+                    and decision == self.meta["finetune"][label].get("decision"):
+                continue  # said by the fine-tuning line: nothing was compiled to check
             out.append(f"Compiling ({label}), checked on train items held back from it: {decision}.")
         for name in self.constant_scorers():
             out.append(f"Warning: {name} gave every scored test item the same score "

@@ -166,12 +166,22 @@ class CompiledJudge(Metric):
         return self.feedback(result)
 
     # --- JSON, no pickle ---------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, relative_to: str | Path | None = None) -> dict[str, Any]:
+        """The compiled judge as JSON values; a model folder it names (a fine-tuned verifier) inside
+        ``relative_to`` (the folder the file is saved in) is written relative to it, so the run folder can move."""
+        params = jsonable(self.judge.get_params())
+        for key in MODEL_FOLDER_PARAMS:
+            folder = params.get(key)
+            if relative_to is not None and _is_folder_path(folder):
+                try:
+                    params[key] = Path(folder).resolve().relative_to(Path(relative_to).resolve()).as_posix()
+                except ValueError:
+                    params[key] = str(Path(folder).resolve())
         body = {
             "format": FORMAT,
             "version": FORMAT_VERSION,
             "judge": {"class": f"{type(self.judge).__module__}.{type(self.judge).__qualname__}",
-                      "params": jsonable(self.judge.get_params()),
+                      "params": params,
                       "program": jsonable(self.judge.dump_state()) if isinstance(self.judge, dspy.Module) else {}},
             "calibrator": self.calibrator.to_dict(),
             "label_schema": self.schema,
@@ -183,12 +193,14 @@ class CompiledJudge(Metric):
         return body
 
     def save(self, path: str | Path) -> Path:
-        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1)
+        text = json.dumps(self.to_dict(relative_to=Path(path).parent), ensure_ascii=False, indent=1)
         return write_replacing(path, lambda file: file.write_text(text, encoding="utf-8"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, lm: Any = None, embeddings: Any = None,
-                  strict: bool = False) -> CompiledJudge:
+                  strict: bool = False, base: str | Path | None = None) -> CompiledJudge:
+        """The compiled judge ``to_dict`` wrote. A relative model folder (a fine-tuned verifier) is found
+        beside the file (``base``, its folder) first, then from the working directory."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"not a compiled judge file (expected format '{FORMAT}')")
         if data.get("version") != FORMAT_VERSION:
@@ -201,6 +213,12 @@ class CompiledJudge(Metric):
             raise ValueError("compiled judge file: 'judge' must be an object with 'class' and 'params'")
         judge_class = registered_judge_class(judge_data.get("class"))
         params = checked_params(judge_class, judge_data.get("params"))
+        for key in MODEL_FOLDER_PARAMS:
+            folder = params.get(key)
+            if _is_folder_path(folder) and not Path(folder).is_absolute():
+                found = [c for c in ([Path(base) / folder] if base is not None else []) + [Path(folder)] if c.is_dir()]
+                if found:
+                    params[key] = str(found[0].resolve())
         calibrator = Calibrator.from_dict(data.get("calibrator"))
         schema = data.get("label_schema")
         if (not isinstance(schema, dict) or schema.get("kind") not in ("binary", "ordinal", "continuous")
@@ -238,7 +256,16 @@ class CompiledJudge(Metric):
             raise ValueError(f"{path} is not text (a binary file?), not a compiled judge file") from None
         except RecursionError:
             raise ValueError(f"{path} is nested too deeply to be a compiled judge file") from None
-        return cls.from_dict(data, lm=lm, embeddings=embeddings, strict=strict)
+        return cls.from_dict(data, lm=lm, embeddings=embeddings, strict=strict, base=Path(path).parent)
+
+
+#: Judge settings that may name a model folder on disk (a fine-tuned verifier).
+MODEL_FOLDER_PARAMS = ("verifier", "multilingual_verifier")
+
+
+def _is_folder_path(value: Any) -> bool:
+    """A judge setting that names a model folder rather than a shipped model ("embedded", "embedded-int8")."""
+    return isinstance(value, str) and value not in ("embedded", "embedded-int8") and bool(value.strip())
 
 
 def registered_judge_class(name: Any) -> type[Metric]:

@@ -39,6 +39,10 @@ FINETUNE_OPTIONS = ("out", "epochs", "held_out", "learning_rate", "batch_size", 
                     "threads")
 
 
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def _pairs(data: LabelledSet, targets: np.ndarray) -> tuple[list[tuple[str, str]], np.ndarray]:
     pairs = [("\n\n".join(s.retrieved_contexts or []), s.response or "") for s in data.dataset]
     return pairs, (np.asarray(targets, float) >= 0.5).astype(int)
@@ -64,9 +68,10 @@ def finetune_verifier(judge: Any, data: LabelledSet, targets: np.ndarray, *, out
     pairs, labels = _pairs(data, targets)
     counts = {int(k): int((labels == k).sum()) for k in (0, 1)}
     if len(labels) < min_labels or min(counts.values()) < min_per_class:
-        raise ValueError(f"fit(optimizer='finetune'): {len(labels)} labels ({counts[1]} supported, {counts[0]} not) are "
-                         f"too few to show that fine-tuning beats the shipped verifier; give at least {min_labels}, "
-                         f"with {min_per_class} of each label")
+        raise ValueError(f"fit(optimizer='finetune'): fine-tuning receives {len(labels)} labels ({counts[1]} supported, "
+                         f"{counts[0]} not), too few to show that it beats the shipped verifier; it needs {min_labels}, "
+                         f"with {min_per_class} of each label (fit needs 60 labelled training items for that with "
+                         "its default guard and cross-fitting)")
     rng = random.Random(f"{seed}:finetune")
     held: list[int] = []
     for value in (0, 1):
@@ -108,17 +113,24 @@ def finetune_verifier(judge: Any, data: LabelledSet, targets: np.ndarray, *, out
             best, best_state = value, {k: v.detach().clone() for k, v in model.state_dict().items()}
     report = {"labels": len(labels), "trained_on": len(train), "held_out": len(held),
               "shipped_held_out_roc_auc": start, "epochs": history}
+    epochs_text = ", ".join("n/a" if e["held_out_roc_auc"] is None else f"{e['held_out_roc_auc']:.3f}"
+                            for e in history)
     if best_state is None:
-        report["decision"] = (f"no epoch beat the shipped verifier on the {len(held)} held-out items "
-                              f"(ROC-AUC {start}); the shipped verifier is kept")
+        report["kept"] = "shipped"
+        report["decision"] = (f"the shipped verifier was kept: no epoch beat it on the {len(held)} held-out items "
+                              f"(shipped ROC-AUC {_num(start)}; epochs {epochs_text}; trained on {len(train)} of "
+                              f"{len(labels)} items)")
         return judge, report
     model.load_state_dict(best_state)
     digest = hashlib.sha256(repr((sorted(pairs), labels.tolist(), seed)).encode()).hexdigest()[:12]
-    folder = Path(out) if out is not None else Path("runs") / "finetuned-verifier" / digest
+    folder = (Path(out) if out is not None else Path("runs") / "finetuned-verifier" / digest).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
-    report["decision"] = f"fine-tuned: held-out ROC-AUC {best:.3f} against {start:.3f} for the shipped verifier"
-    report["folder"] = str(folder)
+    report["kept"] = "fine-tuned"
+    report["decision"] = (f"the fine-tuned verifier was kept: held-out ROC-AUC {best:.3f} against {_num(start)} for "
+                          f"the shipped one on {len(held)} items (epochs {epochs_text}; trained on {len(train)} of "
+                          f"{len(labels)} items)")
+    report["folder"] = str(folder)  # absolute: the judge loads from any working directory
     params = {**judge.get_params(), "verifier": str(folder)}
     return FaithfulnessWithVerifier(**params, lm=judge.judge_lm, adapter=judge.judge_adapter), report

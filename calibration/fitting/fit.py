@@ -303,11 +303,18 @@ def fit(
     else:
         compiled = compile_judge(judge, compile_on, schema, optimizer, devset=devset, reflection_lm=reflection_lm,
                                  seed=seed, **optimizer_options)
-    if check_set is not None:
+    if check_set is not None and compiled is judge and optimizer == "finetune":
+        # fine-tuning kept the shipped verifier: nothing was compiled, so there is nothing to check
+        report["guard"] = {"items": 0, "decision": report["finetune"]["decision"]}
+    elif check_set is not None:
         kept, report["guard"] = _guarded(judge, CompiledJudge(compiled, schema=schema, memory=memory), check_set,
                                          schema, keep)
         if kept is judge:
             compiled, memory = judge, None
+            if optimizer == "finetune":
+                report["finetune"]["kept"] = "shipped"
+                report["finetune"]["decision"] = ("the shipped verifier was kept: fine-tuning beat it on its own "
+                                                  "held-out items, but the guard found " + report["guard"]["decision"])
     if optimizer is not None:
         report["demos"] = {name: len(p.demos) for name, p in compiled.named_predictors()}
     if memory is not None:

@@ -287,6 +287,8 @@ def compare_on_heldout(
             meta.setdefault("memory", {})[label] = compiled.report["memory"]
         if compiled.report.get("guard"):
             meta.setdefault("guard", {})[label] = compiled.report["guard"]["decision"]
+        if compiled.report.get("finetune"):
+            meta.setdefault("finetune", {})[label] = compiled.report["finetune"]
         if optimizer is None:
             test_raw, test_results = raw, results
         else:

@@ -69,9 +69,21 @@ def check_optimizer(judge: Any, optimizer: Any, trainset: LabelledSet | None = N
             trainset.label_range[1] - trainset.label_range[0], 1e-12)
         smallest = min(int((labels >= 0.5).sum()), int((labels < 0.5).sum()))
         if len(indices) < need or smallest < per_class:
-            raise ValueError(f"fit: optimizer='finetune' trains on {len(indices)} of the {len(trainset)} labelled "
-                             f"items {where} ({smallest} of the rarer label); it needs {need} ({per_class} of each "
-                             f"label). Give more labels, or crossfit=0 / guard=0 at your own risk")
+            least = min_training_labels(need, guard=guard, crossfit=crossfit if calibrator is not None else 0)
+            raise ValueError(f"fit: optimizer='finetune' needs at least {least} labelled training items with these "
+                             f"settings; here it trains on {len(indices)} of the {len(trainset)} labelled items {where} "
+                             f"({smallest} of the rarer label), and it needs {need} there ({per_class} of each label). Give more "
+                             "labels, or crossfit=0 / guard=0 at your own risk")
+
+
+def min_training_labels(need: int = MIN_LABELS, *, guard: float = 0.25, crossfit: int = 3) -> int:
+    """The fewest labelled training items that leave fine-tuning ``need`` items after the guard's held-back
+    share and inside each cross-fitting fold (``crossfit`` folds; 0 or 1 for none): 60 with the defaults."""
+    least = need
+    while (least - max(1, round(guard * least)) < need if guard > 0 else False) or (
+            crossfit > 1 and least - -(-least // crossfit) < need):
+        least += 1
+    return least
 
 
 # ------------------------------------------------------------------------------------------------

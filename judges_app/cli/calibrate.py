@@ -264,7 +264,7 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
                         "the train split, repeatable: a calibrator meant to travel between data sets")
     p.add_argument("--n-train", type=positive_int, default=None,
                    help="labelled items to compile and calibrate on (default 16; with --from-mlflow, two thirds "
-                        "of what it finds); finetune needs 60 with the stacked calibrator's cross-fitting")
+                        "of what it finds); finetune needs 60 labelled training items")
     p.add_argument("--n-test", type=positive_int, default=None,
                    help="held-out items to measure on (default 32; with --from-mlflow, a third of what it finds)")
     p.add_argument("--max-demos", type=positive_int, default=3, help="few-shot demos per step (default 3)")
