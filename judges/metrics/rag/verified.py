@@ -4,9 +4,13 @@
     FaithfulnessWithVerifier(claims="lm", lm="openai/gpt-4o-mini")   # claims from the LM's extract_claims step
     FaithfulnessWithVerifier(verifier="/models/hhem", supported_label="consistent")
 
-Claims are the response's sentences (``claims="sentences"``, no LM at all) or what the ``extract_claims`` step
-returns (``claims="lm"``, as in Faithfulness). Each claim takes its best evidence chunk
-(``judges.lm.verifier``); P >= ``threshold`` counts as supported.
+Claims are the response's sentences (``claims="sentences"``, no LM at all), the checkable ones among them
+(``claims="checkable"``, no LM: ``judges.data.claim_units`` sets aside questions, greetings, backchannels,
+opinions and the speaker's own experiences, and checks the fact inside a hedge or a presupposing question), or
+what the ``extract_claims`` step returns (``claims="lm"``, as in Faithfulness). Each claim takes its best
+evidence chunk (``judges.lm.verifier``); P >= ``threshold`` counts as supported. With ``claims="checkable"``
+a response with nothing checkable scores ``unclaimed_score`` (``nothing_checkable`` says so), and the result
+lists what was set aside and why (``set_aside``).
 
     score              by ``aggregate``: "mean" (the default) the mean claim probability, that is the expected
                        share of supported claims (AlignScore's and SummaC's aggregation); "share" supported
@@ -33,6 +37,7 @@ from typing import Any, ClassVar
 
 import dspy
 
+from judges.data.claim_units import claim_units
 from judges.data.language import detect_language, split_sentences
 from judges.lm.verifier import Verifier, resolve_verifier, verifier_identity
 from judges.metrics.base import Judge
@@ -141,6 +146,8 @@ def unsupported_feedback(verdicts: list[dict[str, Any]]) -> str:
         f"{r['claim']!r} (P={r['probability']:.2f}; {why(r)})" for r in failed)
 
 
+#: Where FaithfulnessWithVerifier's claims come from (see the module docstring).
+CLAIM_SOURCES = ("sentences", "checkable", "lm")
 #: How FaithfulnessWithVerifier makes one score of its claims' probabilities (see the module docstring).
 AGGREGATES = ("mean", "share", "weakest")
 
@@ -151,15 +158,19 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
     needs_verifier: ClassVar[bool] = True
-    saved_before: ClassVar[dict[str, Any]] = {"aggregate": "share"}  # the score before the mean
+    saved_before: ClassVar[dict[str, Any]] = {"aggregate": "share", "unclaimed_score": 0.0}  # as saved before them
 
     def __init__(self, *, verifier: str | None = None, supported_label: str | int | None = None,
                  claims: str = "sentences", threshold: float = 0.5, aggregate: str = "mean",
                  multilingual_verifier: str | None = None, multilingual_supported_label: str | int | None = None,
-                 lm: Any = None, adapter: Any = None):
+                 unclaimed_score: float = 0.0, lm: Any = None, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
-        if claims not in ("sentences", "lm"):
-            raise ValueError(f"faithfulness_with_verifier: claims={claims!r} is not one of ['lm', 'sentences']")
+        if claims not in CLAIM_SOURCES:
+            raise ValueError(f"faithfulness_with_verifier: claims={claims!r} is not one of {list(CLAIM_SOURCES)}")
+        if isinstance(unclaimed_score, bool) or not isinstance(unclaimed_score, (int, float)) \
+                or not 0.0 <= unclaimed_score <= 1.0:
+            raise ValueError(f"faithfulness_with_verifier: unclaimed_score must be in [0, 1], got {unclaimed_score!r}")
+        self.unclaimed_score = float(unclaimed_score)
         if aggregate not in AGGREGATES:
             raise ValueError(f"faithfulness_with_verifier: aggregate={aggregate!r} is not one of {list(AGGREGATES)}")
         self.aggregate = aggregate
@@ -182,23 +193,39 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         verifier = self.verifier_for_text([response, *retrieved_contexts])
         if isinstance(verifier, dict):
             return dspy.Prediction(score=0.0, claims=[], verdicts=[], **verifier)
+        set_aside: list[dict[str, str]] = []
         if self.claims == "lm":
             claims, source = self.claims_of(response, user_input)
+        elif self.claims == "checkable":
+            units = claim_units(response)
+            claims, source = [u.claim for u in units if u.claim], "checkable"
+            set_aside = [{"sentence": u.text.strip(), "kind": u.kind} for u in units if not u.claim]
+            if not claims:
+                value = self.unclaimed_score
+                return dspy.Prediction(score=value, supported_share=float(value >= self.threshold), claims=[],
+                                       claims_source=source, verdicts=[], weakest=value, mean_probability=value,
+                                       set_aside=set_aside, nothing_checkable=True, verifier=verifier.name)
         else:
             claims, source = sentence_claims(response), "sentences"
         checked = self.verify_claims(verifier, claims, retrieved_contexts)
         rows = checked["verdicts"]
         share = sum(r["supported"] for r in rows) / len(rows)
         score = {"mean": checked["mean_probability"], "share": share, "weakest": checked["weakest"]}[self.aggregate]
-        return dspy.Prediction(score=score, supported_share=share, claims=claims, claims_source=source, **checked)
+        return dspy.Prediction(score=score, supported_share=share, claims=claims, claims_source=source,
+                               set_aside=set_aside, **checked)
 
     def feedback(self, result: dspy.Prediction) -> str:
         text = f"{self.name} = {result.score:.2f}"
         if result.get("undefined_reason"):
             return f"{text} ({result.undefined_reason})"
+        aside = "; set aside, not checked: " + " | ".join(
+            f"{u['sentence']!r} ({u['kind']})" for u in result.set_aside) if result.get("set_aside") else ""
+        if result.get("nothing_checkable"):
+            return f"{text} (nothing checkable: scored unclaimed_score={self.unclaimed_score:g}){aside}"
         rows = result.verdicts
         return (text + f" ({self.aggregate}; {sum(r['supported'] for r in rows)} of {len(rows)} claims at "
-                f"P >= {self.threshold:g})" + unsupported_feedback(rows) + f"; weakest claim P={result.weakest:.2f}")
+                f"P >= {self.threshold:g})" + unsupported_feedback(rows) + f"; weakest claim P={result.weakest:.2f}"
+                + aside)
 
 
 FaithfulnesswithHHEM = FaithfulnessWithVerifier
