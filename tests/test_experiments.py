@@ -189,7 +189,11 @@ def test_optimise_program_runs_each_optimizer_with_one_metric(tmp_path, monkeypa
 
     lm = scripted_lm(respond)
     monkeypatch.setattr(optimise_program, "resolve_lm", lambda name: lm)
+    ran, real_run = [], optimise_program.run
+    monkeypatch.setattr(optimise_program, "run", lambda program_lm, *a, **k: ran.append(program_lm) or real_run(
+        program_lm, *a, **k))
     assert optimise_program.main(["--optimizers", "bootstrap,mipro,gepa", "--out", str(tmp_path)]) == 0
+    assert ran[0].kwargs["seed"] == 0  # the program LM samples with the run's seed: two runs print one table
     printed = capsys.readouterr().out
     result = json.loads((tmp_path / "results.json").read_text())
     assert list(result["rows"]) == ["none", "bootstrap", "mipro", "gepa"] and len(result["test"]) == 10
@@ -199,6 +203,15 @@ def test_optimise_program_runs_each_optimizer_with_one_metric(tmp_path, monkeypa
     facts = {f["answer"]: f for f in optimise_program.load_facts()}
     assert all(any(metric(dspy.Example(short_answer=a), dspy.Prediction(answer=d, context=[f["fact"]]))
                    for a, f in facts.items()) for d in result["rows"]["bootstrap"]["demos"])
+
+
+@pytest.mark.integration
+def test_the_embedded_lm_samples_one_answer_for_one_seed():
+    """What makes experiments/optimise_program.py reproduce: sampling at temperature 1 with a seed."""
+    from judges import local_lm
+
+    lm = local_lm(cache=False).copy(seed=7, temperature=1.0, max_tokens=16)
+    assert lm("Name three colours.") == lm("Name three colours.")
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in EXPERIMENTS.glob("*.py")))

@@ -203,8 +203,9 @@ class ExportedMetric:
                 raise
             lm = judge_lm_label(self.judge)
             raise stopping(JudgeUnavailableError(
-                f"{self.judge.name}: its LM {lm} cannot judge ({cause}); nothing was scored. Fix the LM (its key, "
-                "model name or endpoint), or give the judge another: lm=..., or judges.configure_judges(lm=...)")
+                f"{self.judge.name}: its LM {lm} cannot judge ({cause}); the run stops rather than score answers 0. Fix "
+                "the LM (its key, model name or endpoint), or give the judge another: lm=..., or "
+                "judges.configure_judges(lm=...)")
             ) from err
 
 
