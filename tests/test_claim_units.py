@@ -63,3 +63,11 @@ def test_the_checkable_judge_sets_aside_talk_and_says_so():
         FaithfulnessWithVerifier(claims="checkable", unclaimed_score=2)
     with pytest.raises(ValueError, match="claims='words' is not one of"):
         FaithfulnessWithVerifier(claims="words")
+
+
+def test_a_setting_added_later_is_recorded_only_when_it_changes_how_the_judge_scores():
+    """Run files and compiled judges saved before ``unclaimed_score`` existed still match a default judge."""
+    assert "unclaimed_score" not in FaithfulnessWithVerifier().get_params()
+    params = FaithfulnessWithVerifier(claims="checkable", unclaimed_score=1.0).get_params()
+    assert params["unclaimed_score"] == 1.0
+    assert FaithfulnessWithVerifier(**params).unclaimed_score == 1.0

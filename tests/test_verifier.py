@@ -481,7 +481,8 @@ def test_a_judge_saved_before_aggregate_existed_loads_scoring_as_it_was_saved():
     body["checksum"] = checksum({k: v for k, v in body.items() if k != "checksum"})
     assert CompiledJudge.from_dict(body).judge.aggregate == "share"
     assert FaithfulnessWithVerifier().aggregate == "mean"
-    assert checked_params(FaithfulnessWithVerifier, {"threshold": 0.7}) == {"aggregate": "share", "threshold": 0.7}
+    assert checked_params(FaithfulnessWithVerifier, {"threshold": 0.7}) == {"aggregate": "share", "unclaimed_score": 0.0,
+                                                                         "threshold": 0.7}
 
 
 def test_text_out_of_the_verifiers_language_is_flagged_or_goes_to_the_multilingual_model(tmp_path):

@@ -90,7 +90,9 @@ class Metric:
 
     def get_params(self) -> dict[str, Any]:
         """The constructor's settings as given (scikit-learn's convention): enough to rebuild the metric
-        with ``type(metric)(**params)``. Runtime resources (LM, adapter, embedder) are left out."""
+        with ``type(metric)(**params)``. Runtime resources (LM, adapter, embedder) are left out, and so is a
+        setting added later (``saved_before``) while it holds both its default and the value judges scored
+        with before it existed: run files and compiled judges saved before it then still match."""
         params = {}
         for name, parameter in inspect.signature(type(self).__init__).parameters.items():
             if name == "self" or name in self._runtime_params or parameter.kind in (
@@ -100,6 +102,8 @@ class Metric:
                 value = getattr(self, name)
                 if isinstance(value, Enum):
                     value = value.value
+                if name in self.saved_before and value == self.saved_before[name] == parameter.default:
+                    continue
                 params[name] = list(value) if isinstance(value, tuple) else value
         return params
 

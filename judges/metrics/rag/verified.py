@@ -158,7 +158,8 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
     needs_verifier: ClassVar[bool] = True
-    saved_before: ClassVar[dict[str, Any]] = {"aggregate": "share", "unclaimed_score": 0.0}  # as saved before them
+    #: "share" was the score before the mean; no reply was set aside before ``claims="checkable"``.
+    saved_before: ClassVar[dict[str, Any]] = {"aggregate": "share", "unclaimed_score": 0.0}
 
     def __init__(self, *, verifier: str | None = None, supported_label: str | int | None = None,
                  claims: str = "sentences", threshold: float = 0.5, aggregate: str = "mean",

@@ -1,0 +1,111 @@
+"""Would one combination of the verifier and the cheap signals, fitted on public labels, beat each of them?
+
+    .venv/bin/python experiments/shipped_combination.py                    # every set, ~6 min on 2 cores
+    .venv/bin/python experiments/shipped_combination.py --summeval-limit 80
+
+The candidate is a logistic regression over the verifier's mean and weakest claim, the checkable claims' mean
+(``claims="checkable"``, ``unclaimed_score=1``), the share of a reply set aside, whether nothing was checkable,
+and the cheap signals (``CHEAP``). Inputs are standardised; it is fitted on the train halves of BEGIN WoW, Q2
+and SummEval pooled, each set weighted equally (experiments/verifier_agreement.py's halves, seed 0), and
+measured on the test halves, the contrastive set and BEGIN's CMU-DoG + Topical-Chat turns the verifier did not
+train on. Printed: ROC-AUC of every input alone and of the combination per set, the coefficients, and the
+decision by the rule in docs/verifier-log.md ("A shipped combination of signals").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibration.fitting.signals import feature_matrix  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
+from claim_units import all_sets  # noqa: E402
+from judges import FaithfulnessWithVerifier  # noqa: E402
+from verifier_agreement import halves  # noqa: E402
+
+CHEAP = ("token_overlap", "weakest_sentence", "bigram_support", "specifics_supported", "embedding_alignment")
+OWN = ("verifier_mean", "verifier_weakest", "checkable_mean", "set_aside_share", "nothing_checkable")
+DECIDING = ("begin-wow", "q2", "summeval")
+
+
+def own_signals(samples) -> np.ndarray:
+    """The verifier's signals of each reply: its mean and weakest claim over sentences, and over checkable
+    claims the mean (1 when nothing is checkable), the share of units set aside, and nothing checkable."""
+    sentences, checkable = FaithfulnessWithVerifier(), FaithfulnessWithVerifier(claims="checkable", unclaimed_score=1.0)
+    rows = []
+    for sample in samples:
+        a, b = sentences.score(sample), checkable.score(sample)
+        units = len(b.get("claims") or []) + len(b.get("set_aside") or [])
+        rows.append([a.mean_probability, a.weakest, b.mean_probability, len(b.get("set_aside") or []) / max(units, 1),
+                     float(bool(b.get("nothing_checkable")))])
+    return np.asarray(rows, float)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--summeval-limit", type=int, default=320)
+    parser.add_argument("--out", default="runs/shipped_combination")
+    args = parser.parse_args(argv)
+    data = all_sets(args.summeval_limit)
+    inputs = (*OWN, *CHEAP)
+    x, y, parts = {}, {}, {}
+    for name, (samples, labels) in data.items():
+        x[name] = np.column_stack([own_signals(samples), feature_matrix(CHEAP, samples)])
+        y[name] = np.asarray(labels)
+        parts[name] = halves(name if name in DECIDING else "contrastive", labels)
+        print(f"{name}: {len(samples)} items", flush=True)
+    train_x = np.vstack([x[s][parts[s]["train"]] for s in DECIDING])
+    train_y = np.concatenate([y[s][parts[s]["train"]] for s in DECIDING])
+    weights = np.concatenate([np.full(len(parts[s]["train"]), 1.0 / len(parts[s]["train"])) for s in DECIDING])
+    scaler = StandardScaler().fit(train_x)
+    model = LogisticRegression(C=1.0, max_iter=1000).fit(scaler.transform(train_x), train_y,
+                                                         sample_weight=weights * len(weights) / 3)
+    measured = {name: "test" if name in DECIDING else "all" for name in data}
+    table: dict[str, dict[str, float | None]] = {}
+    for name, half in measured.items():
+        at = parts[name][half]
+        table[name] = {signal: roc_auc(y[name][at], x[name][at, i]) for i, signal in enumerate(inputs)}
+        table[name]["combined"] = roc_auc(y[name][at], model.predict_proba(scaler.transform(x[name][at]))[:, 1])
+    columns = [f"{name} {half}" for name, half in measured.items()]
+    print("\n| signal | " + " | ".join(columns) + " |\n|---|" + "---:|" * len(columns))
+    for signal in (*inputs, "combined"):
+        print(f"| {signal} | " + " | ".join("n/a" if table[n][signal] is None else f"{table[n][signal]:.4f}"
+                                             for n in measured) + " |")
+    print("\ncoefficients (standardised inputs): " + ", ".join(
+        f"{s} {c:+.3f}" for s, c in zip(inputs, model.coef_[0])) + f"; intercept {model.intercept_[0]:+.3f}")
+    blocked = []
+    for name in DECIDING:
+        row = table[name]
+        if row["combined"] < row["verifier_mean"] - 0.005:
+            blocked.append(f"{name}: under the verifier mean by {row['verifier_mean'] - row['combined']:.4f}")
+        for signal in CHEAP:
+            if row[signal] is not None and row["combined"] < row[signal] - 0.005:
+                blocked.append(f"{name}: under {signal} by {row[signal] - row['combined']:.4f}")
+    gain = float(np.mean([table[n]["combined"] - table[n]["verifier_mean"] for n in DECIDING]))
+    if gain < 0.005:
+        blocked.append(f"mean gain over the verifier mean {gain:+.4f} < 0.005")
+    for name in ("contrastive", "begin-cmu-tc"):
+        if table[name]["combined"] < table[name]["verifier_mean"] - 0.02:
+            blocked.append(f"{name}: {table[name]['verifier_mean'] - table[name]['combined']:.4f} under the verifier mean")
+    print(f"\nrule: the combination {'is' if not blocked else 'is not'} the shipped score (mean gain over the "
+          f"verifier mean on the test halves {gain:+.4f})" + ("" if not blocked else "; blocked by: " + "; ".join(blocked)))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "combination.json").write_text(json.dumps(
+        {"inputs": list(inputs), "mean": scaler.mean_.tolist(), "scale": scaler.scale_.tolist(),
+         "coefficients": model.coef_[0].tolist(), "intercept": float(model.intercept_[0]), "roc_auc": table,
+         "blocked": blocked}, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
