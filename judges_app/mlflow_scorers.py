@@ -36,7 +36,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import dspy
 import mlflow
 from mlflow.entities import (
     AssessmentError,
@@ -52,7 +51,7 @@ from pydantic import PrivateAttr
 from calibration.fitting.compiled import CompiledJudge
 from judges.data.samples import SampleValidationError
 from judges.lm.files import EMBEDDED
-from judges.lm.resolve import judges_lm_setting
+from judges.lm.resolve import judging_lm
 from judges.lm.resolve import lm_name as model_name
 from judges.metrics.base import Metric
 from judges_app.tracking import default_tracking_uri, load_compiled_judge
@@ -215,11 +214,7 @@ def lm_name(metric: Metric) -> str:
     judges' setting, else DSPy's configured LM, else "embedded"; "" for a metric without an LM."""
     if not metric.needs_lm:
         return ""
-    lm = getattr(metric, "judge_lm", None)
-    if lm is None:
-        lm = judges_lm_setting()[0]
-    if lm is None:
-        lm = dspy.settings.lm
+    lm = judging_lm(getattr(metric, "judge_lm", None))
     if lm is None:
         return EMBEDDED
     return lm if isinstance(lm, str) else model_name(lm)

@@ -40,6 +40,7 @@ from judges.lm.served import ServedLM
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted import scripted_lm  # noqa: E402
 from test_metrics_in_optimizers import (  # noqa: E402
+    ANSWERS,
     FIELDS,
     Reflections,
     no_verdict_judge,
@@ -200,18 +201,6 @@ def test_the_borrowing_warning_names_an_open_judges_context_the_call_runs_outsid
 
 # --- 3 and 4: SIMBA, Refine and BestOfN ---------------------------------------------------------------
 
-class Advisor:
-    """A prompt model that records what it is asked and advises nothing useful."""
-
-    def __init__(self):
-        self.prompts = []
-        self.lm = scripted_lm(self.respond)
-
-    def respond(self, prompt):
-        self.prompts.append(prompt)
-        return placeholder_fields(prompt)
-
-
 def alternating_lm():
     """The program answers every third call misspelled, so that SIMBA's two samples of an item can differ."""
     calls = []
@@ -219,10 +208,8 @@ def alternating_lm():
     def respond(prompt):
         if "[[ ## question ## ]]" in prompt and "`answer`" in prompt.split("Your output fields are:")[-1][:200]:
             calls.append(1)
-            country = next(c for c in ("France", "Japan", "Italy", "Spain", "Peru", "Chile", "Kenya", "Egypt")
-                           if c in prompt.split("[[ ## question ## ]]")[-1])
-            capital = dict(zip(("France", "Japan", "Italy", "Spain", "Peru", "Chile", "Kenya", "Egypt"),
-                               ("Paris", "Tokyo", "Rome", "Madrid", "Lima", "Santiago", "Nairobi", "Cairo")))[country]
+            country = next(c for c in ANSWERS if c in prompt.split("[[ ## question ## ]]")[-1])
+            capital = ANSWERS[country][0]
             return {"answer": capital + "x" if len(calls) % 3 == 0 else capital}
         return placeholder_fields(prompt)
 
@@ -230,7 +217,7 @@ def alternating_lm():
 
 
 def test_simba_reads_the_score_and_passes_the_feedback_to_its_advice():
-    advisor = Advisor()
+    advisor = Reflections()  # SIMBA's prompt model: it records what it is asked
     metric = similarity()
     with dspy.context(lm=alternating_lm()):
         dspy.SIMBA(metric=metric, bsize=8, max_steps=1, num_candidates=2, max_demos=0, num_threads=1,
@@ -333,8 +320,8 @@ def test_gepa_gets_feedback_for_the_step_it_names_and_a_combined_metric_s_parts_
                            reflection_minibatch_size=3, seed=0, track_stats=True).compile(
             TwoSteps(), trainset=trainset()[:4], valset=trainset()[:4])
     reflected = "\n".join(reflections.prompts)
-    assert "Step 'answer' wrote what the judge read: the response (its output 'answer')" in reflected \
-        or "Step 'rewrite' wrote none of the fields the judge read" in reflected
+    assert "Step 'answer' wrote what the judge read: the response (its output 'answer')" in reflected
+    assert "Step 'rewrite' wrote none of the fields the judge read" in reflected
     subscores = result.detailed_results.val_aggregate_subscores
     assert subscores and set(subscores[0]) == {"spelling", "present"}
     value = combined(trainset()[0], dspy.Prediction(answer="Paris"), None, "rewrite",

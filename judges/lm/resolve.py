@@ -152,14 +152,19 @@ def judges_lm_setting() -> tuple[Any, Any]:
     return _PROCESS_JUDGE_LM["lm"], _PROCESS_JUDGE_LM["adapter"]
 
 
-def judging_lm_key(lm: Any = None) -> str:
-    """Which LM a judge whose ``lm`` argument is ``lm`` judges with right now, as a key (a cache of verdicts
-    keys on it): a model string or path by its name, an LM object by its name and identity, no LM at all by
-    the embedded model's name. Nothing is loaded."""
+def judging_lm(lm: Any = None) -> Any:
+    """The LM argument a judge whose own is ``lm`` judges with right now, chosen as ``resolve_lm`` chooses:
+    its own, else the judges' setting, else DSPy's configured LM; None for the embedded model. Nothing is
+    loaded."""
     if lm is None:
         lm = judges_lm_setting()[0]
-    if lm is None:
-        lm = dspy.settings.lm
+    return dspy.settings.lm if lm is None else lm
+
+
+def judging_lm_key(lm: Any = None) -> str:
+    """``judging_lm(lm)`` as a key (a cache of verdicts keys on it): a model string or path by its name, an
+    LM object by its name and identity, the embedded model by its name."""
+    lm = judging_lm(lm)
     if lm is None:
         return EMBEDDED_LM_NAME
     return lm_label(lm) if isinstance(lm, str) else f"{lm_name(lm)}@{id(lm):x}"
