@@ -87,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/shipped_combination")
     parser.add_argument("--made-pairs", action="store_true",
                         help="round 2: also fit on made contrast pairs, and measure on all seven contrastive sets")
+    parser.add_argument("--gate", action="store_true",
+                        help="round 3: the combination's probability times min(1, verifier weakest claim / 0.5)")
     args = parser.parse_args(argv)
     data = all_sets(args.summeval_limit)
     if args.made_pairs:
@@ -120,7 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, half in measured.items():
         at = parts[name][half]
         table[name] = {signal: roc_auc(y[name][at], x[name][at, i]) for i, signal in enumerate(inputs)}
-        table[name]["combined"] = roc_auc(y[name][at], model.predict_proba(scaler.transform(x[name][at]))[:, 1])
+        combined = model.predict_proba(scaler.transform(x[name][at]))[:, 1]
+        if args.gate:  # an unsupported claim caps the reply: the verifier's weakest claim against its threshold
+            combined = combined * np.minimum(1.0, x[name][at, inputs.index("verifier_weakest")] / 0.5)
+        table[name]["combined"] = roc_auc(y[name][at], combined)
     columns = [f"{name} {half}" for name, half in measured.items()]
     print("\n| signal | " + " | ".join(columns) + " |\n|---|" + "---:|" * len(columns))
     for signal in (*inputs, "combined"):

@@ -42,6 +42,19 @@ def state_digest(parts: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+def checked_name(owner: str, name: Any) -> str:
+    """``name`` if it can name a metric: a non-empty string of at most 100 characters with no path separator
+    (``/``, ``\\``), control character or NUL, not starting with ``.``. A name ends up in column names, run
+    records and, slugged, in output file names (``judges_app.cli.common.path_part``); a name that reads as
+    a path (``x/../../elsewhere``) is refused where the metric is made or loaded, not where it is written."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"{owner}: name must be a non-empty string, got {name!r}")
+    if len(name) > 100 or name.startswith(".") or re.search(r"[/\\\x00-\x1f\x7f]", name):
+        raise ValueError(f"{owner}: name {name!r} must be at most 100 characters, without '/', '\\', control "
+                         "characters, or a leading '.'")
+    return name
+
+
 @functools.cache  # a metric's name is asked for every record of a run
 def snake_case(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()

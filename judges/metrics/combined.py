@@ -27,7 +27,7 @@ import dspy
 
 from judges.data.samples import SampleValidationError
 from judges.lm.resolve import lm_identity
-from judges.metrics.base import Metric, state_digest
+from judges.metrics.base import Metric, checked_name, state_digest
 
 #: How the parts' scores make one.
 RULES = ("mean", "product", "minimum")
@@ -55,6 +55,8 @@ class CombinedMetric(Metric):
             raise ValueError("combined metric: metrics must be two or more metrics (a mapping of names to metrics, "
                              f"or a list of them), got {len(given)} ({described}); a single metric needs no "
                              "CombinedMetric: call its own as_metric()")
+        for name in parts:
+            checked_name("combined metric: a part's", name)
         if rule not in RULES:
             raise ValueError(f"combined metric: rule={rule!r} is not one of {list(RULES)}")
         types = {m.sample_type for m in parts.values()}

@@ -20,7 +20,7 @@ import dspy
 
 from judges.data.samples import SampleValidationError
 from judges.lm.schemas import output_constraints
-from judges.metrics.base import Judge
+from judges.metrics.base import Judge, checked_name
 
 
 class _JudgedResponse(dspy.Signature):
@@ -67,8 +67,7 @@ def _optional_inputs(user_input: str | None, retrieved_contexts: list[str] | Non
 
 
 def _check_name(metric: str, name: Any, definition: Any) -> None:
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"{metric}: name must be a non-empty string")
+    checked_name(metric, name)
     if not isinstance(definition, str) or not definition.strip():
         raise ValueError(f"{metric}: definition must be a non-empty string")
 

@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -162,11 +163,20 @@ def timeout_error(timeout: float, how: str = "the call was abandoned") -> str:
     return f"TimeoutError: no result after {timeout} s ({how})"
 
 
+_UMASK = os.umask(0o022)  # read once, at import (os.umask can only be read by setting it), and put back
+os.umask(_UMASK)
+
+
 def write_replacing(path: str | Path, write: Callable[[Path], Any]) -> Path:
     """``write(a new file beside path)``, then rename it onto ``path``: an output replaces whatever stood there,
-    a symlink included, and is never written through one into a file elsewhere (nor left half-written)."""
+    a symlink included, and is never written through one into a file elsewhere (nor left half-written). The
+    new file is made by ``tempfile.mkstemp`` (``O_CREAT | O_EXCL``, a name nobody can guess beforehand), so
+    no link planted at its name can receive the output either."""
     path = Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_UMASK)  # as an ordinary new file would be, not mkstemp's owner-only 0600
+    os.close(fd)
+    temporary = Path(name)
     try:
         write(temporary)
         os.replace(temporary, path)

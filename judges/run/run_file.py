@@ -14,6 +14,7 @@ holder exits, killed or not). Must not decide what a record holds (``judges.run.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -42,6 +43,32 @@ def run_header(keys: Sequence[str], names: Sequence[str], metrics: Sequence[Metr
         "samples": hashlib.sha1("".join(keys).encode()).hexdigest()[:16],
         "metrics": {name: metric_config(m, lm, embeddings) for name, m in zip(names, metrics)},
     }
+
+
+def _open_own(path: Path, flags: int) -> int:
+    """``os.open`` that never follows a symbolic link (a link at the run file's or the lock's path would
+    send the writes into a file elsewhere): refused with one line naming the path."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise ValueError(f"{path} is a symbolic link; a run file and its lock are never written through one: "
+                             "give the file's real path") from None
+        raise
+
+
+def _readable_length(data: bytes) -> int:
+    """How many bytes of a run file to keep: all but a last line cut short (no newline), or a last line that
+    is not JSON at all (NUL bytes a crash left), which a resumed run would otherwise append after."""
+    keep = data.rfind(b"\n") + 1 if not data.endswith(b"\n") else len(data)
+    start = data.rfind(b"\n", 0, max(keep - 1, 0)) + 1
+    last = data[start:keep].strip()
+    if start > 0 and last:
+        try:
+            json.loads(last)
+        except (ValueError, RecursionError):
+            keep = start
+    return keep
 
 
 class RunFileInUse(ValueError):
@@ -198,16 +225,17 @@ class RunFile:
             if self.path.exists() and self.path.stat().st_size > 0:
                 self._read()
             else:
-                with open(self.path, "w", encoding="utf-8") as handle:
+                fd = _open_own(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     handle.write(json.dumps({"header": header}, ensure_ascii=False) + "\n")
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            self._fd = _open_own(self.path, os.O_WRONLY | os.O_APPEND)
         except BaseException:
             self.close()  # refused: the lock goes with it
             raise
 
     def _lock(self) -> None:
         lock_path = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_own(lock_path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -224,11 +252,23 @@ class RunFile:
         self._lock_fd = fd
 
     def _read(self) -> None:
-        with open(self.path, "rb") as handle:
+        with os.fdopen(_open_own(self.path, os.O_RDWR), "r+b") as handle:
             data = handle.read()
-        if not data.endswith(b"\n"):  # a kill mid-line: drop the cut line so the file stays valid JSONL
-            with open(self.path, "r+b") as handle:
-                handle.truncate(data.rfind(b"\n") + 1)
+            first = data.split(b"\n", 1)[0]
+            try:
+                header = json.loads(first)
+            except (ValueError, RecursionError):
+                header = None
+            if not (isinstance(header, dict) and isinstance(header.get("header"), dict)):
+                raise ValueError(f"{self.path} is not a run file of this library (no header line); it was left "
+                                 "as it is: give a new run file")
+            keep = _readable_length(data)
+            if keep <= len(first):  # the header alone, its newline cut: the header stays, whole
+                handle.truncate(len(first))
+                handle.seek(len(first))
+                handle.write(b"\n")
+            elif keep < len(data):  # a kill mid-line, or a crash's garbage line: trimmed so later runs append after
+                handle.truncate(keep)  # whole lines only (a run file, checked above)
         try:
             existing, records, self.calls = _read_lines(self.path)
         except ValueError as error:

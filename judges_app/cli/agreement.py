@@ -40,6 +40,7 @@ from judges_app.cli.common import (
     check_tracking,
     cli_lm,
     dataset_name,
+    default_output,
     lm_params,
     load_labelled,
     log_after_printing,
@@ -76,7 +77,7 @@ def run(args) -> int:
         raise UsageError(f"{args.judge} was calibrated to {schema['kind']} labels; {args.data} has {data.kind} labels "
                          "(--label-kind)")
     labels = np.clip(scaled(data.labels, schema), 0.0, 1.0)
-    out = Path(args.out or Path(args.runs_dir) / "agreement" / f"{dataset_name(args.data)}-{judge.name}")
+    out = Path(args.out or default_output(args.runs_dir, "agreement", dataset_name(args.data), judge.name))
     output_folder(out)
     params = {"judge": args.judge, "judge_name": judge.name, "data": args.data, "items": len(data),
               "data_hash": data_hash(list(data.dataset.samples) + list(data.labels)), **lm_params(args),

@@ -31,11 +31,13 @@ from judges_app.cli.common import (
     check_tracking,
     cli_lm,
     dataset_name,
+    default_output,
     lm_params,
     load_labelled,
     log_after_printing,
     mlflow_note,
     output_folder,
+    path_part,
     positive_int,
     read_prices,
     share,
@@ -154,7 +156,7 @@ def run(args) -> int:
     if not isinstance(extra, dict):
         raise UsageError(f"--optimizer-options must be a JSON object, got {type(extra).__name__}: {args.optimizer_options}")
     options = {"max_demos": args.max_demos, **extra}
-    out = output_folder(args.out or Path(args.runs_dir) / "calibrate" / f"{dataset_name(args.data)}-{probe.name}")
+    out = output_folder(args.out or default_output(args.runs_dir, "calibrate", dataset_name(args.data), probe.name))
     if "finetune" in args.optimizer:
         options.setdefault("out", str(out / "finetuned-verifier"))
     params = {"data": args.data, "data_hash": data_hash(list(picked.dataset.samples) + list(picked.labels)),
@@ -183,11 +185,11 @@ def run(args) -> int:
                 usage["cost"] = usage_cost(usage["by_model"], prices)
         run.save(out / "calibration_run.json")
         for label, judge in compiled.items():
-            judge.save(out / f"compiled_{probe.name}_{label}.json")
+            judge.save(out / f"compiled_{path_part(probe.name)}_{label}.json")
         report = None if args.no_report else write_report(run, out / "report", progress=True)
         print_results(run, args)
         print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/: calibration_run.json, "
-              + ", ".join(f"compiled_{probe.name}_{label}.json" for label in compiled))
+              + ", ".join(f"compiled_{path_part(probe.name)}_{label}.json" for label in compiled))
         if report:
             print(f"HTML report: {report}")
         logging_failed = log_after_printing(

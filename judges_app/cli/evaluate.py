@@ -23,6 +23,7 @@ from judges_app.cli.common import (
     build_metric,
     check_tracking,
     cli_lm,
+    default_output,
     lm_params,
     load_dataset,
     log_after_printing,
@@ -52,7 +53,7 @@ def run(args) -> int:
                          f"-m {same[0]}_2={same[0]}")
     prices = read_prices(args.prices)
     check_tracking(args)
-    out = Path(args.out or Path(args.runs_dir) / "evaluate" / Path(args.data).stem)
+    out = Path(args.out or default_output(args.runs_dir, "evaluate", Path(args.data).stem))
     output_folder(out)
     run_file = Path(args.run_file) if args.run_file else out / "run.jsonl"
     params = {"data": args.data, "data_hash": data_hash(dataset.samples), "samples": len(dataset),
