@@ -116,7 +116,7 @@ def test_an_empty_dataset_is_a_named_error(tmp_path, capsys):
     (["--limit", "0"], "--limit: expected a whole number >= 1, got 0"),
     (["--limit", "-2"], "--limit: expected a whole number >= 1, got -2"),
     (["--threads", "0"], "--threads: expected a whole number >= 1, got 0"),
-    (["--timeout", "-1"], "--timeout: expected a number > 0"),
+    (["--timeout", "-1"], "--timeout: expected a number of seconds above 0, at most 86,400"),
     (["-m", 'rouge_score:{"rouge_type": "rouge9"}'], "rouge_type='rouge9' is not one of"),
 ])
 def test_bad_evaluate_options_exit_2_naming_the_option(tmp_path, capsys, extra, message):

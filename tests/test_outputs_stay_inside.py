@@ -1,16 +1,23 @@
-"""Nothing written outside the output folder, nothing lost (the third audit's high findings): a file that is
-not a run file is never cut, run files and their locks are never written through a symbolic link, a crash's
-garbage last line is trimmed on resume, temporary files cannot be planted, and names never become paths."""
+"""Nothing written outside the output folder, nothing lost (the third audit's findings): a file that is not a
+run file is never cut, run files and their locks are never written through a symbolic link, a crash's garbage
+last line is trimmed on resume, temporary files cannot be planted, names never become paths; and the smaller
+ones: bounds checked at parse, CSV faults named, a schema over the limit said, Unicode compared composed."""
 
 import json
 import os
 import stat
+import sys
+from pathlib import Path
 
 import pytest
 
-from judges import AspectCritic, CombinedMetric, ExactMatch
+from judges import AspectCritic, CombinedMetric, EvaluationDataset, ExactMatch, LLMSQLEquivalence
+from judges.data.samples import SampleValidationError
 from judges.run.records import write_replacing
 from judges.run.run_file import RunFile, read_run_records
+from judges_app.cli import main
+
+sys.path.insert(0, str(Path(__file__).parent))
 from judges_app.cli.common import default_output, path_part
 
 HEADER = {"version": 2, "samples": "abc", "metrics": {"exact_match": {"class": "ExactMatch"}}}
@@ -110,3 +117,67 @@ def test_temporary_files_cannot_be_planted_and_outputs_keep_ordinary_permissions
     os.umask(umask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".report.html.") and not p.is_symlink()]
+
+
+def run_cli(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exited:
+        code = exited.code
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["calibrate", "begin-slice", "--n-bootstrap", "10000000"], "--n-bootstrap: expected a whole number from 1 to 100,000"),
+    (["agreement", "begin-slice", "--judge", "token_overlap", "--seed", "-1"], "--seed: expected a whole number from 0"),
+    (["calibrate", "begin-slice", "--seed", str(2**64)], "--seed: expected a whole number from 0 to 4294967295"),
+    (["evaluate", "x.jsonl", "-m", "exact_match", "--timeout", "1e308"], "--timeout: expected a number of seconds"),
+])
+def test_bounds_are_checked_at_parse(argv, message, capsys):
+    code, err = run_cli(argv, capsys)
+    assert code == 2 and message in err, err
+
+
+def test_a_bootstrap_too_large_for_memory_is_refused_before_any_judge_runs():
+    from judges_app.cli.common import UsageError, check_bootstrap_memory
+
+    check_bootstrap_memory(100_000, 32)
+    with pytest.raises(UsageError, match="would take about 29.8 GB"):
+        check_bootstrap_memory(100_000, 10_000)
+
+
+def test_report_refuses_an_existing_file_or_a_linked_folder_as_out(tmp_path, capsys):
+    source = tmp_path / "samples.jsonl"
+    source.write_text('{"sample": 0, "metric": "exact_match", "score": 1.0}\n')
+    (tmp_path / "taken").write_text("mine")
+    code, err = run_cli(["report", str(source), "--out", str(tmp_path / "taken")], capsys)
+    assert code == 2 and "is a file" in err and (tmp_path / "taken").read_text() == "mine"
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "elsewhere")
+    code, err = run_cli(["report", str(source), "--out", str(tmp_path / "linked")], capsys)
+    assert code == 2 and "is a symbolic link" in err and not list((tmp_path / "elsewhere").iterdir())
+
+
+def test_csv_faults_are_named_with_the_file(tmp_path):
+    twice = tmp_path / "twice.csv"
+    twice.write_text("response,reference,response\na,b,c\n")
+    with pytest.raises(SampleValidationError, match="names the column\\(s\\) 'response' more than once"):
+        EvaluationDataset.from_csv(twice)
+    huge = tmp_path / "huge.csv"
+    huge.write_text("response,reference\n" + "a" * 200_000 + ",b\n")
+    with pytest.raises(SampleValidationError, match="huge.csv: near line .*field larger than field limit.*JSONL takes"):
+        EvaluationDataset.from_csv(huge)
+
+
+def test_exact_match_compares_composed_unicode_and_an_oversized_schema_says_so():
+    decomposed, composed = "e\u0301te\u0301", "\u00e9t\u00e9"
+    assert ExactMatch().score({"response": decomposed, "reference": composed}).score == 1.0
+    from judges.metrics.domain.sql import MAX_SQL_BYTES
+    from scripted import scripted_lm
+    from test_optimizers import placeholder_fields
+
+    judge = LLMSQLEquivalence(lm=scripted_lm(placeholder_fields))
+    schema = "CREATE TABLE t (a INT);" + " " * MAX_SQL_BYTES
+    result = judge.score({"response": "SELECT a FROM t", "reference": "SELECT a FROM t", "reference_contexts": [schema]})
+    assert result.execution_equivalent is None and "the schema was not parsed" in result.execution_note
+    assert f"{MAX_SQL_BYTES:,}-byte limit" in result.execution_note

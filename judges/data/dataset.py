@@ -116,17 +116,33 @@ def read_csv_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[int]]:
     rows, lines = [], []
     with open(path, encoding="utf-8-sig", newline="") as handle:
         reader = csv.reader(handle)
-        header = next(reader, None) or []
-        for cells in reader:
-            if not cells:
-                continue
-            if len(cells) != len(header):
-                raise SampleValidationError([(len(rows), "<line>", (
-                    f"{path}: line {reader.line_num} has {len(cells)} cells where the header has {len(header)} "
-                    f"columns ({', '.join(header)})"))])
-            rows.append({k: (v if v != "" else None) for k, v in zip(header, cells)})
-            lines.append(reader.line_num)
+        try:
+            header = next(reader, None) or []
+            twice = sorted({name for name in header if header.count(name) > 1})
+            if twice:
+                raise SampleValidationError([(None, "<header>", (
+                    f"{path}: the header names the column(s) {', '.join(map(repr, twice))} more than once; "
+                    "give each column its own name"))])
+            for cells in _csv_rows(reader):
+                if len(cells) != len(header):
+                    raise SampleValidationError([(len(rows), "<line>", (
+                        f"{path}: line {reader.line_num} has {len(cells)} cells where the header has {len(header)} "
+                        f"columns ({', '.join(header)})"))])
+                rows.append({k: (v if v != "" else None) for k, v in zip(header, cells)})
+                lines.append(reader.line_num)
+        except csv.Error as err:
+            hint = (f" (a cell over {csv.field_size_limit():,} characters, the most CSV reads here; JSONL takes cells "
+                    "of any length)" if "field limit" in str(err) else "")
+            raise SampleValidationError([(len(rows), "<line>", f"{path}: near line {reader.line_num}: {err}{hint}")]) \
+                from None
     return rows, lines
+
+
+def _csv_rows(reader):
+    """The reader's rows, empty lines skipped."""
+    for cells in reader:
+        if cells:
+            yield cells
 
 
 class EvaluationDataset(Sequence):

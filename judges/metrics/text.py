@@ -16,6 +16,7 @@ Must not call an LM or an embedder.
 from __future__ import annotations
 
 import functools
+import unicodedata
 from enum import Enum
 from typing import ClassVar
 
@@ -183,13 +184,15 @@ class ChrfScore(_ResponseVsReference):
 
 class ExactMatch(_ResponseVsReference):
     """1.0 when ``response`` equals ``reference`` (optionally ignoring case and surrounding whitespace).
-    Empty: plain equality, so two empty strings match (1.0, undefined: the reference is empty)."""
+    Both are compared in Unicode's composed form (NFC): "é" typed as one character or as "e" and an accent
+    is one letter. Empty: plain equality, so two empty strings match (1.0, undefined: the reference is empty)."""
 
     def __init__(self, *, ignore_case: bool = False, strip: bool = False):
         self.ignore_case = ignore_case
         self.strip = strip
 
     def _normalise(self, text: str) -> str:
+        text = unicodedata.normalize("NFC", text)
         text = text.strip() if self.strip else text
         return text.casefold() if self.ignore_case else text
 

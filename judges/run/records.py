@@ -180,6 +180,10 @@ def write_replacing(path: str | Path, write: Callable[[Path], Any]) -> Path:
     try:
         write(temporary)
         os.replace(temporary, path)
+    except OSError as err:  # a full disk, a quota: say which output could not be written
+        if err.filename == str(path):
+            raise
+        raise OSError(err.errno, f"{err.strerror or err}: {path} could not be written", str(path)) from err
     finally:
         temporary.unlink(missing_ok=True)
     return path

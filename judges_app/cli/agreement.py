@@ -36,7 +36,9 @@ from judges_app.cli.common import (
     add_common_options,
     add_label_scale_options,
     add_reference_separator_option,
+    bootstrap_count,
     build_metric,
+    check_bootstrap_memory,
     check_tracking,
     cli_lm,
     dataset_name,
@@ -47,6 +49,7 @@ from judges_app.cli.common import (
     mlflow_note,
     output_folder,
     positive_int,
+    seed_value,
     share,
     tracking,
 )
@@ -62,6 +65,7 @@ def run(args) -> int:
               f"a calibrator signal here); {len(data)} remain", flush=True)
     if args.limit:
         data = data.subset(range(min(args.limit, len(data))))
+    check_bootstrap_memory(args.n_bootstrap, len(data))  # before any judge runs
     lm = cli_lm(args)
     judge = build_metric(args.judge, lm=lm, args=args)
     try:
@@ -132,8 +136,8 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--label-column", default="label")
     add_label_scale_options(p)
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N labelled items")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-bootstrap", type=positive_int, default=1000)
+    p.add_argument("--seed", type=seed_value, default=0)
+    p.add_argument("--n-bootstrap", type=bootstrap_count, default=1000)
     p.add_argument("--out", default=None, help="output folder (default runs/agreement/<data>-<judge>)")
     p.add_argument("--no-report", action="store_true", help="skip the HTML report")
     p.add_argument("--max-failure-share", type=share, default=0.2)

@@ -27,7 +27,9 @@ from judges_app.cli.common import (
     add_label_scale_options,
     add_prices_option,
     add_reference_separator_option,
+    bootstrap_count,
     build_metric,
+    check_bootstrap_memory,
     check_tracking,
     cli_lm,
     dataset_name,
@@ -40,6 +42,7 @@ from judges_app.cli.common import (
     path_part,
     positive_int,
     read_prices,
+    seed_value,
     share,
     tracking,
 )
@@ -123,6 +126,7 @@ def run(args) -> int:
     picked = balanced_sample(data, n_train + n_test, seed=args.seed) if data.kind == "binary" else data.subset(
         range(n_train + n_test))
     parts = split(picked, dev=0, test=n_test / len(picked), seed=args.seed)
+    check_bootstrap_memory(args.n_bootstrap, len(parts.test))  # before any judge runs
     pool = [without_shipped_training(load_labelled(source, label_column=args.label_column, label_kind=args.label_kind,
                                                    reference_separator=args.reference_separator))[0]
             for source in args.pool or []]
@@ -273,8 +277,8 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--optimizer-options", default=None,
                    help='JSON passed to the optimizers, e.g. {"num_candidates": 2, "num_trials": 3} for mipro, '
                         '{"max_metric_calls": 40} for gepa, {"semantic": false} for memory (k is --max-demos)')
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-bootstrap", type=positive_int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)")
+    p.add_argument("--seed", type=seed_value, default=0)
+    p.add_argument("--n-bootstrap", type=bootstrap_count, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)")
     p.add_argument("--reflection-lm", default=None, help="GEPA's reflection LM (default: the judge LM)")
     p.add_argument("--out", default=None, help="output folder (default runs/calibrate/<data>-<judge>)")
     p.add_argument("--no-report", action="store_true", help="skip the HTML report")

@@ -115,6 +115,37 @@ def positive_int(text: str) -> int:
     return _checked_number(text, int, lambda v: v >= 1, "a whole number >= 1")
 
 
+#: The most bootstrap resamples a command takes (``--n-bootstrap``): 100,000 keep a CI's third decimal steady.
+MAX_BOOTSTRAP = 100_000
+#: The longest ``--timeout`` a command takes, in seconds (a day).
+MAX_TIMEOUT = 86_400.0
+
+
+def bootstrap_count(text: str) -> int:
+    """An argparse type: bootstrap resamples, 1 to ``MAX_BOOTSTRAP``."""
+    return _checked_number(text, int, lambda v: 1 <= v <= MAX_BOOTSTRAP, f"a whole number from 1 to {MAX_BOOTSTRAP:,}")
+
+
+def seed_value(text: str) -> int:
+    """An argparse type: a random seed, 0 to 2**32 - 1 (what numpy's generators take)."""
+    return _checked_number(text, int, lambda v: 0 <= v < 2**32, "a whole number from 0 to 4294967295")
+
+
+def timeout_seconds(text: str) -> float:
+    """An argparse type: seconds, more than 0 and at most ``MAX_TIMEOUT``."""
+    return _checked_number(text, float, lambda v: math.isfinite(v) and 0 < v <= MAX_TIMEOUT,
+                           f"a number of seconds above 0, at most {MAX_TIMEOUT:,.0f}")
+
+
+def check_bootstrap_memory(n_bootstrap: int, n_items: int, budget: int = 2 * 1024**3) -> None:
+    """Refuse (``UsageError``, exit 2) before any judge runs a bootstrap whose resamples would not fit in
+    ``budget`` bytes: all resamples are drawn at once, a few float64 matrices of resamples x items."""
+    need = 4 * 8 * n_bootstrap * max(n_items, 1)
+    if need > budget:
+        raise UsageError(f"--n-bootstrap {n_bootstrap:,} on {n_items:,} items would take about {need / 1024**3:.1f} GB "
+                         f"of memory (the budget is {budget / 1024**3:.0f} GB); give fewer resamples")
+
+
 def positive_number(text: str) -> float:
     """An argparse type: a finite number > 0 (e.g. seconds)."""
     return _checked_number(text, float, lambda v: math.isfinite(v) and v > 0, "a number > 0")

@@ -30,8 +30,8 @@ from judges_app.cli.common import (
     mlflow_note,
     output_folder,
     positive_int,
-    positive_number,
     read_prices,
+    timeout_seconds,
     tracking,
 )
 from judges_app.tracking import data_hash, log_evaluation
@@ -133,7 +133,7 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N samples")
     p.add_argument("--run-file", default=None, help="append-only progress file (default: <out>/run.jsonl)")
     p.add_argument("--out", default=None, help="output folder")
-    p.add_argument("--timeout", type=positive_number, default=None,
+    p.add_argument("--timeout", type=timeout_seconds, default=None,
                    help="seconds one item may take: metrics without an LM run in a worker process that is stopped "
                         "then; an LM call is abandoned (recorded as failed) but runs on until the LM answers")
     p.add_argument("--backend", choices=BACKENDS, default="threads",

@@ -9,14 +9,14 @@ import argparse
 from pathlib import Path
 
 from calibration.agreement.report import write_report
-from judges_app.cli.common import UsageError, add_debug_option
+from judges_app.cli.common import UsageError, add_debug_option, output_folder
 
 
 def run(args) -> int:
     source = Path(args.source)
     if not source.is_file():
         raise UsageError(f"not a file: {args.source} (give a calibration_run.json, samples.jsonl or a run file)")
-    out = Path(args.out or source.parent / "report")
+    out = output_folder(args.out or source.parent / "report")
     try:
         page = write_report(source, out)
     except ValueError as err:

@@ -25,7 +25,7 @@ from calibration.verifier.training import (
     train_verifier,
 )
 from judges.lm.verifier.files import SHIPPED_DIR, SHIPPED_TRAINED_ON, write_trained_on
-from judges_app.cli.common import add_debug_option, positive_int
+from judges_app.cli.common import add_debug_option, positive_int, seed_value
 
 
 def _last_check(manifest: dict) -> dict:
@@ -76,7 +76,7 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--recipe", choices=("soup", "single"), default="soup",
                    help="soup: the shipped recipe, two trainings and their average (seeds SEED and SEED+1); "
                         "single: one training of the full shipped mix (the recipe before 2026-11-27)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_value, default=0)
     p.add_argument("--threads", type=positive_int, default=2,
                    help="torch threads (the same count gives the same tensors; the shipped model used 2)")
     p.add_argument("--precision", choices=PRECISIONS, default="float32",

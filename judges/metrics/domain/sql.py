@@ -234,6 +234,10 @@ class LLMSQLEquivalence(Judge):
                 executed, note = execution_equivalence(response, query, tables, dialect=self.dialect)
                 if executed:
                     break
+            too_long = [len(t.encode("utf-8")) for t in reference_contexts if len(t.encode("utf-8")) > MAX_SQL_BYTES]
+            if not tables and too_long:
+                note = (f"the schema was not parsed: a schema text of {max(too_long):,} bytes is over the "
+                        f"{MAX_SQL_BYTES:,}-byte limit SQL is read up to")
         use = self.use_execution and executed is not None
         return dspy.Prediction(
             score=float(executed if use else llm_equivalent),
