@@ -414,3 +414,34 @@ def test_an_lm_call_answered_while_ctrl_c_stops_the_run_is_recorded_and_counted_
     resumed = evaluate(data, [PolitenessJudge(lm=scripted_lm(respond))], run_file=run, progress=False)
     summary = resumed.summary()["politeness_judge"]
     assert len(calls) == 6 and summary["lm_calls"] == 6 and not summary.get("unrecorded_calls")
+
+
+@pytest.mark.parametrize("signals", [1, 2])
+def test_an_interrupt_waits_the_grace_it_says_once_and_a_second_one_stops_the_wait(monkeypatch, signals):
+    """Audit: with an LM that never answers, Ctrl-C waited its 30 s grace twice (61 s), and a second Ctrl-C
+    started the wait again. Now the run waits once, and a second signal during the wait ends it."""
+    import threading
+
+    import judges.run.threads as threads
+
+    hung, waits, drain = threading.Event(), [], threads._Pool.drain
+    monkeypatch.setattr(threads, "INTERRUPT_GRACE", 1.0 if signals == 1 else 30.0)
+
+    def counted(pool, grace):
+        waits.append(grace)
+        if signals == 2:
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()  # the second Ctrl-C, mid-wait
+        return drain(pool, grace)
+
+    def respond(prompt):
+        hung.set()
+        threading.Event().wait(60)  # an LM that does not answer within the test
+        return {"polite": "True"}
+
+    monkeypatch.setattr(threads._Pool, "drain", counted)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    threading.Thread(target=lambda: hung.wait(10) and os.kill(os.getpid(), signal.SIGINT), daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(EvaluationDataset(rows(2)), [PolitenessJudge(lm=scripted_lm(respond))], num_threads=1,
+                 progress=False)
+    assert len(waits) == 1  # one grace period, never two

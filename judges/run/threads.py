@@ -179,7 +179,7 @@ class _Pool:
     # --- the driver -------------------------------------------------------------------------------
     def drive(self) -> str | None:
         self.live = 0
-        self.interrupted = False
+        self.interrupted = self.drained = False
         try:
             with self.signals_stop_the_run():
                 for _ in range(min(self.backend.settings.num_threads, self.work.qsize())):
@@ -192,7 +192,8 @@ class _Pool:
                 return refused
         except KeyboardInterrupt:
             self.stopping.set()  # no new item starts
-            self.drain(INTERRUPT_GRACE)
+            if not self.drained:  # one wait at most: the grace said is the grace kept, a second signal ends it
+                self.drain(INTERRUPT_GRACE)
             raise
 
     @contextlib.contextmanager
@@ -222,7 +223,8 @@ class _Pool:
 
     def drain(self, grace: float) -> None:
         """After an interrupt: write the calls and records of the items in flight as they finish, for at most
-        ``grace`` seconds (a second interrupt ends the wait)."""
+        ``grace`` seconds (a second interrupt ends the wait). Runs once per run."""
+        self.drained = True
         self.write_pending_calls()  # taken from the queue before the interrupt, not yet written
         self.write_pending_records()
         if self.live <= 0:
