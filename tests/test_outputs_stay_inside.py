@@ -181,3 +181,16 @@ def test_exact_match_compares_composed_unicode_and_an_oversized_schema_says_so()
     result = judge.score({"response": "SELECT a FROM t", "reference": "SELECT a FROM t", "reference_contexts": [schema]})
     assert result.execution_equivalent is None and "the schema was not parsed" in result.execution_note
     assert f"{MAX_SQL_BYTES:,}-byte limit" in result.execution_note
+
+
+def test_the_served_lm_s_request_timeout_is_shown_and_can_be_changed(capsys):
+    from judges_app.cli import parser
+    from judges_app.cli.common import cli_lm
+
+    args = parser("evaluate").parse_args(["evaluate", "x.jsonl", "-m", "exact_match", "--lm", "openai/judge", "--api-base",
+                                          "http://127.0.0.1:9/v1", "--request-timeout", "5"])
+    assert cli_lm(args).request_timeout == 5.0
+    with pytest.raises(SystemExit):
+        parser("evaluate").parse_args(["evaluate", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "--request-timeout SECONDS" in shown and "(default 120 s)" in shown and "up to 6 times this" in shown

@@ -115,6 +115,9 @@ def positive_int(text: str) -> int:
     return _checked_number(text, int, lambda v: v >= 1, "a whole number >= 1")
 
 
+#: A served LM's request timeout and retries unless the command is told otherwise (``ServedLM``'s defaults).
+SERVED_REQUEST_TIMEOUT = inspect.signature(ServedLM.__init__).parameters["request_timeout"].default
+SERVED_RETRIES = inspect.signature(ServedLM.__init__).parameters["retries"].default
 #: The most bootstrap resamples a command takes (``--n-bootstrap``): 100,000 keep a CI's third decimal steady.
 MAX_BOOTSTRAP = 100_000
 #: The longest ``--timeout`` a command takes, in seconds (a day).
@@ -292,7 +295,8 @@ def cli_lm(args) -> Any:
         return resolve_lm(args.lm) if args.lm else None
     try:
         return ServedLM(args.lm, api_base=args.api_base, api_key_env=args.api_key_env,
-                        max_concurrency=args.max_concurrency, max_rps=args.max_rps, response_schema=args.response_schema)
+                        max_concurrency=args.max_concurrency, max_rps=args.max_rps, response_schema=args.response_schema,
+                        request_timeout=getattr(args, "request_timeout", SERVED_REQUEST_TIMEOUT))
     except ValueError as err:
         raise UsageError(f"--lm {args.lm}: {err}") from None
 
@@ -300,7 +304,8 @@ def cli_lm(args) -> Any:
 def lm_params(args) -> dict[str, Any]:
     """What MLflow logs about the LM: model and API base; never the key (only its variable's name)."""
     return {"lm": args.lm or "embedded", "api_base": args.api_base, "api_key_env": args.api_key_env,
-            "max_concurrency": args.max_concurrency, "max_rps": args.max_rps, "response_schema": args.response_schema}
+            "max_concurrency": args.max_concurrency, "max_rps": args.max_rps, "response_schema": args.response_schema,
+            "request_timeout": getattr(args, "request_timeout", SERVED_REQUEST_TIMEOUT)}
 
 
 def read_prices(path: str | None) -> dict[str, dict[str, float]] | None:
@@ -380,6 +385,11 @@ def add_common_options(parser: argparse.ArgumentParser, lm: bool = True) -> None
                             help="requests in flight to the served LM at most (default 16)")
         parser.add_argument("--max-rps", type=positive_number, default=None,
                             help="requests started per second at most (default: no limit)")
+        parser.add_argument("--request-timeout", type=timeout_seconds, default=SERVED_REQUEST_TIMEOUT,
+                            metavar="SECONDS",
+                            help=f"how long one request to the served LM may take (default {SERVED_REQUEST_TIMEOUT:g} s); "
+                                 f"a timed-out request is tried {SERVED_RETRIES} more times, so a server that never "
+                                 f"answers holds an item up to {SERVED_RETRIES + 1} times this")
         parser.add_argument("--strict", action="store_true",
                             help="refuse a compiled judge file compiled and calibrated with another LM than --lm "
                                  "(default: a warning)")
