@@ -1023,3 +1023,30 @@ def test_files_saved_before_the_verifier_moved_still_resume_and_load(tmp_path, m
 
     loaded = CompiledJudge.load(data / "verifier_platt_before_the_move.json")
     assert loaded.score(samples[0]).score == pytest.approx(0.8580565590742742, abs=1e-6)
+
+
+def test_swapped_entities_give_contrasts_only_when_asked():
+    """``contrasts(..., swaps=True)``: an opening name the sentence replaces, and any one short span; off by
+    default, where the contradiction check reads only specifics and directions."""
+    from judges.data.contrasts import contrasts
+
+    assert contrasts("Sydney is the capital of Australia.", "The capital of Australia is Canberra.") == []
+    assert contrasts("Sydney is the capital of Australia.", "The capital of Australia is Canberra.",
+                     swaps=True) == ["Canberra is the capital of Australia."]
+    assert contrasts("Plants absorb oxygen from the air.", "Plants absorb carbon dioxide from the air.",
+                     swaps=True) == ["Plants absorb carbon dioxide from the air."]
+    assert contrasts("Insects have eight legs.", "Insects have six legs.", swaps=True) == ["Insects have six legs."]
+    assert contrasts("Many birds migrate south.", "Swallows migrate south in autumn.", swaps=True) == []
+
+
+def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_lifts_it():
+    from judges.lm.verifier import Verifier
+
+    shipped, swaps = resolve_verifier(None), Verifier(check_swaps=True)
+    evidence = ["Insects have six legs. A spider has eight legs."]
+    assert shipped.support(evidence, ["Insects have eight legs."])[0]["probability"] > 0.5  # lifted by the spider
+    capped = swaps.support(evidence, ["Insects have eight legs."])[0]
+    assert capped["probability"] < 0.5 and capped["contradiction"]["sentence"] == "Insects have six legs."
+    assert swaps.support(evidence, ["Insects have six legs."])[0]["probability"] > 0.5
+    assert swaps.support(["The capital of Australia is Canberra."],
+                         ["Sydney is the capital of Australia."])[0]["probability"] < 0.5

@@ -110,10 +110,63 @@ def specific_contrasts(claim: str, sentence: str) -> list[str]:
     return [claim[:s] + value + claim[e:] for s, e, kind in mine for value, other in theirs if other == kind]
 
 
-def contrasts(claim: str, sentence: str) -> list[str]:
-    """The claim with one detail as ``sentence`` has it (a specific, or a direction word turned), at most
-    ``MAX_CONTRASTS``, without repeats; empty unless the sentence shares the claim's frame."""
-    if not shares_frame(claim, sentence):
+def _opening_name(claim: str, sentence: str) -> str | None:
+    """The claim's capitalised first word when it may be a name the sentence lacks (no stop or function
+    word, not in the sentence), else None."""
+    first = re.match(r"[A-Z][\w'-]*", claim.strip())
+    if not first or first.group() in STOP_CAPITALS or first.group().casefold() in _FUNCTION_WORDS \
+            or first.group().casefold() in set(tokenize(sentence)):
+        return None
+    return first.group()
+
+
+def opening_name_contrasts(claim: str, sentence: str) -> list[str]:
+    """The claim with its capitalised first word, when the sentence lacks it, replaced by each name the
+    sentence has and the claim lacks: "Sydney is the capital of Australia." against "The capital of Australia
+    is Canberra." gives "Canberra is the capital of Australia." (a sentence's first word is no specific
+    otherwise: every sentence opens with a capital)."""
+    first = _opening_name(claim, sentence)
+    if first is None:
+        return []
+    said = normalised(claim)
+    names = [sentence[s:e] for s, e, kind in specific_spans(sentence) if kind == "name" and normalised(sentence[s:e])
+             not in said]
+    start = claim.index(first)
+    return [claim[:start] + name + claim[start + len(first):] for name in names]
+
+
+_SPAN = re.compile(r"[\w'-]+")
+
+
+def one_span_contrasts(claim: str, sentence: str, longest: int = 3) -> list[str]:
+    """The claim with one span of at most ``longest`` words as the sentence has it, where everything else of
+    the claim stands in the sentence in order (the sentence may add words): "Plants absorb oxygen from the
+    air." against "Plants absorb carbon dioxide from the air." gives the claim with "carbon dioxide"."""
+    import difflib
+
+    mine = [(m.group().casefold(), m.start(), m.end()) for m in _SPAN.finditer(claim)]
+    theirs = [m.group() for m in _SPAN.finditer(sentence)]
+    matcher = difflib.SequenceMatcher(a=[w for w, _, _ in mine], b=[w.casefold() for w in theirs], autojunk=False)
+    changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    replaced = [op for op in changes if op[0] == "replace"]
+    if len(replaced) != 1 or any(op[0] == "delete" for op in changes):
+        return []
+    _, a0, a1, b0, b1 = replaced[0]
+    if a1 - a0 > longest or b1 - b0 > longest:
+        return []
+    new = " ".join(theirs[b0:b1])
+    return [claim[:mine[a0][1]] + new + claim[mine[a1 - 1][2]:]]
+
+
+def contrasts(claim: str, sentence: str, *, swaps: bool = False) -> list[str]:
+    """The claim with one detail as ``sentence`` has it (a specific, or a direction word turned; with ``swaps``,
+    also an opening name and any one short span), at most ``MAX_CONTRASTS``, without repeats; empty unless the
+    sentence shares the claim's frame."""
+    opening = _opening_name(claim, sentence) if swaps else None
+    framed = claim.strip()[len(opening):] if opening else claim  # a name that opens the claim is no frame word
+    if not shares_frame(framed, sentence):
         return []
     found = direction_contrasts(claim, sentence) + specific_contrasts(claim, sentence)
+    if swaps:
+        found += opening_name_contrasts(claim, sentence) + one_span_contrasts(claim, sentence)
     return [text for text in dict.fromkeys(found) if text != claim][:MAX_CONTRASTS]

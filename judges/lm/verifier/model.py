@@ -100,7 +100,7 @@ class Verifier:
                  batch_size: int = 16, single_sentences: bool = True, top_units: int | None = 2,
                  quantize: bool = False, runtime: str = "auto", padding_ratio: float = 1.25,
                  stop_at: float | None = 0.9, check_opposites: bool = True, check_contradictions: bool = True,
-                 closest_when_unsupported: bool = True):
+                 closest_when_unsupported: bool = True, check_swaps: bool = False):
         for name, value in (("max_length", max_length), ("chunk_tokens", chunk_tokens), ("batch_size", batch_size),
                             ("top_units", 1 if top_units is None else top_units)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -113,11 +113,11 @@ class Verifier:
         if runtime not in RUNTIMES:
             raise ValueError(f"Verifier: runtime must be one of {list(RUNTIMES)}, got {runtime!r}")
         for name, value in (("check_opposites", check_opposites), ("check_contradictions", check_contradictions),
-                            ("closest_when_unsupported", closest_when_unsupported)):
+                            ("closest_when_unsupported", closest_when_unsupported), ("check_swaps", check_swaps)):
             if not isinstance(value, bool):
                 raise ValueError(f"Verifier: {name} must be True or False, got {value!r}")
         self.check_opposites, self.check_contradictions = check_opposites, check_contradictions
-        self.closest_when_unsupported = closest_when_unsupported
+        self.closest_when_unsupported, self.check_swaps = closest_when_unsupported, check_swaps
         self.max_length, self.chunk_tokens, self.batch_size = max_length, chunk_tokens, batch_size
         self.top_units, self.padding_ratio = top_units, float(padding_ratio)
         self.stop_at = None if stop_at is None else float(stop_at)
@@ -306,7 +306,7 @@ class Verifier:
             check_against_opposites(rows, self.probabilities)
         if self.check_contradictions:
             sentences = dict.fromkeys(s.strip() for each in unit_sentences.values() for s in each if s.strip())
-            check_against_contradictions(rows, list(sentences), self.probabilities)
+            check_against_contradictions(rows, list(sentences), self.probabilities, swaps=self.check_swaps)
         return rows
 
     def __repr__(self) -> str:
@@ -334,7 +334,7 @@ def _int8(model):
 
 #: The scoring settings a metric's verifier runs with (``Verifier``'s defaults), part of its identity.
 SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units", "stop_at", "check_opposites",
-                    "check_contradictions", "closest_when_unsupported")
+                    "check_contradictions", "closest_when_unsupported", "check_swaps")
 
 
 def verifier_identity(model: str | None) -> dict[str, Any]:

@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from judges.data.contrasts import contrasts
+from judges.data.contrasts import contrasts, frame_words
+from judges.data.language import tokenize
 from judges.data.opposites import direction_contrasts
 
 #: At most this many opposites a claim, in the claim's word order.
@@ -77,8 +78,17 @@ def check_against_opposites(rows: list[dict[str, Any]],
         row["opposite"], row["opposite_probability"] = mine[likeliest], found[likeliest]
 
 
+def about_the_same(claim: str, contradicting: str, supporting: str) -> bool:
+    """Whether the unit supporting ``claim`` holds every frame word of the claim that the contradicting
+    sentence holds: the same subject, not another that shares the claim's other words ("A spider has eight
+    legs." does not stand for "Insects have eight legs." against "Insects have six legs.")."""
+    shared = frame_words(claim) & set(tokenize(contradicting))
+    return shared <= set(tokenize(supporting))
+
+
 def check_against_contradictions(rows: list[dict[str, Any]], sentences: Sequence[str],
-                                 probabilities: Callable[[Sequence[tuple[str, str]]], np.ndarray]) -> None:
+                                 probabilities: Callable[[Sequence[tuple[str, str]]], np.ndarray], *,
+                                 swaps: bool = False) -> None:
     """Each ``Verifier.support`` row's claim against every sentence of ``sentences`` with contrasts for it
     (``judges.data.contrasts.contrasts``), all pairs scored in one call: a sentence whose likeliest contrast
     has P >= ``SUPPORTED`` and above the claim's P against that sentence contradicts the claim. Where the
@@ -88,7 +98,7 @@ def check_against_contradictions(rows: list[dict[str, Any]], sentences: Sequence
     "claim_probability": P(claim | sentence)}), and where it lowered P, ``chunk`` and ``sentence`` become that
     sentence (what the claim was judged against). Other rows get ``contradiction`` None."""
     found = [(i, sentence, mine) for i, row in enumerate(rows) for sentence in sentences
-             if (mine := contrasts(row["claim"], sentence))]
+             if (mine := contrasts(row["claim"], sentence, swaps=swaps))]
     for row in rows:
         row.setdefault("contradiction", None)
     if not found:
@@ -102,7 +112,8 @@ def check_against_contradictions(rows: list[dict[str, Any]], sentences: Sequence
         likeliest = max(range(len(mine)), key=lambda k: (rivals[k], -k))
         if rivals[likeliest] < SUPPORTED or rivals[likeliest] <= claim_p:
             continue
-        if rows[i]["probability"] >= SUPPORTED and sentence not in rows[i]["chunk"]:
+        if rows[i]["probability"] >= SUPPORTED and sentence not in rows[i]["chunk"] and (
+                not swaps or about_the_same(rows[i]["claim"], sentence, rows[i]["chunk"])):
             continue  # supported by another unit: a long text's other sentence about something alike
         capped = sigmoid(logit(claim_p) - logit(rivals[likeliest]))
         if i not in strongest or capped < strongest[i][0]:

@@ -1,0 +1,142 @@
+"""Does checking swapped entities (``Verifier(check_swaps=True)``) catch what the contradiction check missed,
+without costing the other sets? Printed as tables; the decision by the rule in docs/verifier-log.md
+("Swapped entities").
+
+    .venv/bin/python experiments/verifier_swaps.py                      # ~8 min on 2 cores
+    .venv/bin/python experiments/verifier_swaps.py --summeval-limit 80
+
+Each way (``check_swaps`` off, as shipped, and on) scores with ``FaithfulnessWithVerifier()`` (the mean over
+a claim's sentences):
+  - the swap set (``calibration/verifier/sets/swaps.jsonl``, SWAPS.md): each contradicted and supported
+    claim against the evidence alone, and against one passage "distractor, evidence" (the distractor is a
+    true sentence about another subject sharing the contradicted claim's words); ROC-AUC of supported against
+    contradicted claims, by kind too, and how many contradicted claims the distractor lifted;
+  - the two distractor sets (DISTRACTORS.md): against the evidence alone, one passage "distractor 1,
+    evidence, distractors 2 and 3" and four contexts; ROC-AUC and contradicted claims lifted;
+  - the seven contrastive sets, whole, and the halves of BEGIN WoW, Q2 and SummEval
+    (experiments/verifier_agreement.py, seed 0): ROC-AUC;
+  - milliseconds per item of each of those sets, warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibration.verifier.contrastive import CONTRASTIVE_SETS, DISTRACTOR_SETS, load_contrastive, load_distractors  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
+from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
+from judges.lm.verifier import resolve_verifier  # noqa: E402
+from verifier_agreement import halves, sets  # noqa: E402
+
+SWAPS = Path(__file__).resolve().parents[1] / "calibration" / "verifier" / "sets" / "swaps.jsonl"
+WAYS = ("shipped", "check_swaps")
+
+
+def score(judge, response: str, contexts: list[str]) -> float:
+    return float(judge.score(SingleTurnSample(response=response, retrieved_contexts=contexts)).score)
+
+
+def pairs_table(judge, items, arrangements) -> dict:
+    """Per arrangement: ROC-AUC of supported against contradicted claims, and the contradicted claims scoring
+    higher than against the evidence alone ("lifted"), by kind."""
+    out = {}
+    alone = [score(judge, it["contradicted"], [it["evidence"]]) for it in items]
+    for name, contexts_of in arrangements.items():
+        bad = [score(judge, it["contradicted"], contexts_of(it)) for it in items]
+        good = [score(judge, it["supported"], contexts_of(it)) for it in items]
+        lifted = [it["kind"] for it, b, a in zip(items, bad, alone) if b > a + 1e-9]
+        out[name] = {"roc_auc": roc_auc([1] * len(good) + [0] * len(bad), good + bad), "lifted": len(lifted),
+                     "by_kind": {kind: roc_auc([1] * n + [0] * n, [g for g, it in zip(good, items) if it["kind"] == kind]
+                                               + [b for b, it in zip(bad, items) if it["kind"] == kind])
+                                 for kind in dict.fromkeys(it["kind"] for it in items)
+                                 if (n := sum(it["kind"] == kind for it in items))}}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--summeval-limit", type=int, default=320)
+    parser.add_argument("--out", default="runs/verifier_swaps")
+    args = parser.parse_args(argv)
+    swaps = [json.loads(line) for line in SWAPS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    distractors = {which: load_distractors(which) for which in sorted(DISTRACTOR_SETS)}
+    contrastive = {which: load_contrastive(which) for which in CONTRASTIVE_SETS}
+    agreement = sets(args.summeval_limit)
+    agreement.pop("contrastive")
+    verifier, judge = resolve_verifier(None), FaithfulnessWithVerifier()
+    results: dict[str, dict] = {}
+    for way in WAYS:
+        verifier.check_swaps = way == "check_swaps"
+        row: dict = {"swaps": pairs_table(judge, swaps, {
+            "alone": lambda it: [it["evidence"]], "with its distractor": lambda it: [f"{it['distractor']} {it['evidence']}"]})}
+        for which, items in distractors.items():
+            row[f"distractors {which}"] = pairs_table(judge, items, {
+                "alone": lambda it: [it["evidence"]],
+                "one passage": lambda it: [" ".join([it["distractors"][0], it["evidence"], *it["distractors"][1:]])],
+                "four contexts": lambda it: [it["evidence"], *it["distractors"]]})
+        row["contrastive"] = {which: roc_auc([int(r["label"]) for r in items],
+                                             [score(judge, r["response"], [r["evidence"]]) for r in items])
+                              for which, items in contrastive.items()}
+        values, row["ms_per_item"] = {}, {}
+        for name, (samples, _) in agreement.items():
+            judge.score(samples[0])  # warm
+            started = time.perf_counter()
+            values[name] = np.asarray([float(judge.score(s).score) for s in samples])
+            row["ms_per_item"][name] = 1000 * (time.perf_counter() - started) / len(samples)
+        row["agreement"] = {f"{name} {half}": roc_auc(np.asarray(labels)[at], values[name][at])
+                            for name, (_, labels) in agreement.items() for half, at in halves(name, labels).items()}
+        results[way] = row
+        print(f"{way}: done", flush=True)
+    verifier.check_swaps = False
+    before, after = results["shipped"], results["check_swaps"]
+    print("\n| set, arrangement | shipped: ROC-AUC, lifted | check_swaps: ROC-AUC, lifted |\n|---|---|---|")
+    for name in [k for k in before if k.startswith(("swaps", "distractors"))]:
+        for arrangement in before[name]:
+            b, a = before[name][arrangement], after[name][arrangement]
+            print(f"| {name}, {arrangement} | {b['roc_auc']:.4f}, {b['lifted']} | {a['roc_auc']:.4f}, {a['lifted']} |")
+    print("\nswap set by kind (alone / with its distractor): " + "; ".join(
+        f"{kind} {before['swaps']['alone']['by_kind'][kind]:.3f} -> {after['swaps']['alone']['by_kind'][kind]:.3f} / "
+        f"{before['swaps']['with its distractor']['by_kind'][kind]:.3f} -> "
+        f"{after['swaps']['with its distractor']['by_kind'][kind]:.3f}" for kind in before["swaps"]["alone"]["by_kind"]))
+    print("contrastive sets: " + ", ".join(f"{w} {before['contrastive'][w]:.4f} -> {after['contrastive'][w]:.4f}"
+                                          for w in before["contrastive"]))
+    print("agreement halves: " + ", ".join(f"{k} {before['agreement'][k]:.4f} -> {after['agreement'][k]:.4f}"
+                                          for k in before["agreement"]))
+    print("ms per item: " + ", ".join(f"{name} {before['ms_per_item'][name]:.1f} -> {after['ms_per_item'][name]:.1f}"
+                                      for name in before["ms_per_item"]))
+    blocked = []
+    for arrangement in ("alone", "with its distractor"):
+        gain = after["swaps"][arrangement]["roc_auc"] - before["swaps"][arrangement]["roc_auc"]
+        if gain < 0.05:
+            blocked.append(f"swap set, {arrangement}: {gain:+.4f} < +0.05")
+    for which in distractors:
+        for arrangement in ("one passage", "four contexts"):
+            b, a = before[f"distractors {which}"][arrangement], after[f"distractors {which}"][arrangement]
+            if a["lifted"] > b["lifted"] or a["roc_auc"] < b["roc_auc"]:
+                blocked.append(f"distractors {which}, {arrangement}: lifted {b['lifted']} -> {a['lifted']}, "
+                               f"ROC-AUC {b['roc_auc']:.4f} -> {a['roc_auc']:.4f}")
+    fall = np.mean(list(before["contrastive"].values())) - np.mean(list(after["contrastive"].values()))
+    if fall > 0.005:
+        blocked.append(f"the contrastive sets' mean falls {fall:.4f}")
+    for name in ("begin-wow train", "q2 train", "summeval train"):
+        if after["agreement"][name] < before["agreement"][name] - 0.005:
+            blocked.append(f"{name}: {before['agreement'][name]:.4f} -> {after['agreement'][name]:.4f}")
+    print("\nrule: check_swaps " + ("becomes the default" if not blocked else "stays off; blocked by: " + "; ".join(blocked)))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "verifier_swaps.json").write_text(json.dumps({"results": results, "blocked": blocked}, indent=1),
+                                             encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
