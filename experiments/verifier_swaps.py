@@ -31,13 +31,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibration.verifier.contrastive import CONTRASTIVE_SETS, DISTRACTOR_SETS, load_contrastive, load_distractors  # noqa: E402
+from calibration.verifier.contrastive import (  # noqa: E402
+    CONTRASTIVE_SETS,
+    DISTRACTOR_SETS,
+    load_contrastive,
+    load_distractors,
+    load_swaps,
+)
 from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 from judges.lm.verifier import resolve_verifier  # noqa: E402
 from verifier_agreement import halves, sets  # noqa: E402
 
-SWAPS = Path(__file__).resolve().parents[1] / "calibration" / "verifier" / "sets" / "swaps.jsonl"
 WAYS = ("shipped", "check_swaps")
 
 
@@ -67,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summeval-limit", type=int, default=320)
     parser.add_argument("--out", default="runs/verifier_swaps")
     args = parser.parse_args(argv)
-    swaps = [json.loads(line) for line in SWAPS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    swaps = load_swaps()
     distractors = {which: load_distractors(which) for which in sorted(DISTRACTOR_SETS)}
     contrastive = {which: load_contrastive(which) for which in CONTRASTIVE_SETS}
     agreement = sets(args.summeval_limit)

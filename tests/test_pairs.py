@@ -488,3 +488,19 @@ def test_the_contrastive_sets_share_no_evidence_and_a_wrong_name_is_refused():
     assert all(sets) and not any(a & b for i, a in enumerate(sets) for b in sets[i + 1:])
     with pytest.raises(ValueError, match="which must be one of"):
         load_contrastive("eighth")
+
+
+def test_the_swap_set_is_whole_and_typed():
+    """SWAPS.md: 48 items, 16 of each kind, every field a sentence; each contradicted claim differs from its
+    supported one."""
+    from calibration.verifier.contrastive import load_swaps
+
+    items = load_swaps()
+    assert len(items) == 48 and [it["id"] for it in items] == [f"swap-{i:02d}" for i in range(1, 49)]
+    assert {kind: sum(it["kind"] == kind for it in items) for kind in ("reordered_name", "common_noun",
+                                                                         "number_word")} == dict.fromkeys(
+        ("reordered_name", "common_noun", "number_word"), 16)
+    for it in items:
+        assert all(isinstance(it[k], str) and it[k].strip() for k in ("evidence", "contradicted", "supported",
+                                                                       "distractor"))
+        assert it["contradicted"] != it["supported"] and it["distractor"] != it["evidence"]

@@ -5,6 +5,8 @@ it, how, and what it decided:
                                      a name, a negation, a direction), against faithful paraphrases and copies
   distractor sets (DISTRACTORS.md)   a claim the evidence contradicts and one it supports, each scored against
                                      the evidence alone and with three same-topic sentences that do neither
+  the swap set (SWAPS.md)            claims that swap one entity or quantity within the same relation, with a
+                                     shared-word sentence about another subject beside each
 
 Owns: reading those sets. Must not fit or train on them: they are tests only (the first contrastive set is
 watched while the verifier trains, never trained on).
@@ -37,3 +39,8 @@ def load_distractors(which: str = "first") -> list[dict]:
     if which not in DISTRACTOR_SETS:
         raise ValueError(f"load_distractors: which must be one of {sorted(DISTRACTOR_SETS)}, got {which!r}")
     return _read(DISTRACTOR_SETS[which])
+
+
+def load_swaps() -> list[dict]:
+    """The swap set (SWAPS.md): id, kind, evidence, contradicted, supported, distractor."""
+    return _read("swaps.jsonl")
