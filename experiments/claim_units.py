@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     best = max(VARIANTS[1:], key=lambda v: mean[v])
     falls = [s for s, new, old in zip(DECIDING, train[best], train["sentences"]) if new < old - 0.005]
     adopt = mean[best] >= mean["sentences"] + 0.005 and not falls
-    print(f"\nmean over the train halves: " + ", ".join(f"{v} {mean[v]:.4f}" for v in VARIANTS))
+    print("\nmean over the train halves: " + ", ".join(f"{v} {mean[v]:.4f}" for v in VARIANTS))
     print(f"rule: {best} {'replaces' if adopt else 'does not replace'} sentences (mean {mean[best] - mean['sentences']:+.4f}; "
           f"train halves falling more than 0.005: {', '.join(falls) or 'none'})")
     print("\nset aside, by kind: " + "; ".join(f"{name}: " + ", ".join(f"{k} {n}" for k, n in counts.most_common())

@@ -18,7 +18,7 @@ from judges.run.run_file import RunFile, read_run_records
 from judges_app.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
-from judges_app.cli.common import default_output, path_part
+from judges_app.cli.outputs import default_output, path_part
 
 HEADER = {"version": 2, "samples": "abc", "metrics": {"exact_match": {"class": "ExactMatch"}}}
 
@@ -194,3 +194,30 @@ def test_the_served_lm_s_request_timeout_is_shown_and_can_be_changed(capsys):
         parser("evaluate").parse_args(["evaluate", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert "--request-timeout SECONDS" in shown and "(default 120 s)" in shown and "up to 6 times this" in shown
+
+
+def test_a_second_calibrate_into_one_folder_or_label_on_one_file_is_refused_while_the_first_runs(tmp_path, capsys):
+    """One run at a time per calibrate output folder and per labels file: the lock is held (as the first run
+    would hold it) and the second command exits 2 naming the holder, before any judge runs."""
+    from judges.run.run_file import take_lock
+
+    out = tmp_path / "calibrated"
+    out.mkdir()
+    held = take_lock(out / ".calibrate.lock", out, "output folder")
+    try:
+        code, err = run_cli(["calibrate", "begin-slice", "--judge", "faithfulness_with_verifier", "--out", str(out),
+                             "--no-mlflow", "--optimizer", "none",
+                             "--n-train", "16", "--n-test", "16"], capsys)
+    finally:
+        os.close(held)
+    assert code == 2 and f"output folder {out} is in use by another run (pid {os.getpid()}" in err
+    labels = tmp_path / "labels.jsonl"
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text(json.dumps({"response": "a", "reference": "a"}) + "\n")
+    held = take_lock(labels.with_name("labels.jsonl.lock"), labels, "labels file")
+    try:
+        code, err = run_cli(["label", str(pool), "--judge", "exact_match", "--out", str(labels), "--budget", "1"],
+                            capsys)
+    finally:
+        os.close(held)
+    assert code == 2 and f"labels file {labels} is in use by another run" in err and not labels.exists()

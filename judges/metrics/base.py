@@ -45,7 +45,7 @@ def state_digest(parts: Any) -> str:
 def checked_name(owner: str, name: Any) -> str:
     """``name`` if it can name a metric: a non-empty string of at most 100 characters with no path separator
     (``/``, ``\\``), control character or NUL, not starting with ``.``. A name ends up in column names, run
-    records and, slugged, in output file names (``judges_app.cli.common.path_part``); a name that reads as
+    records and, slugged, in output file names (``judges_app.cli.outputs.path_part``); a name that reads as
     a path (``x/../../elsewhere``) is refused where the metric is made or loaded, not where it is written."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"{owner}: name must be a non-empty string, got {name!r}")

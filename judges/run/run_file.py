@@ -71,13 +71,40 @@ def _readable_length(data: bytes) -> int:
     return keep
 
 
-class RunFileInUse(ValueError):
-    """Another run holds the run file's lock (``holder``: what it wrote into the lock file)."""
+class FileInUse(ValueError):
+    """Another process holds the lock on ``path`` (``holder``: what it wrote into the lock file)."""
+
+    def __init__(self, path: Path, holder: str, what: str = "file"):
+        self.path, self.holder = path, holder
+        super().__init__(f"{what} {path} is in use by another run ({holder or 'holder unknown'}); wait for it "
+                         f"to finish or give this run another {what}")
+
+
+class RunFileInUse(FileInUse):
+    """Another run holds the run file's lock."""
 
     def __init__(self, path: Path, holder: str):
-        self.path, self.holder = path, holder
-        super().__init__(f"run file {path} is in use by another run ({holder or 'holder unknown'}); wait for it "
-                         f"to finish or give this run another run file")
+        super().__init__(path, holder, "run file")
+
+
+def take_lock(lock_path: Path, guarded: Path, what: str = "file") -> int:
+    """An exclusive ``flock`` on ``lock_path`` (made if missing, never through a link), holding a line that
+    says who holds it; the descriptor, whose closing (or the holder's exit, killed or not) drops the lock.
+    ``FileInUse`` names ``guarded`` and the holder when another process has it."""
+    fd = _open_own(lock_path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        os.close(fd)
+        raise (RunFileInUse(guarded, holder) if what == "run file" else FileInUse(guarded, holder, what)) from None
+    except OSError as err:  # a file system without locks (some network mounts)
+        os.close(fd)
+        raise ValueError(f"{what} {guarded}: cannot lock {lock_path} ({err.strerror}); put it on a local disk") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since "
+                  f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+    return fd
 
 
 def read_run_records(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -234,22 +261,7 @@ class RunFile:
             raise
 
     def _lock(self) -> None:
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        fd = _open_own(lock_path, os.O_RDWR | os.O_CREAT)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
-            os.close(fd)
-            raise RunFileInUse(self.path, holder) from None
-        except OSError as err:  # a file system without locks (some network mounts)
-            os.close(fd)
-            raise ValueError(f"run file {self.path}: cannot lock {lock_path} ({err.strerror}); put the run file on a "
-                             "local disk") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since "
-                      f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
-        self._lock_fd = fd
+        self._lock_fd = take_lock(self.path.with_name(self.path.name + ".lock"), self.path, "run file")
 
     def _read(self) -> None:
         with os.fdopen(_open_own(self.path, os.O_RDWR), "r+b") as handle:

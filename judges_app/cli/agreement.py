@@ -42,7 +42,6 @@ from judges_app.cli.common import (
     check_tracking,
     cli_lm,
     dataset_name,
-    default_output,
     lm_params,
     load_labelled,
     log_after_printing,
@@ -53,6 +52,7 @@ from judges_app.cli.common import (
     share,
     tracking,
 )
+from judges_app.cli.outputs import default_output
 from judges_app.tracking import data_hash, log_calibration
 
 

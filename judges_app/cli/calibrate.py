@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import time
-from pathlib import Path
 
 from calibration.agreement.report import write_report
 from calibration.data.labelled import balanced_sample, split, without_shipped_training
@@ -18,6 +18,7 @@ from calibration.fitting.heldout import check_split, compare_on_heldout
 from judges.data.samples import SampleValidationError
 from judges.lm.resolve import resolve_lm
 from judges.lm.served import PermanentLMError
+from judges.run.run_file import take_lock
 from judges.run.usage import usage_cost, usage_tokens
 from judges_app.cli.common import (
     BUILTIN_SETS,
@@ -33,19 +34,18 @@ from judges_app.cli.common import (
     check_tracking,
     cli_lm,
     dataset_name,
-    default_output,
     lm_params,
     load_labelled,
     log_after_printing,
     mlflow_note,
     output_folder,
-    path_part,
     positive_int,
     read_prices,
     seed_value,
     share,
     tracking,
 )
+from judges_app.cli.outputs import default_output, path_part
 from judges_app.mlflow_labels import MlflowSourceError, labels_from_mlflow
 from judges_app.tracking import data_hash, default_tracking_uri, log_calibration
 
@@ -161,52 +161,59 @@ def run(args) -> int:
         raise UsageError(f"--optimizer-options must be a JSON object, got {type(extra).__name__}: {args.optimizer_options}")
     options = {"max_demos": args.max_demos, **extra}
     out = output_folder(args.out or default_output(args.runs_dir, "calibrate", dataset_name(args.data), probe.name))
-    if "finetune" in args.optimizer:
-        options.setdefault("out", str(out / "finetuned-verifier"))
-    params = {"data": args.data, "data_hash": data_hash(list(picked.dataset.samples) + list(picked.labels)),
-              "judge": probe.name, "judge_params": probe.get_params(), **lm_params(args),
-              "optimizers": args.optimizer, "calibrator": args.calibrator, "seed": args.seed,
-              "n_train": len(parts.train), "n_test": len(parts.test), "max_demos": args.max_demos,
-              "pool": args.pool or [], "dropped_trained_on": dropped}
-    print(f"{args.data}: train {len(parts.train)}, test {len(parts.test)} (held out); judge {probe.name}; "
-          f"optimizers {args.optimizer}; calibrator {args.calibrator}; seed {args.seed}", flush=True)
-    start = time.perf_counter()
-    with tracking(args, "dspy-judges-calibrate", f"calibrate {probe.name} on {args.data}", params):
-        try:
-            compiled, run = compare_on_heldout(
-                lambda: build_metric(spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
-                calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
-                reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}",
-                n_bootstrap=args.n_bootstrap, pool=pool, beside=beside, **options)
-        except JudgeFailedError as err:
-            raise CommandFailed(f"{err}. No agreement table: there is nothing to measure.") from None
-        except PermanentLMError as err:
-            raise CommandFailed(f"stopped: the LM refused a request in a way no retry fixes ({err})") from None
-        run.meta.update(data=args.data, lm=(args.lm or "embedded") if probe.needs_lm else None,
-                        seconds_total=time.perf_counter() - start)
-        if prices is not None:
-            for usage in run.meta["usage"].values():
-                usage["cost"] = usage_cost(usage["by_model"], prices)
-        run.save(out / "calibration_run.json")
-        for label, judge in compiled.items():
-            judge.save(out / f"compiled_{path_part(probe.name)}_{label}.json")
-        report = None if args.no_report else write_report(run, out / "report", progress=True)
-        print_results(run, args)
-        print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/: calibration_run.json, "
-              + ", ".join(f"compiled_{path_part(probe.name)}_{label}.json" for label in compiled))
-        if report:
-            print(f"HTML report: {report}")
-        logging_failed = log_after_printing(
-            args, lambda: log_calibration(run, compiled, out / "calibration_run.json", report))
-    if logging_failed:
-        raise CommandFailed(logging_failed)
-    mlflow_note(args)
-    worst = max(((count / len(parts.test if scorer in run.scores else parts.train), scorer)
-                 for scorer, count in run.meta["failures"].items()), default=(0.0, None))
-    if worst[0] > args.max_failure_share:
-        raise CommandFailed(f"{worst[1]} failed on {worst[0]:.0%} of its items, more than --max-failure-share "
-                            f"{args.max_failure_share:.0%}: the numbers above describe only the items it scored")
-    return 0
+    try:  # one calibrate at a time per output folder: a second would replace the first's files unseen
+        folder_lock = take_lock(out / ".calibrate.lock", out, "output folder")
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    try:
+        if "finetune" in args.optimizer:
+            options.setdefault("out", str(out / "finetuned-verifier"))
+        params = {"data": args.data, "data_hash": data_hash(list(picked.dataset.samples) + list(picked.labels)),
+                  "judge": probe.name, "judge_params": probe.get_params(), **lm_params(args),
+                  "optimizers": args.optimizer, "calibrator": args.calibrator, "seed": args.seed,
+                  "n_train": len(parts.train), "n_test": len(parts.test), "max_demos": args.max_demos,
+                  "pool": args.pool or [], "dropped_trained_on": dropped}
+        print(f"{args.data}: train {len(parts.train)}, test {len(parts.test)} (held out); judge {probe.name}; "
+              f"optimizers {args.optimizer}; calibrator {args.calibrator}; seed {args.seed}", flush=True)
+        start = time.perf_counter()
+        with tracking(args, "dspy-judges-calibrate", f"calibrate {probe.name} on {args.data}", params):
+            try:
+                compiled, run = compare_on_heldout(
+                    lambda: build_metric(spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
+                    calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
+                    reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}",
+                    n_bootstrap=args.n_bootstrap, pool=pool, beside=beside, **options)
+            except JudgeFailedError as err:
+                raise CommandFailed(f"{err}. No agreement table: there is nothing to measure.") from None
+            except PermanentLMError as err:
+                raise CommandFailed(f"stopped: the LM refused a request in a way no retry fixes ({err})") from None
+            run.meta.update(data=args.data, lm=(args.lm or "embedded") if probe.needs_lm else None,
+                            seconds_total=time.perf_counter() - start)
+            if prices is not None:
+                for usage in run.meta["usage"].values():
+                    usage["cost"] = usage_cost(usage["by_model"], prices)
+            run.save(out / "calibration_run.json")
+            for label, judge in compiled.items():
+                judge.save(out / f"compiled_{path_part(probe.name)}_{label}.json")
+            report = None if args.no_report else write_report(run, out / "report", progress=True)
+            print_results(run, args)
+            print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/: calibration_run.json, "
+                  + ", ".join(f"compiled_{path_part(probe.name)}_{label}.json" for label in compiled))
+            if report:
+                print(f"HTML report: {report}")
+            logging_failed = log_after_printing(
+                args, lambda: log_calibration(run, compiled, out / "calibration_run.json", report))
+        if logging_failed:
+            raise CommandFailed(logging_failed)
+        mlflow_note(args)
+        worst = max(((count / len(parts.test if scorer in run.scores else parts.train), scorer)
+                     for scorer, count in run.meta["failures"].items()), default=(0.0, None))
+        if worst[0] > args.max_failure_share:
+            raise CommandFailed(f"{worst[1]} failed on {worst[0]:.0%} of its items, more than --max-failure-share "
+                                f"{args.max_failure_share:.0%}: the numbers above describe only the items it scored")
+        return 0
+    finally:
+        os.close(folder_lock)
 
 
 def print_results(run, args) -> None:

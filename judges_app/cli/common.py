@@ -65,24 +65,6 @@ def output_folder(path: str | Path) -> Path:
     return path
 
 
-def path_part(name: str) -> str:
-    """``name`` (a data file's stem, a judge's name) as one safe file-name part: runs of anything but letters,
-    digits, ``_``, ``.`` and ``-`` become ``_``; no leading or trailing ``.`` or ``_``; at most 100 characters;
-    ``unnamed`` when nothing is left. The one place a name becomes part of a path."""
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(name)).strip("._")[:100].strip("._")
-    return slug or "unnamed"
-
-
-def default_output(runs_dir: str | Path, command: str, *names: str) -> Path:
-    """The default output folder ``<runs_dir>/<command>/<name>-<name>...`` (each name through ``path_part``),
-    checked to stay inside ``<runs_dir>/<command>``."""
-    root = Path(runs_dir) / command
-    folder = root / "-".join(path_part(name) for name in names)
-    if not folder.resolve().is_relative_to(root.resolve()) or folder.resolve() == root.resolve():
-        raise UsageError(f"the default output folder for {names!r} would leave {root}; give --out")
-    return folder
-
-
 class CommandFailed(Exception):
     """The command ran but its result cannot be trusted (e.g. the judge failed on too many items):
     reported in one line and exit code 1, after whatever was written and printed."""

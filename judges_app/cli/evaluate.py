@@ -23,7 +23,6 @@ from judges_app.cli.common import (
     build_metric,
     check_tracking,
     cli_lm,
-    default_output,
     lm_params,
     load_dataset,
     log_after_printing,
@@ -34,6 +33,7 @@ from judges_app.cli.common import (
     timeout_seconds,
     tracking,
 )
+from judges_app.cli.outputs import default_output
 from judges_app.tracking import data_hash, log_evaluation
 
 

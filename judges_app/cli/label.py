@@ -41,6 +41,7 @@ from judges.data.dataset import EvaluationDataset
 from judges.data.samples import SampleValidationError
 from judges.lm.embeddings import resolve_embedder
 from judges.lm.served import PermanentLMError
+from judges.run.run_file import take_lock
 from judges_app.cli.common import (
     CommandFailed,
     UsageError,
@@ -239,6 +240,18 @@ def run(args) -> int:
     out = Path(args.out)
     if out.parent and not out.parent.exists():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
+    try:  # one labelling session per labels file: two would ask for the same items twice
+        session_lock = take_lock(out.with_name(out.name + ".lock"), out, "labels file")
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    try:
+        return _label(args, judge, pool, trace_ids, out)
+    finally:
+        os.close(session_lock)
+
+
+def _label(args, judge, pool, trace_ids, out: Path) -> int:
+    """The labelling session of ``run``, its labels file locked."""
     rows = EvaluationDataset(list(pool)).to_list()
     keys = [item_key(r) for r in rows]
     labelled = {item_key(r) for r in read_labels(out)}
