@@ -7,9 +7,22 @@ import ast
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+
+
+def parse_source(text: str) -> ast.Module:
+    """``ast.parse`` in a fresh thread. In one full run CPython 3.11 failed here with "AST constructor recursion
+    depth mismatch", which it raises when the thread's recursion count is off; other tests in the same process
+    provoke RecursionErrors on purpose (deeply nested JSON). A new thread starts with a clean count."""
+    parsed: dict[str, ast.Module] = {}
+    thread = threading.Thread(target=lambda: parsed.setdefault("tree", ast.parse(text)))
+    thread.start()
+    thread.join()
+    return parsed["tree"]
+
 
 ROOT = Path(__file__).resolve().parents[1]
 #: floor of each top-level name; a module may import its own floor and the floors below.
@@ -39,7 +52,7 @@ def floor_violations(root: Path = ROOT) -> list[str]:
             relative = path.relative_to(root).with_suffix("")
             module = ".".join(relative.parts[:-1] if relative.name == "__init__" else relative.parts)
             own = FLOORS[package]
-            for line, name in imported_names(ast.parse(path.read_text(encoding="utf-8")), module):
+            for line, name in imported_names(parse_source(path.read_text(encoding="utf-8")), module):
                 top = name.split(".")[0]
                 if top in FLOORS and FLOORS[top] > own:
                     problems.append(f"{path.relative_to(root)}:{line} ({package}, floor {own}) imports {name} "
@@ -109,7 +122,7 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     found = modules(root)
     graph: dict[str, set[str]] = {name: set() for name in found}
     for name, path in found.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse_source(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             targets = []
             if isinstance(node, ast.Import):
@@ -197,7 +210,7 @@ def private_imports(root: Path = ROOT) -> list[str]:
     problems = []
     for package in (*PACKAGES, "tests"):
         for path in sorted((root / package).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in ast.walk(parse_source(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ImportFrom):
                     for alias in node.names:
                         if alias.name.startswith("_") and not alias.name.startswith("__"):
@@ -224,7 +237,7 @@ def test_every_library_module_is_short_and_opens_with_a_docstring():
             text = path.read_text(encoding="utf-8")
             if len(text.splitlines()) > MAX_MODULE_LINES:
                 long.append(f"{path.relative_to(ROOT)}: {len(text.splitlines())} lines")
-            if not ast.get_docstring(ast.parse(text)):
+            if not ast.get_docstring(parse_source(text)):
                 bare.append(str(path.relative_to(ROOT)))
     assert long == [] and bare == []
 
@@ -302,7 +315,7 @@ def measurements_in_docstrings(root: Path = ROOT) -> list[str]:
     found = []
     for package in ("judges", "calibration", "judges_app"):
         for path in sorted((root / package).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in ast.walk(parse_source(path.read_text(encoding="utf-8"))):
                 if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                     hits = MEASUREMENT.findall(ast.get_docstring(node) or "")
                     if hits:

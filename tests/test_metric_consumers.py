@@ -347,6 +347,24 @@ def test_the_cache_judges_again_after_the_judge_s_lm_or_compiled_state_changes()
     assert (metric.repeats, metric.degraded, metric.empty_outputs, metric.no_prediction) == (0, 0, 0, 0)
 
 
+def test_an_lm_freed_and_another_made_never_share_a_cache_key():
+    """``id()`` is handed to a new object once the old one is freed: keyed on it, a judge given a new LM
+    returned the old LM's verdicts (seen once in a full run). Each LM keeps a number of its own."""
+    import gc
+
+    from judges.lm.resolve import judging_lm_key
+
+    keys = []
+    for _ in range(20):
+        lm = judge_lm()
+        keys.append(judging_lm_key(lm))
+        del lm
+        gc.collect()
+    assert len(set(keys)) == 20
+    lm = judge_lm()
+    assert judging_lm_key(lm) == judging_lm_key(lm) != judging_lm_key(lm.copy(temperature=0.7))
+
+
 # --- 7: smaller -----------------------------------------------------------------------------------------
 
 def test_a_judge_is_its_own_default_metric_in_evaluate():

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import threading
 import warnings
@@ -161,13 +162,32 @@ def judging_lm(lm: Any = None) -> Any:
     return dspy.settings.lm if lm is None else lm
 
 
+_LM_SERIALS = itertools.count(1)
+
+
+def _lm_serial(lm: Any) -> int:
+    """A number this LM object keeps for its life (stored on it): unlike ``id()``, never handed to a later object
+    once this one is freed."""
+    try:
+        serial = vars(lm).get("_dspy_judges_serial")
+        if serial is None:
+            serial = vars(lm).setdefault("_dspy_judges_serial", next(_LM_SERIALS))
+        return serial
+    except TypeError:  # no __dict__: its identity, the best there is
+        return id(lm)
+
+
 def judging_lm_key(lm: Any = None) -> str:
     """``judging_lm(lm)`` as a key (a cache of verdicts keys on it): a model string or path by its name, an
-    LM object by its name and identity, the embedded model by its name."""
+    LM object by its name, its own serial number and its settings (a copy with another temperature judges
+    again), the embedded model by its name."""
     lm = judging_lm(lm)
     if lm is None:
         return EMBEDDED_LM_NAME
-    return lm_label(lm) if isinstance(lm, str) else f"{lm_name(lm)}@{id(lm):x}"
+    if isinstance(lm, str):
+        return lm_label(lm)
+    settings = getattr(lm, "kwargs", None)
+    return f"{lm_name(lm)}#{_lm_serial(lm)}" + (f" {sorted(settings.items())!r}" if isinstance(settings, dict) else "")
 
 
 def lm_name(lm: Any) -> str:

@@ -237,7 +237,7 @@ def judge_lm_label(metric: Any) -> str:
     parts = getattr(metric, "metrics", None)
     if isinstance(parts, Mapping):
         return ", ".join(f"{name}: {judge_lm_label(part)}" for name, part in parts.items() if part.needs_lm) or "-"
-    return judging_lm_key(getattr(metric, "judge_lm", None)).split("@")[0]
+    return judging_lm_key(getattr(metric, "judge_lm", None)).split("#")[0]
 
 
 def degraded_reason(result: dspy.Prediction) -> str | None:
