@@ -99,7 +99,7 @@ def dead_endpoint_lm():
 @pytest.mark.parametrize("threads", [1, 4])
 def test_a_judge_without_a_key_stops_evaluate_and_cancels_the_queued_program_calls(monkeypatch, threads):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    program = CountingProgram()
+    program = CountingProgram(delay=0.2)  # DSPy submits every item before the first can fail
     metric = Faithfulness().as_metric(field_map=GROUNDED)
     configure_judges(lm="openai/gpt-4o-mini")
     try:
@@ -411,7 +411,7 @@ def test_errors_point_where_the_field_is_and_a_single_metric_combination_is_refu
 
 
 def test_a_configuration_error_is_logged_once_and_cancels_the_queue(caplog):
-    program = CountingProgram()
+    program = CountingProgram(delay=0.2)  # DSPy submits every item before the first can fail
     metric = similarity(field_map={"response": "pred.summary", "reference": "example.answer"})
     with dspy.context(lm=program.lm), caplog.at_level(logging.ERROR):
         with pytest.raises(MetricConfigurationError):
