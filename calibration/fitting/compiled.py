@@ -30,6 +30,8 @@ from calibration.fitting.calibrators import Calibrator
 from calibration.fitting.memory import EpisodicMemory
 from calibration.fitting.signals import feature_matrix
 from judges.lm.embeddings import embedder_identity
+from judges.lm.files import EMBEDDED
+from judges.lm.verifier import EMBEDDED_INT8
 from judges.lm.resolve import lm_label, lm_name, resolve_lm
 from judges.metrics.base import Judge, Metric
 from judges.metrics.catalogue import class_names
@@ -265,7 +267,7 @@ MODEL_FOLDER_PARAMS = ("verifier", "multilingual_verifier")
 
 def _is_folder_path(value: Any) -> bool:
     """A judge setting that names a model folder rather than a shipped model ("embedded", "embedded-int8")."""
-    return isinstance(value, str) and value not in ("embedded", "embedded-int8") and bool(value.strip())
+    return isinstance(value, str) and value not in (EMBEDDED, EMBEDDED_INT8) and bool(value.strip())
 
 
 def registered_judge_class(name: Any) -> type[Metric]:

@@ -116,7 +116,7 @@ def _unit(sentence: str) -> Unit:
     original = sentence.strip()
     if has_cjk(original):
         return Unit(sentence, "claim", original)
-    text = _normalised(original)
+    text = written = _normalised(original)
     asked = text.endswith("?")
     body = _OPENING_REACTION.sub("", text, count=1).strip()
     while body and body != text and _OPENING_REACTION.match(body):  # "oh yeah, wow, ..."
@@ -142,7 +142,7 @@ def _unit(sentence: str) -> Unit:
         return Unit(sentence, "opinion", None)
     if _EXPERIENCE.match(body) and not specific:
         return Unit(sentence, "experience", None)
-    return Unit(sentence, "claim", original if body == _normalised(original) else body)
+    return Unit(sentence, "claim", original if body == written else body)
 
 
 def claim_units(text: str) -> list[Unit]:

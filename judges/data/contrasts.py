@@ -25,6 +25,7 @@ model.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 
@@ -142,8 +143,6 @@ def one_span_contrasts(claim: str, sentence: str, longest: int = 3) -> list[str]
     """The claim with one span of at most ``longest`` words as the sentence has it, where everything else of
     the claim stands in the sentence in order (the sentence may add words): "Plants absorb oxygen from the
     air." against "Plants absorb carbon dioxide from the air." gives the claim with "carbon dioxide"."""
-    import difflib
-
     mine = [(m.group().casefold(), m.start(), m.end()) for m in _SPAN.finditer(claim)]
     theirs = [m.group() for m in _SPAN.finditer(sentence)]
     matcher = difflib.SequenceMatcher(a=[w for w, _, _ in mine], b=[w.casefold() for w in theirs], autojunk=False)

@@ -139,6 +139,18 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def unchanged_file_sha256(path: Path) -> str:
+    """``file_sha256``, computed once while the file keeps its size and time (as ``folder_digest``): a check
+    asked for at every call does not read the file again."""
+    stat = Path(path).stat()
+    return _sha256_of(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
+    return file_sha256(Path(path))
+
+
 def folder_digest(path: Path) -> str:
     """A model folder's files (not its subfolders) hashed by name and content, ``"sha256:<hex>"``; cached
     while none of them changes size or time (a model retrained into the same folder is another model)."""

@@ -44,7 +44,7 @@ from typing import Any
 
 import dspy
 
-from judges.lm.resolve import judging_lm_key
+from judges.lm.resolve import EMBEDDED_LM_NAME, judging_lm, lm_label
 from judges.lm.served import PermanentLMError, RetryBudgetExhausted, failure_kind
 from judges.metrics.fields import FieldNotFoundError, FieldResolver, as_text
 from judges.metrics.score import (
@@ -128,22 +128,22 @@ class ExportedMetric:
     def _score(self, score: float, text: str, **extra: Any) -> MetricScore:
         return MetricScore(score, self.threshold, text, **extra)
 
+    def _floor(self, counter: str, why: str, advice: str = "") -> MetricScore:
+        """The metric's floor for an output it does not judge, counted in ``counter`` and said in the feedback."""
+        self._count(counter)
+        floor = float(self.judge.output_floor)
+        return self._score(floor, f"{why}: {self.judge.name} scores it {floor:g}, its floor, without judging.{advice}")
+
     def __call__(self, example, pred, trace=None, pred_name=None, pred_trace=None) -> MetricScore:
         metric = self.judge
         if pred is None:  # SIMBA scores an item whose program raised as metric(example, None)
-            self._count("no_prediction")
-            floor = float(metric.output_floor)
-            return self._score(floor, f"The program produced no prediction (it raised an error): {metric.name} "
-                                      f"scores it {floor:g}, its floor, without judging.")
+            return self._floor("no_prediction", "The program produced no prediction (it raised an error)")
         try:
             sample, empty = self._resolver.resolve(example, pred, metric.required_fields)
         except FieldNotFoundError as err:
             raise stopping(MetricConfigurationError(f"{metric.name}: {err}")) from None
         if empty:
-            self._count("empty_outputs")
-            floor = float(metric.output_floor)
-            return self._score(floor, f"The program's {' and '.join(empty)} is empty: {metric.name} scores it "
-                                      f"{floor:g}, its floor, without judging. Produce an answer.")
+            return self._floor("empty_outputs", f"The program's {' and '.join(empty)} is empty", " Produce an answer.")
         result = self._judged(sample)
         text, degraded = metric.explain(result), degraded_reason(result)
         if degraded:
@@ -237,7 +237,7 @@ def judge_lm_label(metric: Any) -> str:
     parts = getattr(metric, "metrics", None)
     if isinstance(parts, Mapping):
         return ", ".join(f"{name}: {judge_lm_label(part)}" for name, part in parts.items() if part.needs_lm) or "-"
-    return judging_lm_key(getattr(metric, "judge_lm", None)).split("#")[0]
+    return lm_label(judging_lm(getattr(metric, "judge_lm", None))) or EMBEDDED_LM_NAME
 
 
 def degraded_reason(result: dspy.Prediction) -> str | None:

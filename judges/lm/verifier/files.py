@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from judges.lm.files import embedded_embedder_path, file_sha256
+from judges.lm.files import embedded_embedder_path, unchanged_file_sha256
 
 #: The shipped verifier's fine-tuned tensors and their manifest, inside the package.
 SHIPPED_DIR = Path(__file__).resolve().parent / "weights"
@@ -102,7 +102,7 @@ def checked_manifest(weights: Path = SHIPPED_WEIGHTS, manifest: Path = SHIPPED_M
         meta = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
         raise VerifierError(f"the verifier manifest {manifest} is unreadable: {err}") from None
-    if not isinstance(meta, dict) or meta.get("sha256") != file_sha256(weights):
+    if not isinstance(meta, dict) or meta.get("sha256") != unchanged_file_sha256(weights):
         raise VerifierError(f"the verifier file {weights} does not match its manifest's SHA-256 (changed or cut "
                             "short); reinstall dspy-judges or `make verifier`")
     return meta
