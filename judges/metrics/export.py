@@ -53,6 +53,7 @@ from judges.metrics.score import (
     MetricConfigurationError,
     MetricScore,
     MetricStop,
+    refuse_if_stopped,
     stopping,
 )
 
@@ -136,6 +137,7 @@ class ExportedMetric:
 
     def __call__(self, example, pred, trace=None, pred_name=None, pred_trace=None) -> MetricScore:
         metric = self.judge
+        refuse_if_stopped()
         if pred is None:  # SIMBA scores an item whose program raised as metric(example, None)
             return self._floor("no_prediction", "The program produced no prediction (it raised an error)")
         try:

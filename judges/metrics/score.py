@@ -15,9 +15,11 @@ Owns: the return type and the stop errors. Must not build samples (``judges.metr
 
 from __future__ import annotations
 
+import copy
 import numbers
 import queue
 import sys
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -165,13 +167,15 @@ class MetricScore(dspy.Prediction, dict):
                 f"{extra}, feedback={self.feedback!r})")
 
 
-def stopping(error: MetricStop) -> MetricStop:
-    """``error``, after cancelling the items still queued in the DSPy thread pool this call runs in (found
-    on the call stack: Evaluate's, ``dspy.Parallel``'s and the optimizers' ``ParallelExecutor``), so that no
-    more program calls start once the run is bound to stop. Items already running finish; the executor's
-    own stop flag is left alone so that the error raised is this one, not DSPy's generic "Execution
-    cancelled"."""
-    frame = sys._getframe(1)
+#: The DSPy pools a metric stopped, with the error that stopped each: the items still running in them when
+#: the stop came are refused before they call a judge (paid calls whose results nobody reads).
+_stopped_pools: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _this_pool() -> tuple[ParallelExecutor | None, Any]:
+    """The DSPy ``ParallelExecutor`` this call runs under and the work queue of its thread pool (``None``
+    for either that is not on the call stack: a call outside DSPy, or a sequential run)."""
+    frame = sys._getframe(2)
     executor, work_queue = None, None
     while frame is not None:
         here = frame.f_locals
@@ -180,6 +184,18 @@ def stopping(error: MetricStop) -> MetricStop:
         if work_queue is None and frame.f_code.co_name == "_worker" and "concurrent" in frame.f_code.co_filename:
             work_queue = here.get("work_queue")
         frame = frame.f_back
+    return executor, work_queue
+
+
+def stopping(error: MetricStop) -> MetricStop:
+    """``error``, after cancelling the items still queued in the DSPy thread pool this call runs in (found
+    on the call stack: Evaluate's, ``dspy.Parallel``'s and the optimizers' ``ParallelExecutor``), so that no
+    more program calls start once the run is bound to stop. Items already running finish their program call
+    and are then refused by ``refuse_if_stopped`` before they judge. The executor's own stop flag is left
+    alone so that the error raised is this one, not DSPy's generic "Execution cancelled"."""
+    executor, work_queue = _this_pool()
+    if executor is not None:
+        _stopped_pools.setdefault(executor, copy.copy(error))  # no traceback: its frames hold the executor
     if executor is not None and isinstance(work_queue, queue.SimpleQueue | queue.Queue):
         kept = []
         while True:
@@ -194,3 +210,15 @@ def stopping(error: MetricStop) -> MetricStop:
         for item in kept:
             work_queue.put(item)
     return error
+
+
+def refuse_if_stopped() -> None:
+    """Raise again the error that stopped the DSPy pool this call runs in, if a metric has stopped it: the
+    item was running when the stop came, and judging it would cost judge calls whose result is discarded.
+    A copy of the same error, so that whichever finished item DSPy reads first, the caller sees one message."""
+    if not _stopped_pools:
+        return
+    executor, _ = _this_pool()
+    first = _stopped_pools.get(executor) if executor is not None else None
+    if first is not None:
+        raise copy.copy(first)
