@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -375,3 +376,17 @@ def test_the_attempt_a_retry_replaced_is_still_counted(tmp_path):
     assert summary["lm_calls"] == proxy.counts["delivered"] > 3
     assert summary["unrecorded_calls"] == first.summary()["good"]["lm_calls"] - 2
     assert summary["input_tokens"] == proxy.counts["prompt_tokens"]
+
+
+def test_dspys_cache_keeps_each_endpoints_answers_apart():
+    """DSPy's disk cache leaves ``api_base`` out of its key: one server's answers came back for another."""
+    prompt = f"same prompt {time.time_ns()}"
+    with MockOpenAI(latency=0.0) as first, MockOpenAI(latency=0.0) as second:
+        for api in (request(prompt), prompt):  # DSPy's request API and a plain prompt
+            served(first.url, cache=True)(api)
+            served(first.url, cache=True)(api)  # the same endpoint: from the cache
+            served(second.url, cache=True)(api)  # another endpoint, the same model string: asked
+        assert first.counts["requests"] == 2 and second.counts["requests"] == 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # DSPy's "rollout_id has no effect at temperature 0" is not ours
+            served(second.url, cache=True, temperature=0.0)(request(prompt + " again"))

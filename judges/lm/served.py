@@ -32,6 +32,7 @@ Must not run a model in-process (``judges.lm.engine``) or choose which LM a judg
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import random
 import threading
@@ -281,6 +282,8 @@ class ServedLM(dspy.LM):
             kwargs["messages"] = messages
         if "response_format" in kwargs:
             kwargs["response_format"] = self._response_format(kwargs["response_format"])
+        if self.api_base and kwargs.get("cache", self.cache):
+            kwargs["rollout_id"] = self._endpoint_rollout(kwargs.get("rollout_id", self.kwargs.get("rollout_id")))
         limit = kwargs.get("max_tokens", self.kwargs.get("max_tokens"))
         if self.api_base and limit is not None:
             # DSPy sends OpenAI's newer max_completion_tokens, which llama.cpp's and other self-hosted servers
@@ -319,6 +322,14 @@ class ServedLM(dspy.LM):
                 ) from error
             time.sleep(self.delay(error, attempt))
             attempt += 1
+
+    def _endpoint_rollout(self, rollout_id: Any) -> int:
+        """A ``rollout_id`` that also names this LM's endpoint. DSPy's disk cache leaves ``api_base`` out of its
+        key, so two servers under one model string would share answers; ``rollout_id`` is the one setting DSPy
+        puts in the key and never sends. The caller's own rollout still gives entries of their own."""
+        self._warned_zero_temp_rollout = True  # DSPy's "no effect at temperature 0" is not about this id
+        digest = hashlib.sha256(f"{self.api_base}\x00{rollout_id!r}".encode()).digest()
+        return int.from_bytes(digest[:7], "big")
 
     async def acall(self, prompt=None, *, messages=None, **kwargs):
         if messages is not None:
