@@ -431,3 +431,40 @@ def test_sigterm_stops_a_command_as_ctrl_c_does_and_the_handler_is_restored(monk
     assert main(["metrics"]) == 130 and time.monotonic() - start < 4
     assert "interrupted" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_an_interrupted_calibrate_says_what_it_paid_for_and_the_rerun_reuses_it(tmp_path, capsys):
+    """Ctrl-C after three judge calls: exit 130, the paid calls said, the three judgments kept; the same command
+    again pays only for the rest (as many calls as an uninterrupted run, less three)."""
+    labels = critic_labels(tmp_path)
+    argv = ["calibrate", str(labels), *CRITIC, "--optimizer", "none", "--calibrator", "platt", "--n-train", "8",
+            "--n-test", "8", "--no-mlflow", "--n-bootstrap", "50", "--no-report"]
+
+    def counting(interrupt_at=None):
+        def respond(prompt):
+            lm.calls += 1
+            if lm.calls == interrupt_at:
+                raise KeyboardInterrupt
+            response = re.findall(r"\[\[ ## response ## \]\]\n(.*?)\n", prompt)[-1]
+            return {"reason": "scripted", "verdict": str("good" in response)}
+        lm = scripted_lm(respond)
+        lm.calls = 0
+        return lm
+
+    first = counting(interrupt_at=4)
+    with dspy.context(lm=first):
+        assert main([*argv, "--out", str(tmp_path / "o")]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted after" in err and "3 new judgments are kept in" in err and "3 paid LM calls" in err
+    assert len((tmp_path / "o" / "judgments.jsonl").read_text().splitlines()) == 1 + 3
+    again, fresh = counting(), counting()
+    with dspy.context(lm=again):
+        assert main([*argv, "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "resuming: 3 judgments recorded by an earlier run" in out and "3 judgments came from judgments.jsonl" in out
+    with dspy.context(lm=fresh):
+        assert main([*argv, "--out", str(tmp_path / "fresh")]) == 0
+    assert again.calls == fresh.calls - 3 > 0
+    resumed = CalibrationRun.load(tmp_path / "o" / "calibration_run.json")
+    whole = CalibrationRun.load(tmp_path / "fresh" / "calibration_run.json")
+    assert resumed.scores == whole.scores and resumed.meta["judgments"]["reused"] == 3

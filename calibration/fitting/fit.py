@@ -62,6 +62,7 @@ from calibration.data.labelled import (
 from calibration.fitting.calibrators import SELECTION_RULES, Calibrator
 from calibration.fitting.compiled import CompiledJudge
 from calibration.fitting.finetune import FINETUNE_OPTIONS, finetune_verifier
+from calibration.fitting.judgments import open_records
 from calibration.fitting.memory import align_with_memory
 from calibration.fitting.optimizers import (
     LM_OPTIMIZERS,
@@ -82,6 +83,7 @@ from judges.lm.resolve import lm_name, resolve_lm
 from judges.lm.served import PermanentLMError
 from judges.metrics.base import Judge, Metric
 from judges.run.records import sample_key
+from judges.run.usage import tracked_usage
 
 __all__ = [
     "FEATURES",
@@ -123,12 +125,18 @@ def judge_scores(judge: Metric, data: LabelledSet, *, progress: bool = False,
     bar. A failed item is NaN in the scores and ``{"error": "<type>: <message>"}`` in the results: callers
     leave it out of fitting and agreement (``failed_mask``), never impute a score for it."""
     scores, results = [], []
+    records = open_records()
     items = data.dataset
     if progress:
         items = tqdm(items, desc=desc or judge.name, unit="item")
     for sample in items:
         try:
-            result = judge.score(sample)
+            if records is None:
+                result = judge.score(sample)
+            elif (result := records.get(judge, sample)) is None:
+                with tracked_usage() as usage:
+                    result = judge.score(sample)
+                records.put(judge, sample, result, usage)
             scores.append(float(result.score))
             results.append(result)
         except PermanentLMError:  # the LM refuses every request (auth, bad request): no point going on

@@ -45,7 +45,7 @@ def run_header(keys: Sequence[str], names: Sequence[str], metrics: Sequence[Metr
     }
 
 
-def _open_own(path: Path, flags: int) -> int:
+def open_own(path: Path, flags: int) -> int:
     """``os.open`` that never follows a symbolic link (a link at the run file's or the lock's path would
     send the writes into a file elsewhere): refused with one line naming the path."""
     try:
@@ -57,7 +57,7 @@ def _open_own(path: Path, flags: int) -> int:
         raise
 
 
-def _readable_length(data: bytes) -> int:
+def readable_length(data: bytes) -> int:
     """How many bytes of a run file to keep: all but a last line cut short (no newline), or a last line that
     is not JSON at all (NUL bytes a crash left), which a resumed run would otherwise append after."""
     keep = data.rfind(b"\n") + 1 if not data.endswith(b"\n") else len(data)
@@ -91,7 +91,7 @@ def take_lock(lock_path: Path, guarded: Path, what: str = "file") -> int:
     """An exclusive ``flock`` on ``lock_path`` (made if missing, never through a link), holding a line that
     says who holds it; the descriptor, whose closing (or the holder's exit, killed or not) drops the lock.
     ``FileInUse`` names ``guarded`` and the holder when another process has it."""
-    fd = _open_own(lock_path, os.O_RDWR | os.O_CREAT)
+    fd = open_own(lock_path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -252,10 +252,10 @@ class RunFile:
             if self.path.exists() and self.path.stat().st_size > 0:
                 self._read()
             else:
-                fd = _open_own(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                fd = open_own(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     handle.write(json.dumps({"header": header}, ensure_ascii=False) + "\n")
-            self._fd = _open_own(self.path, os.O_WRONLY | os.O_APPEND)
+            self._fd = open_own(self.path, os.O_WRONLY | os.O_APPEND)
         except BaseException:
             self.close()  # refused: the lock goes with it
             raise
@@ -264,7 +264,7 @@ class RunFile:
         self._lock_fd = take_lock(self.path.with_name(self.path.name + ".lock"), self.path, "run file")
 
     def _read(self) -> None:
-        with os.fdopen(_open_own(self.path, os.O_RDWR), "r+b") as handle:
+        with os.fdopen(open_own(self.path, os.O_RDWR), "r+b") as handle:
             data = handle.read()
             first = data.split(b"\n", 1)[0]
             try:
@@ -274,7 +274,7 @@ class RunFile:
             if not (isinstance(header, dict) and isinstance(header.get("header"), dict)):
                 raise ValueError(f"{self.path} is not a run file of this library (no header line); it was left "
                                  "as it is: give a new run file")
-            keep = _readable_length(data)
+            keep = readable_length(data)
             if keep <= len(first):  # the header alone, its newline cut: the header stays, whole
                 handle.truncate(len(first))
                 handle.seek(len(first))

@@ -9,17 +9,19 @@ import argparse
 import json
 import os
 import re
+import sys
 import time
 
 from calibration.agreement.report import write_report
 from calibration.data.labelled import balanced_sample, split, without_shipped_training
 from calibration.fitting.fit import JudgeFailedError, check_optimizer
 from calibration.fitting.heldout import check_split, compare_on_heldout
+from calibration.fitting.judgments import JudgmentRecords, recording_judgments
 from judges.data.samples import SampleValidationError
 from judges.lm.resolve import resolve_lm
 from judges.lm.served import PermanentLMError
 from judges.run.run_file import take_lock
-from judges.run.usage import usage_cost, usage_tokens
+from judges.run.usage import tracked_usage, usage_cost, usage_tokens
 from judges_app.cli.common import (
     BUILTIN_SETS,
     CommandFailed,
@@ -175,18 +177,28 @@ def run(args) -> int:
                   "pool": args.pool or [], "dropped_trained_on": dropped}
         print(f"{args.data}: train {len(parts.train)}, test {len(parts.test)} (held out); judge {probe.name}; "
               f"optimizers {args.optimizer}; calibrator {args.calibrator}; seed {args.seed}", flush=True)
+        records = judgment_records(out)
         start = time.perf_counter()
         with tracking(args, "dspy-judges-calibrate", f"calibrate {probe.name} on {args.data}", params):
             try:
-                compiled, run = compare_on_heldout(
-                    lambda: build_metric(spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
-                    calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
-                    reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}",
-                    n_bootstrap=args.n_bootstrap, pool=pool, beside=beside, **options)
+                with recording_judgments(records), tracked_usage() as spent:
+                    compiled, run = compare_on_heldout(
+                        lambda: build_metric(spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
+                        calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
+                        reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}",
+                        n_bootstrap=args.n_bootstrap, pool=pool, beside=beside, **options)
             except JudgeFailedError as err:
                 raise CommandFailed(f"{err}. No agreement table: there is nothing to measure.") from None
             except PermanentLMError as err:
                 raise CommandFailed(f"stopped: the LM refused a request in a way no retry fixes ({err})") from None
+            except KeyboardInterrupt:
+                print(f"\ninterrupted after {time.perf_counter() - start:.0f} s: {spent_words(spent)}. "
+                      f"{records.written} new judgments are kept in {records.path}; the same command again "
+                      "reuses them instead of paying for them again", file=sys.stderr, flush=True)
+                raise
+            finally:
+                records.close()
+            run.meta["judgments"] = {"file": records.path.name, "reused": records.reused, "written": records.written}
             run.meta.update(data=args.data, lm=(args.lm or "embedded") if probe.needs_lm else None,
                             seconds_total=time.perf_counter() - start)
             if prices is not None:
@@ -201,6 +213,9 @@ def run(args) -> int:
                   + ", ".join(f"compiled_{path_part(probe.name)}_{label}.json" for label in compiled))
             if report:
                 print(f"HTML report: {report}")
+            if records.reused:
+                print(f"{records.reused} judgments came from {records.path.name}, recorded by an earlier run of this "
+                      "command (no LM call); delete it to judge every item again")
             logging_failed = log_after_printing(
                 args, lambda: log_calibration(run, compiled, out / "calibration_run.json", report))
         if logging_failed:
@@ -214,6 +229,26 @@ def run(args) -> int:
         return 0
     finally:
         os.close(folder_lock)
+
+
+def judgment_records(out) -> JudgmentRecords:
+    """``<out>/judgments.jsonl``: the judgments this calibration pays for, kept as they come (an earlier
+    interrupted run's are reused; the command says how many)."""
+    try:
+        records = JudgmentRecords(out / "judgments.jsonl")
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if records.stored:
+        print(f"resuming: {records.stored} judgments recorded by an earlier run in {records.path} are reused where "
+              "the judge, its settings and the item are the same", flush=True)
+    return records
+
+
+def spent_words(spent: dict) -> str:
+    """``N paid LM calls (tokens in / out)`` for a ``tracked_usage`` record."""
+    tokens = usage_tokens(spent) if spent.get("by_model") is not None else {"prompt_tokens": 0, "completion_tokens": 0}
+    return (f"{spent.get('lm_calls', 0)} paid LM calls ({tokens['prompt_tokens']} tokens in / "
+            f"{tokens['completion_tokens']} out)")
 
 
 def print_results(run, args) -> None:
