@@ -21,7 +21,7 @@ The judge's own DSPy calls are not traced (``mlflow.tracing.context(enabled=Fals
 with ``mlflow.dspy.autolog()`` on they would become traces in the app's experiment.
 
 Owns: the MLflow field -> sample field mapping, the scorer, its Feedback's names, and the quick check that
-a tracking server answers (``check_reachable``, which ``judges_app.mlflow_labels`` uses too). Must not fit
+a tracking server answers is ``judges_app.tracking.check_reachable``'s. Must not fit
 or calibrate anything (``calibration.fitting``) nor read labels (``judges_app.mlflow_labels``).
 """
 
@@ -54,7 +54,7 @@ from judges.lm.files import EMBEDDED
 from judges.lm.resolve import judging_lm
 from judges.lm.resolve import lm_name as model_name
 from judges.metrics.base import Metric
-from judges_app.tracking import default_tracking_uri, load_compiled_judge
+from judges_app.tracking import MlflowSourceError, check_reachable, default_tracking_uri, load_compiled_judge
 
 #: Keys of MLflow's ``inputs`` holding the user's question, in the order they are looked at.
 QUESTION_KEYS = ("question", "query", "user_input", "input", "prompt")
@@ -72,27 +72,6 @@ VALUE_DIGITS = 3
 
 class MlflowFieldError(ValueError):
     """An MLflow field that holds something we cannot read as a sample field (the message names it)."""
-
-
-class MlflowSourceError(ValueError):
-    """The tracking store cannot give what was asked: no such experiment, a server that does not answer,
-    feedback that is not a label, a model it cannot serve. The message says which trace and value, or which
-    address."""
-
-
-def check_reachable(tracking_uri: str, timeout: float = 5.0) -> None:
-    """Raise MlflowSourceError at once when ``tracking_uri`` is a server that does not answer ``/health``
-    within ``timeout`` seconds (MLflow's own client retries for minutes)."""
-    if not tracking_uri.startswith(("http://", "https://")):
-        return
-    try:
-        with urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=timeout) as answer:
-            if answer.status == 200:
-                return
-            problem = f"HTTP {answer.status}"
-    except (OSError, ValueError) as err:
-        problem = str(err)
-    raise MlflowSourceError(f"the MLflow tracking server {tracking_uri} does not answer ({problem})")
 
 
 def _text(value: Any) -> str | None:
@@ -229,6 +208,20 @@ def feedback_name(metric: Metric) -> str:
     return metric.name
 
 
+def judge_feedback_names(metric: Metric) -> dict[str, str]:
+    """Every name a judge of ours writes Feedback under, each with whose it is: ``metric``'s own, compiled,
+    calibrated and aligned columns and every catalogue metric's (a scorer of any of them may write there)."""
+    from judges.metrics.catalogue import metric_classes  # the whole catalogue: imported when a name is checked
+
+    taken: dict[str, str] = {}
+    for name in sorted(metric_classes()):
+        taken[name] = f"catalogue metric {name}"
+    for suffix, what in (("", "its values"), (COMPILED, "its compiled values"), (CALIBRATED, "its calibrated values"),
+                         (ALIGNED, "its aligned values")):
+        taken[metric.name + suffix] = f"judge {metric.name}: {what}"
+    return taken
+
+
 def check_feedback_name(name: str, assessment: str | None) -> str:
     """``name``, unless it is empty or ``assessment`` (the human label's name, when known): the judge's
     values would then show in the person's column of MLflow's UI. ValueError naming both."""
@@ -360,12 +353,11 @@ def as_mlflow_scorer(metric: Metric | str | Path, *, name: str | None = None, lm
                         f"got {type(metric).__name__}")
     text = str(metric)
     if text.startswith(MODEL_URI_SCHEMES):
-        try:  # the store the model is read from, and a model registry of its own if one is set
-            check_reachable(default_tracking_uri(run_dir))
-            check_reachable(os.environ.get("MLFLOW_REGISTRY_URI", ""))
+        try:  # load_compiled_judge checks the store, and a model registry of its own if one is set, at once
+            return DspyJudgesScorer(load_compiled_judge(text, lm=lm, embeddings=embeddings, run_dir=run_dir),
+                                    name=name)
         except MlflowSourceError as err:
             raise MlflowSourceError(f"as_mlflow_scorer: cannot load {text}: {err}") from None
-        return DspyJudgesScorer(load_compiled_judge(text, lm=lm, embeddings=embeddings, run_dir=run_dir), name=name)
     if not Path(text).is_file():
         raise ValueError(f"as_mlflow_scorer: {text!r} is neither a compiled judge file nor a model URI "
                          f"({', '.join(MODEL_URI_SCHEMES)})")

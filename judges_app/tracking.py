@@ -60,6 +60,28 @@ def default_tracking_uri(run_dir: str | Path = "runs") -> str:
     return f"sqlite:///{folder / 'mlflow.db'}"
 
 
+class MlflowSourceError(ValueError):
+    """The tracking store cannot give what was asked: no such experiment, a server that does not answer,
+    feedback that is not a label, a model it cannot serve. The message says which trace and value, or which
+    address."""
+
+
+def check_reachable(tracking_uri: str, timeout: float = 5.0) -> None:
+    """Raise MlflowSourceError at once when ``tracking_uri`` is a server that does not answer ``/health``
+    within ``timeout`` seconds (MLflow's own client retries for minutes). Every entry point that points
+    MLflow at a store passes here (``_using_tracking_uri``)."""
+    if not tracking_uri or not tracking_uri.startswith(("http://", "https://")):
+        return
+    try:
+        with urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=timeout) as answer:
+            if answer.status == 200:
+                return
+            problem = f"HTTP {answer.status}"
+    except (OSError, ValueError) as err:
+        problem = str(err)
+    raise MlflowSourceError(f"the MLflow tracking server {tracking_uri} does not answer ({problem})")
+
+
 def tracking_problem(run_dir: str | Path = "runs", timeout: float = 5.0) -> str | None:
     """Why a run could not be logged where ``default_tracking_uri(run_dir)`` points, checked in a moment
     before any work (MLflow itself retries a read-only store for ~100 s, or fails after the work): a
@@ -68,11 +90,10 @@ def tracking_problem(run_dir: str | Path = "runs", timeout: float = 5.0) -> str 
     uri = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(run_dir).absolute() / 'mlflow.db'}"
     if uri.startswith(("http://", "https://")):
         try:
-            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout) as answer:
-                ok = answer.status == 200
-        except (OSError, ValueError) as err:
-            return f"the MLflow tracking server {uri} does not answer ({err})"
-        return None if ok else f"the MLflow tracking server {uri} is not healthy"
+            check_reachable(uri, timeout)
+        except MlflowSourceError as err:
+            return str(err)
+        return None
     if uri.startswith("sqlite:///") and ":memory:" not in uri:
         db = Path(unquote(uri[len("sqlite:///"):]).split("?")[0]).absolute()
         places = [db.parent, db.parent / "mlartifacts"]
@@ -164,6 +185,7 @@ def _artifact_location(tracking_uri: str, experiment: str) -> str | None:
 def _using_tracking_uri(uri: str) -> Iterator[None]:
     """Point MLflow at ``uri`` inside the block; afterwards restore the URI and ``$MLFLOW_TRACKING_URI``
     as they were (``mlflow.set_tracking_uri`` also writes the environment variable)."""
+    check_reachable(uri)  # a server that is down fails now, not after MLflow's minutes of retries
     previous, previous_env = getattr(tracking_utils, "_tracking_uri", None), os.environ.get("MLFLOW_TRACKING_URI")
     mlflow.set_tracking_uri(uri)
     try:
@@ -333,7 +355,10 @@ def log_compiled_judge(compiled: CompiledJudge, *, name: str = "compiled_judge")
 
 def load_compiled_judge(model_uri: str, *, lm: Any = None, embeddings: Any = None, run_dir: str | Path = "runs"):
     """The ``CompiledJudge`` inside a model logged by ``log_compiled_judge`` (``models:/...``, ``runs:/...``
-    or a local path), read from ``default_tracking_uri(run_dir)``, with ``lm``/``embeddings`` attached."""
+    or a local path), read from ``default_tracking_uri(run_dir)``, with ``lm``/``embeddings`` attached. A
+    tracking server or registry that does not answer fails within seconds (``MlflowSourceError``)."""
+    if str(model_uri).startswith("models:/"):
+        check_reachable(os.environ.get("MLFLOW_REGISTRY_URI", ""))  # a registry of its own, when one is set
     with _using_tracking_uri(default_tracking_uri(run_dir)), tempfile.TemporaryDirectory() as tmp:
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=tmp))
         flavor = mlflow.models.Model.load(str(local)).flavors.get("python_function", {})

@@ -32,7 +32,7 @@ from judges_app.cli import main
 from judges_app.mlflow_align import CalibratedMlflowJudge, DspyJudgesAligner
 from judges_app.mlflow_labels import JUDGE_TRACE, MlflowSourceError, export_pool, labels_from_mlflow
 from judges_app.mlflow_scorers import as_mlflow_scorer, sample_fields
-from judges_app.tracking import log_compiled_judge
+from judges_app.tracking import load_compiled_judge, log_compiled_judge
 
 sys.path.insert(0, str(Path(__file__).parent))
 from mlflow_server import free_port  # noqa: E402
@@ -315,13 +315,22 @@ def test_label_writes_each_label_back_to_its_trace(store, tmp_path, monkeypatch,
     assert main(argv) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["label"] for r in rows] == [1, 0] and "trace_id" not in rows[0]  # calibrate reads the file as is
-    data, skipped = labels_from_mlflow("pool", assessment="exact_match", required_fields=("response", "reference"))
+    # people's labels go by human_<judge>, never the judge's own column, and as booleans (MLflow's own UI's way)
+    data, skipped = labels_from_mlflow("pool", assessment="human_exact_match",
+                                       required_fields=("response", "reference"))
     assert sorted(zip(data.dataset.to_list(), data.labels), key=str) == sorted(
         [({k: v for k, v in r.items() if k not in ("label", "rationale")}, r["label"]) for r in rows], key=str)
-    feedback = [a for t in ids for a in mlflow.get_trace(t).info.assessments if a.name == "exact_match"]
+    assessments = [a for t in ids for a in mlflow.get_trace(t).info.assessments]
+    feedback = [a for a in assessments if a.name == "human_exact_match"]
+    assert not [a for a in assessments if a.name == "exact_match"]
     assert {(a.source.source_type, a.source.source_id) for a in feedback} == {(HUMAN, "ana")}
+    assert sorted(a.value for a in feedback) == [False, True]
     assert "looks right" in {a.rationale for a in feedback} and len(skipped.without_feedback) == 2
     capsys.readouterr()
+    for taken in ("exact_match", "exact_match_calibrated", "faithfulness"):
+        assert main([*argv, "--out", str(tmp_path / "l0.jsonl"), "--assessment", taken]) == 2
+        assert "is a name our judges write their values under" in capsys.readouterr().err
+    assert not (tmp_path / "l0.jsonl").exists()
     assert main([*argv[:8], "--to-mlflow"]) == 2
     assert "needs --labeller" in capsys.readouterr().err
     plain = tmp_path / "plain.jsonl"
@@ -465,7 +474,7 @@ def test_a_calibrated_judges_rationale_reads_its_raw_result_and_names_the_calibr
                                "nothing to judge; scored the floor without an LM call)")
 
 
-def test_a_model_uri_on_a_server_that_is_down_fails_at_once_naming_it(monkeypatch):
+def test_a_model_uri_on_a_server_that_is_down_fails_at_once_naming_it(monkeypatch, tmp_path):
     dead = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", dead)
     for uri in ("models:/good_judge/1", "runs:/0123456789abcdef/good_judge"):
@@ -474,6 +483,14 @@ def test_a_model_uri_on_a_server_that_is_down_fails_at_once_naming_it(monkeypatc
                                                     f"{re.escape(dead)} does not answer"):
             as_mlflow_scorer(uri, lm=yes_lm())
         assert time.monotonic() - start < 10  # MLflow's own retries would take minutes
+        start = time.monotonic()
+        with pytest.raises(MlflowSourceError, match=f"the MLflow tracking server {re.escape(dead)} does not answer"):
+            load_compiled_judge(uri, lm=yes_lm())  # the same check, wherever MLflow is pointed at a store
+        assert time.monotonic() - start < 10
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///" + str(tmp_path / "m.db"))
+    monkeypatch.setenv("MLFLOW_REGISTRY_URI", dead)
+    with pytest.raises(MlflowSourceError, match=f"{re.escape(dead)} does not answer"):
+        load_compiled_judge("models:/good_judge/1")
 
 
 @pytest.fixture

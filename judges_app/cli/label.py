@@ -206,13 +206,29 @@ def mlflow_pool(args) -> tuple[EvaluationDataset, list[str]]:
     return pool, trace_ids
 
 
-def log_to_mlflow(args, trace_id: str, row: dict[str, Any], judge_name: str) -> None:
-    """The label just saved, logged on its trace as HUMAN feedback (``--assessment``, default the judge's name)."""
+def human_assessment(args, judge) -> str:
+    """The name people's labels go by in MLflow: ``--assessment``, else ``human_<judge>``. Never a name a judge
+    writes its values under (the judge's own, its compiled, calibrated or aligned column, or any catalogue
+    metric's): the person's labels would show in a judge's column of MLflow's UI."""
+    from judges_app.mlflow_scorers import judge_feedback_names
+
+    name = args.assessment or f"human_{judge.name}"
+    taken = judge_feedback_names(judge)
+    if name in taken:
+        raise UsageError(f"--assessment {name!r} is a name our judges write their values under ({taken[name]}); "
+                         f"people's labels would show in a judge's column: give another name, e.g. human_{name}")
+    return name
+
+
+def log_to_mlflow(args, trace_id: str, row: dict[str, Any]) -> None:
+    """The label just saved, logged on its trace as HUMAN feedback ``args.assessment``: a binary label as a
+    boolean, the way MLflow's own feedback UI stores a pass/fail (the calibrate side reads both)."""
     from judges_app.mlflow_labels import log_label
     from judges_app.tracking import default_tracking_uri
 
+    value = bool(row["label"]) if args.label_kind == "binary" else row["label"]
     try:
-        log_label(trace_id, name=args.assessment or judge_name, value=row["label"], labeller=args.labeller,
+        log_label(trace_id, name=args.assessment, value=value, labeller=args.labeller,
                   rationale=row.get("rationale"), tracking_uri=default_tracking_uri(args.runs_dir))
     except Exception as err:  # logged before it is saved: nothing is saved, a rerun asks for it again
         raise CommandFailed(f"logging the label of trace {trace_id} to MLflow failed ({type(err).__name__}: {err}); "
@@ -237,6 +253,8 @@ def run(args) -> int:
         judge.validate_dataset(pool)
     except SampleValidationError as err:
         raise UsageError(f"{args.pool} cannot be scored by {judge.name}: {err}") from None
+    if args.to_mlflow:
+        args.assessment = human_assessment(args, judge.judge if isinstance(judge, CompiledJudge) else judge)
     out = Path(args.out)
     if out.parent and not out.parent.exists():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
@@ -298,7 +316,7 @@ def _label(args, judge, pool, trace_ids, out: Path) -> int:
                 row["rationale"] = rationale.strip()
             if trace_ids is not None:  # MLflow first: a failure there saves nothing, so a rerun asks again
                 for j in (j for j, key in enumerate(keys) if key == keys[i]):  # traces of the very same item
-                    log_to_mlflow(args, trace_ids[j], row, judge.name)
+                    log_to_mlflow(args, trace_ids[j], row)
             append_label(out, row)
             asked += 1
             break
@@ -326,7 +344,8 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
                         "--runs-dir store")
     p.add_argument("--labeller", default=None, metavar="ID", help="with --to-mlflow: who labels (the feedback's source)")
     p.add_argument("--assessment", default=None, metavar="NAME",
-                   help="with --to-mlflow: the feedback's name (default: the judge's name)")
+                   help="with --to-mlflow: the feedback's name (default: human_<judge>; never a name a judge "
+                        "writes under)")
     add_reference_separator_option(p)
     add_common_options(p)
     p.set_defaults(run=run)
