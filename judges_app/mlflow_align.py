@@ -16,6 +16,7 @@ Owns: the optimizer and the judge it returns. Must not implement fitting (``cali
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -26,10 +27,14 @@ from pydantic import PrivateAttr
 
 from calibration.fitting.compiled import CompiledJudge
 from calibration.fitting.fit import fit
+from judges.lm.resolve import lm_name
+from judges.lm.served import litellm_model
 from judges.metrics.base import Metric
 from judges.metrics.custom import AspectCritic
 from judges_app.mlflow_labels import SkipReport, labelled_rows, labelled_set
 from judges_app.mlflow_scorers import ALIGNED, check_feedback_name, metric_identity, score_as_feedback
+
+logger = logging.getLogger(__name__)
 
 
 class CalibratedMlflowJudge(Judge):
@@ -94,7 +99,8 @@ class DspyJudgesAligner(AlignmentOptimizer):
     """Align an MLflow judge with our method: compile our judge on the traces' human labels and calibrate
     it (``calibration.fitting.fit`` with ``optimizer``, ``calibrator``, ``seed`` and ``fit_options``).
 
-    ``metric`` is the judge of our catalogue to fit (default: ``critic_for(judge, lm)``); ``label_kind`` is
+    ``metric`` is the judge of our catalogue to fit (default: ``critic_for(judge, lm)``); ``lm`` the LM it judges
+    with (default: the MLflow judge's own model, ``judging_lm``); ``label_kind`` is
     the feedback's scale ("binary": booleans / yes-no words / 0-1). The aligned judge is named ``name``,
     default ``<judge's name>_aligned``; the judge's own name is the human label's and is refused."""
 
@@ -109,9 +115,22 @@ class DspyJudgesAligner(AlignmentOptimizer):
         self.calibrator, self.label_kind, self.seed = calibrator, label_kind, seed
         self.fit_options = fit_options
 
+    def judging_lm(self, judge: Judge) -> Any:
+        """The LM the fitted judge judges with: the aligner's ``lm=``, else the MLflow judge's own model (its
+        model URI read as LiteLLM's ``openai:/gpt-4o-mini`` -> ``openai/gpt-4o-mini``), as MLflow's own
+        aligners do. None only for a judge with no model, which then judges with the judges' setting."""
+        if self.lm is not None:
+            return self.lm
+        model = getattr(judge, "model", None)
+        return litellm_model(model) if isinstance(model, str) and model else None
+
     def align(self, judge: Judge, traces: list[Any]) -> CalibratedMlflowJudge:
         name = check_feedback_name(self.name or judge.name + ALIGNED, judge.name)  # before any fitting
-        metric = self.metric if self.metric is not None else critic_for(judge, self.lm)
+        lm = self.judging_lm(judge)
+        metric = self.metric if self.metric is not None else critic_for(judge, lm)
+        own = metric.judge_lm
+        logger.info("aligning %s: our judge judges with %s (the compiled judge's report['lm'] keeps it)", judge.name,
+                    own if isinstance(own, str) else lm_name(own) if own is not None else "the judges' LM setting")
         rows, report = labelled_rows(traces, assessment=judge.name, label_kind=self.label_kind,
                                      required_fields=metric.required_fields)
         data = labelled_set(rows, report, name=f"align/{judge.name}", label_kind=self.label_kind)

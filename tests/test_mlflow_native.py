@@ -595,3 +595,25 @@ def test_a_calibrated_judge_loads_the_embedder_once_in_an_evaluate(store, monkey
             cache.cache_clear()  # the stand-in stays out of later tests
     assert result.result_df["good_calibrated/value"].notna().all()
     assert CountingSentenceTransformer.built == 1  # rows score in parallel threads; one model for them all
+
+
+def test_the_aligner_judges_with_the_mlflow_judge_s_model_and_mlflow_model_uris_are_lms(store, monkeypatch):
+    """Without ``lm=`` the aligner judges with the MLflow judge's own model (``openai:/mock``, read as LiteLLM's
+    ``openai/mock``), as MLflow's aligners do, not with the embedded SmolLM2; an MLflow model URI is an LM."""
+    from judges.lm.resolve import resolve_lm
+    from judges.lm.served import litellm_model
+
+    assert litellm_model("openai:/gpt-4o-mini") == "openai/gpt-4o-mini" and resolve_lm("openai:/m").model == "openai/m"
+    assert litellm_model("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+    experiment("align-model")
+    for question, answer, label in labelled_items(8):
+        traced(question, answer, feedback="yes" if label else "no", documents=False)
+    with MockOpenAI(latency=0) as mock:
+        for variable in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
+            monkeypatch.setenv(variable, mock.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "unused")
+        judge = make_judge(name="good", instructions="Does {{ outputs }} say the item is good?",
+                           feedback_value_type=bool, model="openai:/mock")
+        aligned = judge.align(all_traces("align-model"), optimizer=DspyJudgesAligner(optimizer=None,
+                                                                                      calibrator="platt"))
+    assert aligned.compiled.report["lm"] == "openai/mock" and mock.counts["requests"] >= 8

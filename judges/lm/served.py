@@ -35,6 +35,7 @@ import asyncio
 import hashlib
 import os
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -164,6 +165,18 @@ def _empty(outputs: Any) -> bool:
     return all(isinstance(t, str) and not t.strip() for t in texts) and not any(tools)
 
 
+#: MLflow's model URI spelling, ``<provider>:/<model>`` (``openai:/gpt-4o-mini``), read as LiteLLM's
+#: ``<provider>/<model>``; ``://`` (a URL) is not one.
+MLFLOW_MODEL_URI = re.compile(r"^(?P<provider>[A-Za-z][\w.-]*):/(?!/)(?P<model>.+)$")
+
+
+def litellm_model(model: str) -> str:
+    """``model`` as LiteLLM spells it: MLflow's ``openai:/gpt-4o-mini`` becomes ``openai/gpt-4o-mini``; any other
+    string is returned as it is."""
+    found = MLFLOW_MODEL_URI.match(model)
+    return f"{found['provider']}/{found['model']}" if found else model
+
+
 class ServedLM(dspy.LM):
     """A ``dspy.LM`` for an LM behind HTTP, with per-endpoint limits and retries (see the module docstring).
 
@@ -209,7 +222,7 @@ class ServedLM(dspy.LM):
         client = {k: v for k, v in (("api_base", api_base), ("api_key", api_key)) if v is not None}
         if request_timeout is not None:
             client["timeout"] = request_timeout
-        super().__init__(model, num_retries=0, **client, **kwargs)
+        super().__init__(litellm_model(model), num_retries=0, **client, **kwargs)
         self.api_base, self.api_key_env = api_base, api_key_env
         self.max_concurrency, self.max_rps, self.retries = max_concurrency, max_rps, retries
         self.backoff, self.max_backoff, self.request_timeout = backoff, max_backoff, request_timeout
