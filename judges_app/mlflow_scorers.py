@@ -329,6 +329,9 @@ def score_as_feedback(metric: Metric, *, inputs: Any = None, outputs: Any = None
         metadata["checksum"] = metric.get_params()["checksum"]
         if metric.calibrator.kind is not None:
             metadata["calibrated_probability"] = repr(score)
+            # a calibrator that dropped the judge's score: two such columns are cheap signals, not two judges
+            metadata["judge_score_used"] = str(bool(metric.calibrator.use_raw)).lower()
+            metadata["calibrator"] = metric.calibrator.describe()
     undefined = result.get("undefined_reason")
     if undefined:  # the judge did not judge (e.g. an empty answer scored its floor): the rationale says so
         metadata["undefined_reason"] = str(undefined)

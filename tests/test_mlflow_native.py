@@ -617,3 +617,20 @@ def test_the_aligner_judges_with_the_mlflow_judge_s_model_and_mlflow_model_uris_
         aligned = judge.align(all_traces("align-model"), optimizer=DspyJudgesAligner(optimizer=None,
                                                                                       calibrator="platt"))
     assert aligned.compiled.report["lm"] == "openai/mock" and mock.counts["requests"] >= 8
+
+
+def test_a_calibrated_judge_that_dropped_the_judge_s_score_says_so_in_rationale_and_metadata():
+    """Two such columns hold cheap signals, not two judges: the rationale and the metadata say it."""
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 200)
+    blind = Calibrator("stacked", binary=True, features=["claim_count"]).fit(
+        rng.random(200), labels, (labels + rng.normal(0, 0.1, 200))[:, None])
+    assert not blind.use_raw
+    lm = scripted_lm(lambda prompt: {"reason": "scripted", "verdict": "True"})
+    fb = as_mlflow_scorer(CompiledJudge(critic(lm), blind)).run(inputs="Is it?", outputs="the item is good")
+    assert fb.metadata["judge_score_used"] == "false" and fb.metadata["calibrator"] == "stacked on claim_count"
+    assert "from cheap signals only (claim_count; stacked on claim_count)" in fb.rationale
+    assert "does not use the judge's own score" in fb.rationale and "from the judge's own score" not in fb.rationale
+    kept = as_mlflow_scorer(CompiledJudge(critic(lm), Calibrator("platt", binary=True).fit(
+        [0, 0, 1, 1, 0, 1], [0, 1, 1, 1, 0, 1]))).run(inputs="Is it?", outputs="the item is good")
+    assert kept.metadata["judge_score_used"] == "true"

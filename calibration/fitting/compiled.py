@@ -159,6 +159,11 @@ class CompiledJudge(Metric):
         fitted = self.report.get("calibrator", {}) if isinstance(self.report, dict) else {}
         source = (f", fitted on {fitted['fitted_on']} labelled items" + (f" of {fitted['fitted_on_sets']}"
                   if fitted.get("fitted_on_sets") else "")) if fitted.get("fitted_on") else ""
+        if not self.calibrator.use_raw:  # the fitted calibrator dropped the judge's score: say so, never imply it
+            signals = ", ".join(self.calibrator.features) or "no signal"
+            return (f"{self.name} = {result.score:.2f}, from cheap signals only ({signals}; {self.calibrator.describe()}"
+                    f"{source}): the calibrator does not use the judge's own score (it added nothing when fitted), "
+                    f"so this value is not the judge's. The judge, for reference: {explained}")
         return (f"{self.name} = {result.score:.2f}, calibrated ({self.calibrator.describe()}{source}) from the "
                 f"judge's own score {own.score:.2f}. The judge: {explained}")
 
