@@ -8,7 +8,7 @@ The traces' HUMAN feedback named like the judge are the labels (``judges_app.mlf
 our catalogue that is fitted (``calibration.fitting.fit``) is the one given, or else an ``AspectCritic``
 whose definition is the MLflow judge's instructions. The aligned judge is an MLflow ``Judge`` scoring with
 the resulting ``CompiledJudge`` (its ``compiled`` attribute; ``alignment_report`` says which traces were
-left out and why). It is named ``<judge's name>_aligned`` (or the aligner's ``name=``), never the human
+left out and why). It is named ``<judge's short name>_aln`` (or the aligner's ``name=``), never the human
 label's name: its Feedback would otherwise fill the people's column in MLflow's UI.
 
 Owns: the optimizer and the judge it returns. Must not implement fitting (``calibration.fitting``).
@@ -32,7 +32,7 @@ from judges.lm.served import litellm_model
 from judges.metrics.base import Metric
 from judges.metrics.custom import AspectCritic
 from judges_app.mlflow_labels import SkipReport, labelled_rows, labelled_set
-from judges_app.mlflow_scorers import ALIGNED, check_feedback_name, metric_identity, score_as_feedback
+from judges_app.mlflow_scorers import ALIGNED, check_feedback_name, metric_identity, score_as_feedback, short_name
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class CalibratedMlflowJudge(Judge):
     """An MLflow ``Judge`` that scores with a ``CompiledJudge`` (what ``DspyJudgesAligner.align`` returns).
 
     Its Feedback is ``judges_app.mlflow_scorers.score_as_feedback``'s: the calibrated score as value, under
-    ``name`` (default ``<compiled judge's name>_aligned``), which may not be ``assessment``, the name of the
+    ``name`` (default ``<compiled judge's short name>_aln``), which may not be ``assessment``, the name of the
     human label it was aligned on."""
 
     metric_spec: dict[str, Any] = {}
@@ -51,7 +51,7 @@ class CalibratedMlflowJudge(Judge):
 
     def __init__(self, compiled: CompiledJudge, *, name: str | None = None, assessment: str | None = None,
                  instructions: str = "", report: SkipReport | None = None, **data: Any):
-        name = check_feedback_name(compiled.name + ALIGNED if name is None else name, assessment)
+        name = check_feedback_name(short_name(compiled.name, ALIGNED) if name is None else name, assessment)
         super().__init__(name=name, metric_spec=metric_identity(compiled), judge_instructions=instructions, **data)
         self._compiled = compiled
         self._report = report
@@ -85,7 +85,7 @@ class CalibratedMlflowJudge(Judge):
     def __call__(self, *, inputs: Any = None, outputs: Any = None, expectations: Any = None,
                  trace: Any = None) -> Feedback:
         return score_as_feedback(self._compiled, inputs=inputs, outputs=outputs, expectations=expectations,
-                                 trace=trace, name=self.name, judge=self._compiled.name + ALIGNED)
+                                 trace=trace, name=self.name, judge=short_name(self._compiled.name, ALIGNED))
 
 
 def critic_for(judge: Judge, lm: Any = None) -> AspectCritic:
@@ -102,7 +102,7 @@ class DspyJudgesAligner(AlignmentOptimizer):
     ``metric`` is the judge of our catalogue to fit (default: ``critic_for(judge, lm)``); ``lm`` the LM it judges
     with (default: the MLflow judge's own model, ``judging_lm``); ``label_kind`` is
     the feedback's scale ("binary": booleans / yes-no words / 0-1). The aligned judge is named ``name``,
-    default ``<judge's name>_aligned``; the judge's own name is the human label's and is refused."""
+    default ``<judge's short name>_aln``; the judge's own name is the human label's and is refused."""
 
     def __init__(self, metric: Metric | None = None, *, lm: Any = None, optimizer: Any = "labeled",
                  calibrator: str | None = "isotonic", label_kind: str = "binary", seed: int = 0,
@@ -125,7 +125,7 @@ class DspyJudgesAligner(AlignmentOptimizer):
         return litellm_model(model) if isinstance(model, str) and model else None
 
     def align(self, judge: Judge, traces: list[Any]) -> CalibratedMlflowJudge:
-        name = check_feedback_name(self.name or judge.name + ALIGNED, judge.name)  # before any fitting
+        name = check_feedback_name(self.name or short_name(judge.name, ALIGNED), judge.name)  # before any fitting
         lm = self.judging_lm(judge)
         metric = self.metric if self.metric is not None else critic_for(judge, lm)
         own = metric.judge_lm

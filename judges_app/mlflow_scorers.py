@@ -5,23 +5,22 @@
 
 MLflow hands a scorer ``inputs``, ``outputs``, ``expectations`` and the ``trace``; ``sample_fields`` turns
 them into ``SingleTurnSample`` fields (the question, the answer, the reference, the RETRIEVER spans'
-documents). The scorer returns MLflow ``Feedback``: the score rounded to 3 decimals as ``value`` (the exact
-one in ``metadata["raw_value"]``, the judge's own in ``metadata["raw_score"]``), what decided the score as
-``rationale``, the judge's LM, checksum, ``undefined_reason`` and ``degraded`` as ``metadata``, and an
-``LLM_JUDGE`` source ``dspy-judges:<judge>@<model>`` (``CODE`` and no model for a metric without an LM); a
-sample missing a field the metric needs gets a Feedback whose ``error`` names the field, never a score.
+documents). The scorer returns MLflow ``Feedback``: the score rounded to 3 decimals as ``value`` (or "yes" /
+"no" with a ``threshold``; the exact score in ``metadata["raw_value"]``, the judge's own in
+``metadata["raw_score"]``), what decided the score as ``rationale``, the judge's full name, LM, checksum,
+``undefined_reason`` and ``degraded`` as ``metadata``, and the source MLflow's own judges give: ``LLM_JUDGE``
+with the model URI (``CODE`` with the Feedback's name for a metric without an LM). A sample missing a field
+the metric needs gets a Feedback whose ``error`` names the field and where MLflow carries it, never a score.
 
-Names (the UI's column for the Feedback), distinct so a judge's values never land in a person's column:
-a metric writes under its own name (``faithfulness``), a ``CompiledJudge`` under ``<name>_calibrated``
-(``<name>_compiled`` when it has no calibrator), a judge aligned by ``judges_app.mlflow_align`` under
-``<human label's name>_aligned``. A ``name=`` given keeps that name; where the human label's name is known,
-a name equal to it is refused.
+Names (the UI's column for the Feedback) are short and distinct where the traces list cuts them (17
+characters): a judge's short name (``FEEDBACK_NAMES``, else its own), plus ``_cal`` for a ``CompiledJudge``
+with a calibrator, ``_cmp`` without one, ``_aln`` for a judge aligned by ``judges_app.mlflow_align``. A
+``name=`` given keeps that name; where the human label's name is known, a name equal to it is refused.
 
 The judge's own DSPy calls are not traced (``mlflow.tracing.context(enabled=False)`` around each score):
 with ``mlflow.dspy.autolog()`` on they would become traces in the app's experiment.
 
-Owns: the MLflow field -> sample field mapping, the scorer, its Feedback's names, and the quick check that
-a tracking server answers is ``judges_app.tracking.check_reachable``'s. Must not fit
+Owns: the MLflow field -> sample field mapping, the scorer and its Feedback's names and sources. Must not fit
 or calibrate anything (``calibration.fitting``) nor read labels (``judges_app.mlflow_labels``).
 """
 
@@ -30,8 +29,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
-import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -45,6 +42,7 @@ from mlflow.entities import (
     SpanType,
 )
 from mlflow.environment_variables import MLFLOW_GENAI_EVAL_ENABLE_SCORER_TRACING
+from mlflow.genai.judges import CategoricalRating
 from mlflow.genai.scorers import Scorer
 from pydantic import PrivateAttr
 
@@ -62,10 +60,31 @@ QUESTION_KEYS = ("question", "query", "user_input", "input", "prompt")
 ANSWER_KEYS = ("response", "answer", "output", "content", "text")
 #: MLflow model URIs ``log_compiled_judge`` models are loaded from.
 MODEL_URI_SCHEMES = ("models:/", "runs:/", "mlflow-artifacts:/")
+#: MLflow's traces list shows about this many characters of a column's name; every Feedback name we make fits.
+VISIBLE_CHARS = 17
 #: What a Feedback's name adds to the judge's: a compiled judge with a calibrator, one without, an aligned one.
-CALIBRATED, COMPILED, ALIGNED = "_calibrated", "_compiled", "_aligned"
-#: Where a Feedback's ``source_id`` says it came from: ``dspy-judges:<judge>@<model>``.
-SOURCE_PREFIX = "dspy-judges:"
+CALIBRATED, COMPILED, ALIGNED = "_cal", "_cmp", "_aln"
+#: The Feedback names of catalogue judges whose own name is longer than 13 characters (room for a mark): short
+#: and distinct where the UI cuts. The full name stays in the Feedback's ``metadata["judge"]``.
+FEEDBACK_NAMES = {
+    "agent_goal_accuracy_with_reference": "goal_ref", "agent_goal_accuracy_without_reference": "goal_noref",
+    "answer_accuracy": "answer_acc", "answer_correctness": "answer_corr", "answer_relevancy": "answer_rel",
+    "context_entity_recall": "ctx_entity", "context_precision": "ctx_precision", "context_recall": "ctx_recall",
+    "context_relevance": "ctx_relevance", "context_relevancy": "ctx_relevancy", "context_utilization": "ctx_util",
+    "data_compy_score": "data_compare", "embedding_alignment": "emb_align", "factual_correctness": "factual_corr",
+    "faithfulness_with_verifier": "faithful_vrf", "faithfulnesswith_hhem": "faithful_hhem",
+    "id_based_context_precision": "id_ctx_prec", "id_based_context_recall": "id_ctx_recall",
+    "instance_rubrics": "inst_rubrics", "llm_context_precision_with_reference": "llm_prec_ref",
+    "llm_context_precision_without_reference": "llm_prec_nref", "llm_context_recall": "llm_recall",
+    "llmsql_equivalence": "sql_equiv", "noise_sensitivity": "noise_sens",
+    "non_llm_context_precision_with_reference": "nonllm_prec", "non_llm_context_recall": "nonllm_recall",
+    "non_llm_string_similarity": "nonllm_strsim", "novel_bigram_support": "bigram_sup",
+    "quoted_spans_alignment": "quote_align", "response_groundedness": "groundedness",
+    "response_relevancy": "relevancy", "semantic_similarity": "semantic_sim", "simple_criteria_score": "criteria",
+    "string_presence": "str_presence", "summarization_score": "summarization", "tool_call_accuracy": "tool_call_acc",
+    "topic_adherence_score": "topic_adhere", "unsupported_specifics": "unsupp_specs",
+    "weakest_sentence_support": "weakest_sent",
+}
 #: Digits a Feedback's ``value`` keeps (``metadata["raw_value"]`` keeps them all).
 VALUE_DIGITS = 3
 
@@ -188,6 +207,23 @@ def sample_fields(inputs: Any = None, outputs: Any = None, expectations: Any = N
     return {name: value for name, value in fields.items() if value is not None}
 
 
+#: Where each sample field comes from in MLflow, said when it is missing (how to fix the trace or the row).
+FIELD_SOURCES = {
+    "retrieved_contexts": "a RETRIEVER span in the trace (@mlflow.trace(span_type=\"RETRIEVER\") on the retriever, "
+                          "returning the documents), or expectations['retrieved_context'] holding the texts",
+    "reference": "expectations['expected_response'] (or expectations['expected_facts'])",
+    "reference_contexts": "expectations['reference_contexts'] holding the texts",
+    "user_input": f"the question in inputs (a text, or one of the keys {', '.join(QUESTION_KEYS)})",
+    "response": f"the answer in outputs (a text, or one of the keys {', '.join(ANSWER_KEYS)})",
+}
+
+
+def missing_field_message(err: SampleValidationError) -> str:
+    """``err``'s message, with where MLflow would carry each field it names."""
+    hints = [f"{field} comes from {source}" for field, source in FIELD_SOURCES.items() if f"'{field}'" in str(err)]
+    return str(err) + (f". In MLflow, {'; '.join(hints)}" if hints else "")
+
+
 def lm_name(metric: Metric) -> str:
     """The judge's LM as a name, chosen as ``judges.lm.resolve.resolve_lm`` chooses it: its own, else the
     judges' setting, else DSPy's configured LM, else "embedded"; "" for a metric without an LM."""
@@ -199,13 +235,21 @@ def lm_name(metric: Metric) -> str:
     return lm if isinstance(lm, str) else model_name(lm)
 
 
+def short_name(name: str, mark: str = "") -> str:
+    """``name`` as a Feedback name with ``mark`` (``_cal``, ``_cmp``, ``_aln`` or none), at most ``VISIBLE_CHARS``
+    long: a catalogue judge's short name (``FEEDBACK_NAMES``), else the name itself, cut to fit when too long."""
+    base = FEEDBACK_NAMES.get(name, name)
+    room = VISIBLE_CHARS - len(mark)
+    return (base if len(base) <= room else base[:room].rstrip("_")) + mark
+
+
 def feedback_name(metric: Metric) -> str:
-    """The name ``metric``'s Feedback goes by when none is given: its own name (``faithfulness``); a
-    ``CompiledJudge``'s plus ``_calibrated`` (``_compiled`` without a calibrator), so the raw and the
-    calibrated judge fill two columns rather than one."""
+    """The name ``metric``'s Feedback goes by when none is given: its short name (``faithfulness``,
+    ``faithful_vrf`` for ``faithfulness_with_verifier``); a ``CompiledJudge``'s plus ``_cal`` (``_cmp`` without a
+    calibrator), so the raw and the calibrated judge fill two columns whose names differ where the UI cuts."""
     if isinstance(metric, CompiledJudge):
-        return metric.name + (CALIBRATED if metric.calibrator.kind is not None else COMPILED)
-    return metric.name
+        return short_name(metric.name, CALIBRATED if metric.calibrator.kind is not None else COMPILED)
+    return short_name(metric.name)
 
 
 def judge_feedback_names(metric: Metric) -> dict[str, str]:
@@ -214,11 +258,11 @@ def judge_feedback_names(metric: Metric) -> dict[str, str]:
     from judges.metrics.catalogue import metric_classes  # the whole catalogue: imported when a name is checked
 
     taken: dict[str, str] = {}
-    for name in sorted(metric_classes()):
-        taken[name] = f"catalogue metric {name}"
-    for suffix, what in (("", "its values"), (COMPILED, "its compiled values"), (CALIBRATED, "its calibrated values"),
-                         (ALIGNED, "its aligned values")):
-        taken[metric.name + suffix] = f"judge {metric.name}: {what}"
+    for name in [*sorted(metric_classes()), metric.name]:
+        taken[name] = f"judge {name}"
+        for mark, what in (("", "its values"), (COMPILED, "its compiled values"), (CALIBRATED, "its calibrated values"),
+                           (ALIGNED, "its aligned values")):
+            taken[short_name(name, mark)] = f"judge {name}: {what}"
     return taken
 
 
@@ -233,13 +277,21 @@ def check_feedback_name(name: str, assessment: str | None) -> str:
     return name
 
 
+def mlflow_model_uri(model: str) -> str:
+    """A LiteLLM model string in MLflow's spelling (``openai/gpt-4o-mini`` -> ``openai:/gpt-4o-mini``); a name
+    without a provider (``embedded``) as it is."""
+    provider, slash, rest = model.partition("/")
+    return f"{provider}:/{rest}" if slash and provider and rest and ":" not in provider else model
+
+
 def judge_source(judge: str, metric: Metric, result: Any = None) -> AssessmentSource:
-    """Where a Feedback came from: ``LLM_JUDGE`` ``dspy-judges:<judge>@<model>`` (the model the result was
-    judged with, else the one the judge would use), or ``CODE`` ``dspy-judges:<judge>`` without an LM."""
+    """Where a Feedback came from, as MLflow's own judges say it: ``LLM_JUDGE`` with the model URI the result
+    was judged with (else the one the judge would use), or ``CODE`` with the Feedback's name for a metric
+    without an LM. Which judge of ours it was is in the Feedback's ``metadata["judge"]``."""
     if not metric.needs_lm:
-        return AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=f"{SOURCE_PREFIX}{judge}")
+        return AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=judge)
     model = (result.get("judge_lm") if result is not None else None) or lm_name(metric)
-    return AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id=f"{SOURCE_PREFIX}{judge}@{model}")
+    return AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id=mlflow_model_uri(model))
 
 
 @contextlib.contextmanager
@@ -268,16 +320,20 @@ class DspyJudgesScorer(Scorer):
     """An MLflow scorer that scores with one of our metrics or compiled judges (see ``as_mlflow_scorer``).
 
     ``metric_spec`` (JSON: class, settings, checksum) is what MLflow's evaluation hashes as the scorer's
-    definition. Its name, and its Feedback's, is ``name`` or ``feedback_name(metric)``. Registering it for
-    online monitoring (``register()``) is not supported: MLflow rebuilds registered custom scorers from their
-    source text, which cannot carry a judge's LM."""
+    definition. Its name, and its Feedback's, is ``name`` or ``feedback_name(metric)``; ``threshold`` makes its
+    Feedback pass/fail. ``register()`` refuses with the way that works: MLflow rebuilds registered custom
+    scorers from their source text, which cannot carry a judge's LM, so a ``@scorer`` function that builds this
+    scorer in its body is registered instead (docs/cli.md)."""
 
     metric_spec: dict[str, Any] = {}
+    threshold: float | None = None
     _metric: Metric = PrivateAttr()
 
-    def __init__(self, metric: Metric, *, name: str | None = None, **data: Any):
+    def __init__(self, metric: Metric, *, name: str | None = None, threshold: float | None = None, **data: Any):
         name = check_feedback_name(name, None) if name is not None else feedback_name(metric)
-        super().__init__(name=name, metric_spec=metric_identity(metric), **data)
+        threshold = check_threshold(threshold)
+        spec = {**metric_identity(metric), **({"threshold": threshold} if threshold is not None else {})}
+        super().__init__(name=name, metric_spec=spec, threshold=threshold, **data)
         self._metric = metric
 
     @property
@@ -287,7 +343,14 @@ class DspyJudgesScorer(Scorer):
     def __call__(self, *, inputs: Any = None, outputs: Any = None, expectations: Any = None,
                  trace: Any = None) -> Feedback:
         return score_as_feedback(self._metric, inputs=inputs, outputs=outputs, expectations=expectations,
-                                 trace=trace, name=self.name)
+                                 trace=trace, name=self.name, threshold=self.threshold)
+
+    def register(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            f"scorer {self.name!r}: MLflow registers only built-in and @scorer-decorated scorers, rebuilt from their "
+            "source text, which cannot carry a judge's LM. Register a @scorer function that builds this scorer "
+            "inside its body (imports included), with MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS=true on a store you trust: "
+            "the recipe is in docs/cli.md, 'Registering for monitoring'")
 
 
 def _error_feedback(name: str, source: AssessmentSource, code: str, message: str) -> Feedback:
@@ -301,18 +364,21 @@ def rationale_of(metric: Metric, result: Any) -> str:
 
 
 def score_as_feedback(metric: Metric, *, inputs: Any = None, outputs: Any = None, expectations: Any = None,
-                      trace: Any = None, name: str | None = None, judge: str | None = None) -> Feedback:
+                      trace: Any = None, name: str | None = None, judge: str | None = None,
+                      threshold: float | None = None) -> Feedback:
     """Score one MLflow evaluation row with ``metric``: its Feedback, or a Feedback with an ``error`` naming
     the missing or unreadable field (no score is made up). ``name`` is the Feedback's (default
-    ``feedback_name(metric)``), ``judge`` the judge its source names (default the same)."""
+    ``feedback_name(metric)``), ``judge`` the judge its source names (default the same). With ``threshold``
+    the value is MLflow's ``"yes"`` (score at or above it) or ``"no"``, the score kept in
+    ``metadata["score"]``, as MLflow's Ragas scorers give it: MLflow's summary then shows a pass rate."""
     judge = judge or feedback_name(metric)
     name = name or judge
     trace_id = getattr(getattr(trace, "info", None), "trace_id", None)
     where = f" (trace {trace_id})" if trace_id else ""
     try:
         sample = metric.validate_sample(sample_fields(inputs, outputs, expectations, trace))
-    except SampleValidationError as err:  # its message names the metric and the field
-        return _error_feedback(name, judge_source(judge, metric), "MISSING_FIELD", f"{err}{where}")
+    except SampleValidationError as err:  # its message names the metric and the field; the hint, the fix
+        return _error_feedback(name, judge_source(judge, metric), "MISSING_FIELD", f"{missing_field_message(err)}{where}")
     except MlflowFieldError as err:
         return _error_feedback(name, judge_source(judge, metric), "UNREADABLE_FIELD", f"{metric.name}: {err}{where}")
     with untraced():
@@ -337,20 +403,36 @@ def score_as_feedback(metric: Metric, *, inputs: Any = None, outputs: Any = None
         metadata["undefined_reason"] = str(undefined)
     if result.get("degraded"):  # scored from fewer steps or judges than designed: which and why
         metadata["degraded"] = str(result.degraded)
-    return Feedback(name=name, value=round(score, VALUE_DIGITS), rationale=rationale_of(metric, result),
-                    source=source, metadata=metadata)
+    value: Any = round(score, VALUE_DIGITS)
+    if threshold is not None:
+        metadata.update(threshold=repr(threshold), score=repr(score))
+        value = CategoricalRating.YES if score >= threshold else CategoricalRating.NO
+    return Feedback(name=name, value=value, rationale=rationale_of(metric, result), source=source, metadata=metadata)
+
+
+def check_threshold(threshold: Any) -> float | None:
+    """``threshold`` as a float in [0, 1], or None; ValueError naming it otherwise."""
+    if threshold is None:
+        return None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be a number in [0, 1] (every score is), got {threshold!r}")
+    return float(threshold)
 
 
 def as_mlflow_scorer(metric: Metric | str | Path, *, name: str | None = None, lm: Any = None,
-                     embeddings: Any = None, run_dir: str | Path = "runs") -> DspyJudgesScorer:
+                     embeddings: Any = None, run_dir: str | Path = "runs", threshold: float | None = None,
+                     aggregations: list[Any] | None = None) -> DspyJudgesScorer:
     """An MLflow GenAI scorer (``mlflow.genai.scorers.Scorer``) scoring with ``metric``: a metric of the
     catalogue or a ``CompiledJudge`` (used as given), the path of a compiled judge's JSON file, or the
     URI of a model logged by ``judges_app.tracking.log_compiled_judge`` (``models:/...``, ``runs:/...``,
     read from ``default_tracking_uri(run_dir)``, which must answer at once: MLflow's client would retry a
     server that is down for minutes). ``lm`` / ``embeddings`` are attached to a loaded judge. The scorer's
-    name is ``name`` or ``feedback_name`` (``<name>_calibrated`` for a compiled judge)."""
+    name is ``name`` or ``feedback_name`` (``<short name>_cal`` for a compiled judge). ``threshold``: pass/fail
+    Feedback (``"yes"`` / ``"no"``, the score in its metadata), as MLflow's built-in judges give;
+    ``aggregations``: MLflow's (``["mean", "p90"]`` ...), as every MLflow scorer takes them."""
+    options = {"name": name, "threshold": threshold, "aggregations": aggregations}
     if isinstance(metric, Metric):
-        return DspyJudgesScorer(metric, name=name)
+        return DspyJudgesScorer(metric, **options)
     if not isinstance(metric, (str, Path)):
         raise TypeError(f"as_mlflow_scorer: metric must be a Metric, a compiled judge's .json path or a model URI, "
                         f"got {type(metric).__name__}")
@@ -358,10 +440,10 @@ def as_mlflow_scorer(metric: Metric | str | Path, *, name: str | None = None, lm
     if text.startswith(MODEL_URI_SCHEMES):
         try:  # load_compiled_judge checks the store, and a model registry of its own if one is set, at once
             return DspyJudgesScorer(load_compiled_judge(text, lm=lm, embeddings=embeddings, run_dir=run_dir),
-                                    name=name)
+                                    **options)
         except MlflowSourceError as err:
             raise MlflowSourceError(f"as_mlflow_scorer: cannot load {text}: {err}") from None
     if not Path(text).is_file():
         raise ValueError(f"as_mlflow_scorer: {text!r} is neither a compiled judge file nor a model URI "
                          f"({', '.join(MODEL_URI_SCHEMES)})")
-    return DspyJudgesScorer(CompiledJudge.load(text, lm=lm, embeddings=embeddings), name=name)
+    return DspyJudgesScorer(CompiledJudge.load(text, lm=lm, embeddings=embeddings), **options)
