@@ -34,7 +34,8 @@ from mlflow.tracing.constant import TraceTagKey
 from calibration.data.labelled import LABEL_KINDS, LabelledSet
 from judges.data.dataset import EvaluationDataset
 from judges.metrics.catalogue import class_names
-from judges_app.mlflow_scorers import MlflowFieldError, MlflowSourceError, check_reachable, sample_fields
+from judges_app.mlflow_fields import MlflowFieldError, sample_fields
+from judges_app.tracking import MlflowSourceError, check_reachable
 
 #: Human feedback words read as binary labels.
 TRUE_WORDS = ("yes", "y", "true", "pass", "passed", "correct", "good", "1")

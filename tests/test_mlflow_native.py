@@ -31,7 +31,8 @@ from judges.lm import embeddings
 from judges_app.cli import main
 from judges_app.mlflow_align import CalibratedMlflowJudge, DspyJudgesAligner
 from judges_app.mlflow_labels import JUDGE_TRACE, MlflowSourceError, export_pool, labels_from_mlflow
-from judges_app.mlflow_scorers import as_mlflow_scorer, sample_fields
+from judges_app.mlflow_fields import sample_fields
+from judges_app.mlflow_scorers import as_mlflow_scorer
 from judges_app.tracking import load_compiled_judge, log_compiled_judge
 
 sys.path.insert(0, str(Path(__file__).parent))

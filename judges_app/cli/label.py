@@ -195,8 +195,8 @@ def mlflow_pool(args) -> tuple[EvaluationDataset, list[str]]:
     ``judges_app.mlflow_labels.export_pool``) and its trace ids, the tracking store checked to answer."""
     if not args.labeller or not args.labeller.strip():
         raise UsageError("--to-mlflow needs --labeller ID: who gives the labels (the feedback's HUMAN source)")
-    from judges_app.mlflow_labels import check_reachable, pool_with_trace_ids  # MLflow: with --to-mlflow only
-    from judges_app.tracking import default_tracking_uri
+    from judges_app.mlflow_labels import pool_with_trace_ids  # MLflow: with --to-mlflow only
+    from judges_app.tracking import check_reachable, default_tracking_uri
 
     try:
         pool, trace_ids = pool_with_trace_ids(args.pool)
