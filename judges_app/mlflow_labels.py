@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from mlflow.tracing.constant import TraceTagKey
 from calibration.data.labelled import LABEL_KINDS, LabelledSet
 from judges.data.dataset import EvaluationDataset
 from judges.metrics.catalogue import class_names
+from judges.run.records import write_replacing
 from judges_app.mlflow_fields import MlflowFieldError, sample_fields
 from judges_app.tracking import MlflowSourceError, check_reachable
 
@@ -53,6 +53,7 @@ class SkipReport:
 
     traces: int = 0
     labelled: int = 0
+    pooled: int = 0  # export_pool: traces written to the pool (unlabelled)
     without_feedback: list[str] = field(default_factory=list)
     skipped: dict[str, list[str]] = field(default_factory=dict)
 
@@ -64,8 +65,11 @@ class SkipReport:
         return sum(len(ids) for ids in self.skipped.values())
 
     def summary(self) -> str:
-        parts = [f"{self.traces} traces read, {self.labelled} labelled",
-                 f"{len(self.without_feedback)} without the feedback"]
+        if self.pooled:
+            parts = [f"{self.traces} traces read, {self.pooled} written to the pool"]
+        else:
+            parts = [f"{self.traces} traces read, {self.labelled} labelled",
+                     f"{len(self.without_feedback)} without the feedback"]
         parts += [f"{len(ids)} skipped: {reason} (e.g. {ids[0]})" for reason, ids in self.skipped.items()]
         return "; ".join(parts)
 
@@ -274,11 +278,9 @@ def export_pool(experiment: str, path: str | Path, *, filter_string: str | None 
         rows.append({**fields, TRACE_ID: trace.info.trace_id})
     if not rows:
         raise MlflowSourceError(f"{experiment}: no trace has the fields {list(required_fields)} ({report.summary()})")
-    path = Path(path)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-    os.replace(partial, path)
-    report.labelled = len(rows)
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    write_replacing(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+    report.pooled = len(rows)
     return report
 
 

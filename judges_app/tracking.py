@@ -32,7 +32,9 @@ import mlflow
 import mlflow.pyfunc
 import numpy as np
 import pandas as pd
+from mlflow.models import ModelSignature
 from mlflow.tracking._tracking_service import utils as tracking_utils
+from mlflow.types.schema import Array, ColSpec, Schema
 from mlflow.utils.autologging_utils import autologging_is_disabled
 
 import judges
@@ -334,6 +336,27 @@ def _missing(value: Any) -> bool:
     return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
 
 
+#: Sample field types a model signature can state, as MLflow column types.
+SIGNATURE_TYPES = {"str | None": "string", "list[str] | None": Array("string")}
+
+
+def judge_signature(compiled: CompiledJudge) -> ModelSignature | None:
+    """The logged model's signature, from the judge's sample fields: the fields it needs as required columns,
+    the other text fields as optional ones (MLflow drops columns a signature does not name), one score out.
+    Given, so MLflow need not infer it from a prediction, which would call the judge's LM. None when a field
+    the judge needs has a type a signature cannot state (e.g. a rubric mapping): MLflow then infers it."""
+    columns = []
+    for field_name, info in compiled.sample_type.model_fields.items():
+        kind = SIGNATURE_TYPES.get(str(info.annotation))
+        required = field_name in compiled.required_fields
+        if kind is None:
+            if required:
+                return None
+            continue
+        columns.append(ColSpec(kind, field_name, required=required))
+    return ModelSignature(inputs=Schema(columns), outputs=Schema([ColSpec("double")]))
+
+
 def log_compiled_judge(compiled: CompiledJudge, *, name: str = "compiled_judge"):
     """Log a ``CompiledJudge`` as ``<name>.json`` in the run's artifacts and as a pyfunc model ``name``;
     returns MLflow's ``ModelInfo`` (``.model_uri`` loads it back)."""
@@ -347,6 +370,7 @@ def log_compiled_judge(compiled: CompiledJudge, *, name: str = "compiled_judge")
         code.write_text(MODEL_CODE, encoding="utf-8")
         return mlflow.pyfunc.log_model(
             name=_slug(name), python_model=str(code), artifacts={ARTIFACT_KEY: str(path)},
+            signature=judge_signature(compiled),
             model_config={"judge_lm": None, "judge_embeddings": None},  # keys load_model(model_config=) may set
             # explicit requirements: MLflow's inference would import-trace the model (slow, may hit the network)
             pip_requirements=[f"mlflow=={mlflow.__version__}", f"dspy=={dspy.__version__}",

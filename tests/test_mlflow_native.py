@@ -308,7 +308,8 @@ def test_label_writes_each_label_back_to_its_trace(store, tmp_path, monkeypatch,
     traced("q?", None)
     pool, out = tmp_path / "pool.jsonl", tmp_path / "labels.jsonl"
     report = export_pool("pool", pool, required_fields=("response", "reference"))
-    assert report.labelled == 3 and report.n_skipped == 1
+    assert report.pooled == 3 and report.labelled == 0 and report.n_skipped == 1
+    assert report.summary().startswith("4 traces read, 3 written to the pool;") and "labelled" not in report.summary()
     answers = iter(["1", "looks right", "0", "", "q"])
     monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
     argv = ["label", str(pool), "--judge", "exact_match", "--budget", "3", "--out", str(out), "--diversity", "0",
@@ -540,7 +541,7 @@ def test_labels_and_pools_skip_a_judges_own_traces(store, tmp_path, dspy_autolog
     assert sorted(m["trace_id"] for m in data.meta) == sorted(ids)
     assert {reason: sorted(found) for reason, found in report.skipped.items()} == {JUDGE_TRACE: skipped}
     pool = export_pool("mixed", tmp_path / "pool.jsonl")
-    assert pool.labelled == 2 and {reason: sorted(found) for reason, found in pool.skipped.items()} == {
+    assert pool.pooled == 2 and {reason: sorted(found) for reason, found in pool.skipped.items()} == {
         JUDGE_TRACE: skipped}
 
 

@@ -2,6 +2,7 @@
 SQLite store under a temporary folder (one per module: creating the tables takes seconds) and on a real
 ``mlflow server``. Nothing here writes to the repository's ./runs."""
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -173,7 +174,7 @@ def test_autolog_records_dspy_traces_of_the_run(store):
                                         return_type="list")) == 1
 
 
-def test_compiled_judge_model_round_trip(store):
+def test_compiled_judge_model_round_trip(store, caplog):
     lm = good_lm()
     rows = [{"response": f"item {i}: {'good' if i % 2 else 'bad'}", "label": i % 2} for i in range(8)]
     compiled = fit(AspectCritic(name="good", definition="Is the item good?", lm=lm),
@@ -181,9 +182,12 @@ def test_compiled_judge_model_round_trip(store):
     with pytest.raises(TypeError, match="CompiledJudge"):
         with tracked_run("models", "wrong", run_dir=store, autolog=False):
             log_compiled_judge(compiled.judge)
-    with tracked_run("models", "fit", run_dir=store, autolog=False) as run:
+    with tracked_run("models", "fit", run_dir=store, autolog=False) as run, caplog.at_level(logging.WARNING):
         info = log_compiled_judge(compiled)
     assert "compiled_judge.json" in [a.path for a in client(store).list_artifacts(run.info.run_id)]
+    assert "Failed to infer model signature" not in caplog.text  # the judge's fields give it
+    inputs = {spec.name: spec.required for spec in info.signature.inputs.inputs}
+    assert inputs["response"] and not inputs["user_input"]
 
     loaded = load_compiled_judge(info.model_uri, lm=lm, run_dir=store)
     assert isinstance(loaded, CompiledJudge) and loaded.to_dict() == compiled.to_dict()

@@ -18,7 +18,7 @@ from calibration.fitting.fit import JudgeFailedError, check_optimizer
 from calibration.fitting.heldout import check_split, compare_on_heldout
 from calibration.fitting.judgments import JudgmentRecords, recording_judgments
 from judges.data.samples import SampleValidationError
-from judges.lm.resolve import resolve_lm
+from judges.lm.resolve import lm_name, resolve_lm
 from judges.lm.served import PermanentLMError
 from judges.run.run_file import take_lock
 from judges.run.usage import tracked_usage, usage_cost, usage_tokens
@@ -175,7 +175,8 @@ def run(args) -> int:
                   "optimizers": args.optimizer, "calibrator": args.calibrator, "seed": args.seed,
                   "n_train": len(parts.train), "n_test": len(parts.test), "max_demos": args.max_demos,
                   "pool": args.pool or [], "dropped_trained_on": dropped}
-        print(f"{args.data}: train {len(parts.train)}, test {len(parts.test)} (held out); judge {probe.name}; "
+        judging = f" with {lm_name(lm)}" if lm is not None else " (no LM)"
+        print(f"{args.data}: train {len(parts.train)}, test {len(parts.test)} (held out); judge {probe.name}{judging}; "
               f"optimizers {args.optimizer}; calibrator {args.calibrator}; seed {args.seed}", flush=True)
         records = judgment_records(out)
         start = time.perf_counter()
