@@ -276,7 +276,7 @@ def test_calibrate_from_mlflow_calibrates_the_verifier_judge_on_a_split_that_fit
                  "faithfulness_with_verifier", "--calibrator", "platt", "--n-bootstrap", "50", "--no-report",
                  "--no-mlflow", "--out", str(out), "--runs-dir", str(tmp_path / "runs")]) == 0
     printed = capsys.readouterr().out
-    assert "train 14, test 7 (held out); judge faithfulness_with_verifier; optimizers ['none']" in printed
+    assert "train 14, test 7 (held out); judge faithfulness_with_verifier (no LM); optimizers ['none']" in printed
     assert (out / "compiled_faithfulness_with_verifier_none.json").is_file()
 
 
