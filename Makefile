@@ -34,6 +34,8 @@ demo-lm: $(STAMP)
 demo-metrics: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m judges_app.demo
 
+# tests/test_mlflow_ui.py drives the system's Chromium (Debian: apt-get install chromium); without one it is
+# skipped, and under CI (CI set) it fails.
 # The tests run in TEST_PROCESSES processes (pytest-xdist), each pinned to its own share of the cores
 # (tests/conftest.py); tests sharing a server or a Ray instance stay in one process (xdist_group).
 TEST_PROCESSES ?= 2

@@ -12,9 +12,10 @@ documents). The scorer returns MLflow ``Feedback``: the score rounded to 3 decim
 with the model URI (``CODE`` with the Feedback's name for a metric without an LM). A sample missing a field
 the metric needs gets a Feedback whose ``error`` names the field and where MLflow carries it, never a score.
 
-Names (the UI's column for the Feedback) are short and distinct where the traces list cuts them (17
-characters): a judge's short name (``FEEDBACK_NAMES``, else its own), plus ``_cal`` for a ``CompiledJudge``
-with a calibrator, ``_cmp`` without one, ``_aln`` for a judge aligned by ``judges_app.mlflow_align``. A
+Names (the UI's column for the Feedback) show whole where the traces list cuts them (about 14 characters):
+a judge's stem (``FEEDBACK_NAMES``, else its own name, at most 10 characters), plus ``_cal`` for a
+``CompiledJudge`` with a calibrator, ``_opt`` without one, ``_aln`` for a judge aligned by
+``judges_app.mlflow_align``. A
 ``name=`` given keeps that name; where the human label's name is known, a name equal to it is refused.
 
 The judge's own DSPy calls are not traced (``mlflow.tracing.context(enabled=False)`` around each score):
@@ -57,30 +58,32 @@ from judges_app.tracking import MlflowSourceError, check_reachable, default_trac
 
 #: MLflow model URIs ``log_compiled_judge`` models are loaded from.
 MODEL_URI_SCHEMES = ("models:/", "runs:/", "mlflow-artifacts:/")
-#: MLflow's traces list shows about this many characters of a column's name; every Feedback name we make fits.
-VISIBLE_CHARS = 17
-#: What a Feedback's name adds to the judge's: a compiled judge with a calibrator, one without, an aligned one.
-CALIBRATED, COMPILED, ALIGNED = "_cal", "_cmp", "_aln"
-#: The Feedback names of catalogue judges whose own name is longer than 13 characters (room for a mark): short
-#: and distinct where the UI cuts. The full name stays in the Feedback's ``metadata["judge"]``.
+#: A Feedback name's stem is at most this long: with a mark it still shows whole in MLflow 3's traces list at
+#: its default column width (about 14 characters of text; tests/test_mlflow_ui.py renders every name to check).
+STEM_CHARS = 10
+#: What a Feedback's name adds to the judge's stem: a compiled judge with a calibrator, one with optimised steps
+#: only, an aligned one. Their first letters differ, so a column cut after ``_`` and one letter still tells.
+CALIBRATED, COMPILED, ALIGNED = "_cal", "_opt", "_aln"
+#: The stems of catalogue judges whose own name is longer than ``STEM_CHARS``: short, distinct and visible where
+#: MLflow's UI cuts a column's name. The full name stays in the Feedback's ``metadata["judge"]``.
 FEEDBACK_NAMES = {
     "agent_goal_accuracy_with_reference": "goal_ref", "agent_goal_accuracy_without_reference": "goal_noref",
-    "answer_accuracy": "answer_acc", "answer_correctness": "answer_corr", "answer_relevancy": "answer_rel",
-    "context_entity_recall": "ctx_entity", "context_precision": "ctx_precision", "context_recall": "ctx_recall",
-    "context_relevance": "ctx_relevance", "context_relevancy": "ctx_relevancy", "context_utilization": "ctx_util",
-    "data_compy_score": "data_compare", "embedding_alignment": "emb_align", "factual_correctness": "factual_corr",
-    "faithfulness_with_verifier": "faithful_vrf", "faithfulnesswith_hhem": "faithful_hhem",
-    "id_based_context_precision": "id_ctx_prec", "id_based_context_recall": "id_ctx_recall",
-    "instance_rubrics": "inst_rubrics", "llm_context_precision_with_reference": "llm_prec_ref",
-    "llm_context_precision_without_reference": "llm_prec_nref", "llm_context_recall": "llm_recall",
-    "llmsql_equivalence": "sql_equiv", "noise_sensitivity": "noise_sens",
-    "non_llm_context_precision_with_reference": "nonllm_prec", "non_llm_context_recall": "nonllm_recall",
-    "non_llm_string_similarity": "nonllm_strsim", "novel_bigram_support": "bigram_sup",
-    "quoted_spans_alignment": "quote_align", "response_groundedness": "groundedness",
-    "response_relevancy": "relevancy", "semantic_similarity": "semantic_sim", "simple_criteria_score": "criteria",
-    "string_presence": "str_presence", "summarization_score": "summarization", "tool_call_accuracy": "tool_call_acc",
-    "topic_adherence_score": "topic_adhere", "unsupported_specifics": "unsupp_specs",
-    "weakest_sentence_support": "weakest_sent",
+    "answer_accuracy": "answer_acc", "answer_correctness": "ans_corr", "answer_relevancy": "answer_rel",
+    "aspect_critic": "critic", "bleu_score": "bleu", "chrf_score": "chrf", "context_entity_recall": "ctx_entity",
+    "context_precision": "ctx_prec", "context_recall": "ctx_recall", "context_relevance": "ctx_relev",
+    "context_relevancy": "ctx_needed", "context_utilization": "ctx_util", "data_compy_score": "data_comp",
+    "embedding_alignment": "emb_align", "exact_match": "exact", "factual_correctness": "fact_corr",
+    "faithfulness": "faithful", "faithfulness_with_verifier": "faith_vrf", "faithfulnesswith_hhem": "faith_hhem",
+    "id_based_context_precision": "id_prec", "id_based_context_recall": "id_recall", "instance_rubrics": "own_rubric",
+    "llm_context_precision_with_reference": "prec_ref", "llm_context_precision_without_reference": "prec_noref",
+    "llm_context_recall": "llm_recall", "llmsql_equivalence": "sql_equiv", "noise_sensitivity": "noise_sens",
+    "non_llm_context_precision_with_reference": "nollm_prec", "non_llm_context_recall": "nollm_rec",
+    "non_llm_string_similarity": "nollm_sim", "novel_bigram_support": "bigram_sup", "quoted_spans_alignment": "quote_span",
+    "response_groundedness": "grounded", "response_relevancy": "relevancy", "rouge_score": "rouge",
+    "rubrics_score": "rubrics", "semantic_similarity": "semantic", "simple_criteria_score": "criteria",
+    "string_presence": "contains", "summarization_score": "summary", "tool_call_accuracy": "tool_acc",
+    "tool_call_f1": "tool_f1", "topic_adherence_score": "on_topic", "unsupported_specifics": "unsup_spec",
+    "weakest_sentence_support": "weak_sent",
 }
 #: Digits a Feedback's ``value`` keeps (``metadata["raw_value"]`` keeps them all).
 VALUE_DIGITS = 3
@@ -98,17 +101,16 @@ def lm_name(metric: Metric) -> str:
 
 
 def short_name(name: str, mark: str = "") -> str:
-    """``name`` as a Feedback name with ``mark`` (``_cal``, ``_cmp``, ``_aln`` or none), at most ``VISIBLE_CHARS``
-    long: a catalogue judge's short name (``FEEDBACK_NAMES``), else the name itself, cut to fit when too long."""
-    base = FEEDBACK_NAMES.get(name, name)
-    room = VISIBLE_CHARS - len(mark)
-    return (base if len(base) <= room else base[:room].rstrip("_")) + mark
+    """The Feedback name of judge ``name`` with ``mark`` (``_cal``, ``_opt``, ``_aln`` or none): its stem (a
+    catalogue judge's from ``FEEDBACK_NAMES``, else the name itself, cut to ``STEM_CHARS``) and the mark."""
+    stem = FEEDBACK_NAMES.get(name, name)
+    return (stem if len(stem) <= STEM_CHARS else stem[:STEM_CHARS].rstrip("_")) + mark
 
 
 def feedback_name(metric: Metric) -> str:
-    """The name ``metric``'s Feedback goes by when none is given: its short name (``faithfulness``,
-    ``faithful_vrf`` for ``faithfulness_with_verifier``); a ``CompiledJudge``'s plus ``_cal`` (``_cmp`` without a
-    calibrator), so the raw and the calibrated judge fill two columns whose names differ where the UI cuts."""
+    """The name ``metric``'s Feedback goes by when none is given: its stem (``exact_match``; ``faith_vrf`` for
+    ``faithfulness_with_verifier``); a ``CompiledJudge``'s plus ``_cal`` (``_opt`` without a calibrator), so the
+    raw and the calibrated judge fill two columns whose names differ where the UI cuts."""
     if isinstance(metric, CompiledJudge):
         return short_name(metric.name, CALIBRATED if metric.calibrator.kind is not None else COMPILED)
     return short_name(metric.name)

@@ -140,7 +140,7 @@ def fitted_compiled(lm) -> CompiledJudge:
 def test_scorer_feedback_metadata_and_missing_fields(tmp_path):
     exact = as_mlflow_scorer(ExactMatch())
     fb = exact.run(inputs={"question": "q"}, outputs={"response": "Paris"}, expectations={"expected_response": "Paris"})
-    assert fb.name == "exact_match" and fb.value == 1.0 and fb.rationale == "exact_match = 1.000"
+    assert fb.name == "exact" and fb.value == 1.0 and fb.rationale == "exact_match = 1.000"
     missing = exact.run(inputs={"question": "q"}, outputs="Paris")
     assert missing.value is None and "reference" in missing.error.error_message
     assert missing.error.error_code == "MISSING_FIELD"
@@ -183,13 +183,13 @@ def test_evaluate_runs_our_scorers_beside_a_builtin_in_one_run(store):
     result = mlflow.genai.evaluate(data=all_traces("evaluate"), scorers=scorers)
     frame = result.result_df.set_index("trace_id")
     assert frame.loc[no_reference, "response_length/value"] == "yes"  # the built-in scored every row
-    exact = frame["exact_match/value"].drop(no_reference).sort_values().tolist()
+    exact = frame["exact/value"].drop(no_reference).sort_values().tolist()
     assert exact == [0.0, 1.0] and frame["good/value"].tolist() == [0.0, 0.0, 0.0]
-    assert result.metrics["exact_match/mean"] == 0.5 and "response_length/mean" in result.metrics
+    assert result.metrics["exact/mean"] == 0.5 and "response_length/mean" in result.metrics
     logged = mlflow.get_trace(no_reference).info.assessments
-    error = next(a for a in logged if a.name == "exact_match")
+    error = next(a for a in logged if a.name == "exact")
     assert error.value is None and "field 'reference'" in error.error.error_message
-    assert {a.name for a in logged} >= {"exact_match", "good", "response_length"}
+    assert {a.name for a in logged} >= {"exact", "good", "response_length"}
     scored = next(a for a in mlflow.get_trace(frame.index[0]).info.assessments if a.name == "good")
     assert scored.metadata["judge_lm"] == "scripted/test" and scored.rationale.startswith("good: no")
     assert scored.metadata["mlflow.assessment.scorerDigest"].startswith("sha256:")  # MLflow hashed its definition
@@ -324,12 +324,12 @@ def test_label_writes_each_label_back_to_its_trace(store, tmp_path, monkeypatch,
         [({k: v for k, v in r.items() if k not in ("label", "rationale")}, r["label"]) for r in rows], key=str)
     assessments = [a for t in ids for a in mlflow.get_trace(t).info.assessments]
     feedback = [a for a in assessments if a.name == "human_exact_match"]
-    assert not [a for a in assessments if a.name == "exact_match"]
+    assert not [a for a in assessments if a.name in ("exact", "exact_match")]
     assert {(a.source.source_type, a.source.source_id) for a in feedback} == {(HUMAN, "ana")}
     assert sorted(a.value for a in feedback) == [False, True]
     assert "looks right" in {a.rationale for a in feedback} and len(skipped.without_feedback) == 2
     capsys.readouterr()
-    for taken in ("exact_match", "exact_match_cal", "faithfulness", "faithful_vrf_cal"):
+    for taken in ("exact_match", "exact", "exact_cal", "faithfulness", "faith_vrf_cal"):
         assert main([*argv, "--out", str(tmp_path / "l0.jsonl"), "--assessment", taken]) == 2
         assert "is a name our judges write their values under" in capsys.readouterr().err
     assert not (tmp_path / "l0.jsonl").exists()
@@ -419,7 +419,7 @@ def test_scores_and_labels_on_a_tracking_server(mlflow_server, monkeypatch):
         experiment("served")
         ids = [traced(f"q{i}", f"a{i}", expected="a0", feedback=bool(i % 2)) for i in range(4)]
         result = mlflow.genai.evaluate(data=all_traces("served"), scorers=[as_mlflow_scorer(ExactMatch())])
-        assert sorted(result.result_df["exact_match/value"]) == [0.0, 0.0, 0.0, 1.0]
+        assert sorted(result.result_df["exact/value"]) == [0.0, 0.0, 0.0, 1.0]
         data, report = labels_from_mlflow("served", assessment="good", tracking_uri=url,
                                           required_fields=("response", "reference"))
         assert dict(zip((m["trace_id"] for m in data.meta), data.labels)) == {t: i % 2 for i, t in enumerate(ids)}
@@ -437,7 +437,7 @@ def test_feedback_names_are_distinct_and_their_source_names_the_judge_and_its_mo
     scorers = [as_mlflow_scorer(critic(lm)), as_mlflow_scorer(compiled),
                as_mlflow_scorer(compiled.save(tmp_path / "compiled.json"), lm=lm, name="mine"),
                as_mlflow_scorer(CompiledJudge(critic(lm))), as_mlflow_scorer(ExactMatch())]
-    assert [s.name for s in scorers] == ["good", "good_cal", "mine", "good_cmp", "exact_match"]
+    assert [s.name for s in scorers] == ["good", "good_cal", "mine", "good_opt", "exact"]
     result = mlflow.genai.evaluate(data=all_traces("names"), scorers=scorers)
     assert {f"{s.name}/value" for s in scorers} <= set(result.result_df.columns)
     sources = {a.name: (a.source.source_type, a.source.source_id) for a in mlflow.get_trace(trace_id).info.assessments
@@ -445,11 +445,11 @@ def test_feedback_names_are_distinct_and_their_source_names_the_judge_and_its_mo
     # as MLflow's own judges: the model URI for an LLM judge, the name for code; the judge in metadata
     assert sources == {"approved": (HUMAN, "ana"), "good": ("LLM_JUDGE", "scripted:/test"),
                        "good_cal": ("LLM_JUDGE", "scripted:/test"), "mine": ("LLM_JUDGE", "scripted:/test"),
-                       "good_cmp": ("LLM_JUDGE", "scripted:/test"), "exact_match": ("CODE", "exact_match")}
+                       "good_opt": ("LLM_JUDGE", "scripted:/test"), "exact": ("CODE", "exact")}
     judges = {a.name: a.metadata.get("judge") for a in mlflow.get_trace(trace_id).info.assessments
               if a.source.source_type != HUMAN and a.name != "expected_response"}
-    assert judges == {"good": "good", "good_cal": "good", "mine": "good", "good_cmp": "good",
-                      "exact_match": "exact_match"}
+    assert judges == {"good": "good", "good_cal": "good", "mine": "good", "good_opt": "good",
+                      "exact": "exact_match"}
     missing = scorers[1].run(outputs={"unknown": "shape"})  # an error Feedback says where it came from too
     assert missing.error is not None and missing.source.source_id == "scripted:/test"
     aligned = CalibratedMlflowJudge(compiled)
@@ -552,8 +552,8 @@ def test_feedback_values_are_rounded_and_the_exact_value_kept_in_metadata(store)
     exact = metric.score({"response": "Paris", "reference": "Paris, France"}).score
     assert exact != round(exact, 3)
     result = mlflow.genai.evaluate(data=all_traces("rounded"), scorers=[as_mlflow_scorer(metric)])
-    assert result.result_df["nonllm_strsim/value"].tolist() == [round(exact, 3)]
-    logged = next(a for a in mlflow.get_trace(trace_id).info.assessments if a.name == "nonllm_strsim")
+    assert result.result_df["nollm_sim/value"].tolist() == [round(exact, 3)]
+    logged = next(a for a in mlflow.get_trace(trace_id).info.assessments if a.name == "nollm_sim")
     assert logged.value == round(exact, 3) and float(logged.metadata["raw_value"]) == exact
     assert float(logged.metadata["raw_score"]) == exact  # the metric's own score: nothing calibrated it
 
@@ -641,18 +641,20 @@ def test_a_calibrated_judge_that_dropped_the_judge_s_score_says_so_in_rationale_
     assert kept.metadata["judge_score_used"] == "true"
 
 
-def test_feedback_names_fit_where_the_ui_cuts_them_and_stay_distinct():
-    """MLflow's traces list shows about 17 characters: every catalogue judge's raw, calibrated, compiled and
-    aligned names fit there and no two are alike; a long name of the user's own is cut to fit."""
+def test_feedback_names_are_short_and_distinct():
+    """Every catalogue name's raw, calibrated, optimised and aligned Feedback names are distinct, their stems at
+    most ``STEM_CHARS`` long (tests/test_mlflow_ui.py renders them in MLflow's UI); a long name of one's own is cut."""
     from judges.metrics.catalogue import metric_classes
-    from judges_app.mlflow_scorers import ALIGNED, CALIBRATED, COMPILED, FEEDBACK_NAMES, VISIBLE_CHARS, short_name
+    from judges_app.mlflow_scorers import ALIGNED, CALIBRATED, COMPILED, FEEDBACK_NAMES, STEM_CHARS, short_name
 
-    names = [short_name(n, mark) for n in metric_classes() for mark in ("", CALIBRATED, COMPILED, ALIGNED)]
-    assert max(map(len, names)) <= VISIBLE_CHARS and len(set(names)) == len(names)
-    assert set(FEEDBACK_NAMES) <= set(metric_classes())  # no entry for a judge that is not there
-    assert short_name("faithfulness_with_verifier") == "faithful_vrf"
-    assert short_name("faithfulness_with_verifier", CALIBRATED) == "faithful_vrf_cal"
-    assert short_name("is_the_answer_polite_enough", CALIBRATED) == "is_the_answer_cal"
+    catalogue = sorted(metric_classes())
+    names = [short_name(n, mark) for n in catalogue for mark in ("", CALIBRATED, COMPILED, ALIGNED)]
+    assert len(set(names)) == len(names) == 4 * len(catalogue)
+    assert max(len(short_name(n)) for n in catalogue) <= STEM_CHARS
+    assert set(FEEDBACK_NAMES) <= set(catalogue)  # no entry for a judge that is not there
+    assert short_name("faithfulness_with_verifier") == "faith_vrf"
+    assert short_name("faithfulness_with_verifier", CALIBRATED) == "faith_vrf_cal"
+    assert short_name("is_the_answer_polite_enough", CALIBRATED) == "is_the_ans_cal"
 
 
 def test_threshold_gives_pass_fail_feedback_aggregations_pass_and_register_says_what_works(store, tmp_path,
@@ -664,8 +666,8 @@ def test_threshold_gives_pass_fail_feedback_aggregations_pass_and_register_says_
     fb = scorer.run(inputs={"question": "q"}, outputs="a0", expectations={"expected_response": "a0"})
     assert fb.value == "yes" and fb.metadata["score"] == "1.0" and fb.metadata["threshold"] == "0.5"
     result = mlflow.genai.evaluate(data=all_traces("pass-fail"), scorers=[scorer])
-    assert sorted(result.result_df["exact_match/value"]) == ["no", "no", "no", "yes"]
-    assert any(key.startswith("exact_match/") for key in result.metrics)
+    assert sorted(result.result_df["exact/value"]) == ["no", "no", "no", "yes"]
+    assert any(key.startswith("exact/") for key in result.metrics)
     with pytest.raises(ValueError, match=r"threshold must be a number in \[0, 1\]"):
         as_mlflow_scorer(ExactMatch(), threshold=2)
     with pytest.raises(TypeError, match="Register a @scorer function that builds this scorer"):
