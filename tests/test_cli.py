@@ -468,3 +468,35 @@ def test_an_interrupted_calibrate_says_what_it_paid_for_and_the_rerun_reuses_it(
     resumed = CalibrationRun.load(tmp_path / "o" / "calibration_run.json")
     whole = CalibrationRun.load(tmp_path / "fresh" / "calibration_run.json")
     assert resumed.scores == whole.scores and resumed.meta["judgments"]["reused"] == 3
+
+
+def test_a_researchers_file_as_it_is_is_read_with_columns_label_words_and_ids(tmp_path, capsys):
+    """Their own columns, label words, a plain-text knowledge column and an id column: read with --columns,
+    --labels and --id-column; what was decided for every row is said once; disagreements carry their ids."""
+    import csv
+
+    path = tmp_path / "dialogue.csv"
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["turn", "dialogue_history", "knowledge", "bot_reply", "annotator_verdict"])
+        for i in range(24):
+            fact = f"The tower number {i} was finished in {1800 + i}."
+            reply = fact if i % 2 else f"The bridge number {i} opened in {1900 + i}."
+            writer.writerow([f"d{i:02d}", "Hi!", fact, reply, "Faithful" if i % 2 else "hallucinated"])
+    argv = ["calibrate", str(path), "--judge", "novel_bigram_support", "--optimizer", "none", "--calibrator", "platt",
+            "--n-train", "10", "--n-test", "12", "--no-mlflow", "--no-report", "--n-bootstrap", "50",
+            "--label-column", "annotator_verdict", "--id-column", "turn",
+            "--columns", "bot_reply=response,knowledge=retrieved_contexts", "--labels", "faithful=1,hallucinated=0",
+            "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("columns left out (not named in columns): dialogue_history") == 1
+    assert out.count("24 'retrieved_contexts' cells were plain text, each read as a list of one text") == 1
+    run = CalibrationRun.load(tmp_path / "o" / "calibration_run.json")
+    ids = [d["id"] for d in run.meta["disagreements"]["items"]]
+    assert all(re.fullmatch(r"d\d\d", i) for i in ids)
+    assert main([*argv[:-2], "--labels", "faithful=1", "--out", str(tmp_path / "o2")]) == 2
+    assert "label 'hallucinated' is none of the label words 'faithful'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # at parse, as argparse refuses
+        main([*argv[:-2], "--columns", "bot_reply=answer", "--out", str(tmp_path / "o3")])
+    assert refused.value.code == 2 and "answer is not a sample field" in capsys.readouterr().err

@@ -130,11 +130,14 @@ def test_legacy_and_new_name_together_is_ambiguous():
 
 
 def test_dataset_reports_every_bad_row_with_its_index():
-    rows = [{"user_input": "ok"}, {"user_input": 3}, {"user_input": "x", "retrieved_contexts": "y"}]
+    rows = [{"user_input": "ok"}, {"user_input": 3}, {"user_input": "x", "retrieved_contexts": 7}]
     with pytest.raises(SampleValidationError) as err:
         EvaluationDataset(rows)
     assert [(i, f) for i, f, _ in err.value.problems] == [(1, "user_input"), (2, "retrieved_contexts")]
     assert "sample 2, field 'retrieved_contexts'" in str(err.value)
+    # a plain text where a list of texts goes is that one text (a CSV knowledge column), counted once per field
+    plain = EvaluationDataset([{"response": "a", "retrieved_contexts": "one passage"}] * 3)
+    assert plain[0].retrieved_contexts == ["one passage"] and plain.plain_text_lists == {"retrieved_contexts": 3}
 
 
 def test_dataset_must_be_homogeneous():

@@ -209,10 +209,10 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
             if k not in ("usage", "calibrator_inputs", "errors", "hard_slice", "range_warnings", "disagreements")}
     disagree = run.meta.get("disagreements") or {}
     if disagree.get("items"):
-        rows = [[d["item"], d["label"], d["score"], d.get("rationale") or "-", d.get("judge_reasons") or "-",
+        rows = [[d.get("id", d["item"]), d["label"], d["score"], d.get("rationale") or "-", d.get("judge_reasons") or "-",
                  d.get("response") or ""] for d in disagree["items"]]
         sections.append((f"Disagreements of {disagree['scorer']} with people ({disagree['count']})",
-                         _table(["item", "label", "score", "the person's rationale", "the judge's reasons", "response"],
+                         _table(["item (id or row)", "label", "score", "the person's rationale", "the judge's reasons", "response"],
                                 rows, numeric_from=6)))
     if run.meta.get("errors"):
         sections.append(("Errors", _table(["scorer", "distinct errors"],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,8 @@ class LabelledSet:
     label_range: tuple[float, float] | None = None
     #: How each row is named in errors (a file and line); default "<name>: row i".
     row_names: list[str] | None = field(default=None, repr=False, compare=False)
+    #: What reading the set's source decided once for many rows (columns left out, plain-text lists), to say.
+    notes: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self):
         if len(self.labels) != len(self.dataset):
@@ -74,20 +76,47 @@ class LabelledSet:
     @classmethod
     def from_records(cls, rows: Sequence[dict[str, Any]], *, label: str = "label", kind: str = "binary",
                      name: str = "labelled", source: str = "", label_range: tuple[float, float] | None = None,
-                     row_names: Sequence[str] | None = None, reference_separator: str | None = None) -> LabelledSet:
+                     row_names: Sequence[str] | None = None, reference_separator: str | None = None,
+                     columns: Mapping[str, str] | None = None, label_map: Mapping[str, float] | None = None,
+                     id_column: str | None = None) -> LabelledSet:
         """Rows holding the sample's fields plus ``label`` (and, optionally, ``rationale``: why the person
         decided so, kept in ``meta``); a missing or invalid label is an error naming the row
-        (``row_names[i]``, e.g. a file and line, else "<name>: row i") and the value."""
-        samples, labels, rationales = [], [], []
+        (``row_names[i]``, e.g. a file and line, else "<name>: row i") and the value.
+
+        A file as it is: ``columns`` renames its columns to sample fields (``{"bot_reply": "response",
+        "knowledge": "retrieved_contexts"}``; columns it does not name, other than the label, rationale and id,
+        are left out, listed in ``notes``); ``label_map`` reads label words (``{"faithful": 1,
+        "hallucinated": 0}``, case and spaces ignored); ``id_column`` names each item (``meta[i]["id"]``, default
+        its row: ``item_id``). The same problem in many rows is said once, with a count and the first rows."""
         names = list(row_names) if row_names is not None else [f"{name}: row {i}" for i in range(len(rows))]
+        words = {str(k).strip().lower(): v for k, v in (label_map or {}).items()}
+        notes: list[str] = []
+        if columns:
+            unknown = sorted({c for row in rows if isinstance(row, dict) for c in row} - set(columns)
+                             - {label, RATIONALE, id_column})
+            if unknown:
+                notes.append(f"columns left out (not named in columns): {', '.join(unknown)}")
+        samples, labels, rationales, ids = [], [], [], []
         for i, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise ValueError(f"{names[i]}: expected an object of sample fields and '{label}', got "
                                  f"{type(row).__name__}")
             row = dict(row)
+            if id_column is not None:
+                if row.get(id_column) in (None, ""):
+                    raise ValueError(f"{names[i]} has no '{id_column}' value (the id column)")
+                ids.append(str(row.pop(id_column)))
+            if columns:
+                row = {columns.get(k, k): v for k, v in row.items() if k in columns or k in (label, RATIONALE)}
             if label not in row or row[label] is None or (isinstance(row[label], float) and math.isnan(row[label])):
                 raise ValueError(f"{names[i]} has no '{label}' value")
-            labels.append(_as_number(row.pop(label), names[i], label))
+            value = row.pop(label)
+            if words and isinstance(value, str):
+                if value.strip().lower() not in words:
+                    raise ValueError(f"{names[i]}: label {value!r:.60} is none of the label words "
+                                     f"{', '.join(map(repr, label_map))} (label_map)")
+                value = words[value.strip().lower()]
+            labels.append(_as_number(value, names[i], label))
             rationale = row.pop(RATIONALE, None)
             if rationale is not None and not isinstance(rationale, str):
                 raise ValueError(f"{names[i]}: '{RATIONALE}' must be text, got {type(rationale).__name__}")
@@ -95,13 +124,24 @@ class LabelledSet:
             samples.append(row)
         if not samples:
             raise ValueError(f"{name}: no labelled rows")
+        if len(set(ids)) < len(ids):
+            twice = sorted({v for v in ids if ids.count(v) > 1})[:3]
+            raise ValueError(f"{name}: the id column '{id_column}' repeats {', '.join(map(repr, twice))}: give each "
+                             "item its own id")
         try:
             dataset = EvaluationDataset(samples, reference_separator=reference_separator)
-        except SampleValidationError as err:  # name the file and line of each problem, not a sample index
-            raise ValueError("\n".join(f"{names[i] if i is not None else name}, field '{field}': {message}"
-                                       for i, field, message in err.problems)) from None
-        meta = [{RATIONALE: r} if r else {} for r in rationales] if any(rationales) else []
-        return cls(name, dataset, labels, kind, source, meta, label_range=label_range, row_names=names)
+        except SampleValidationError as err:  # name the file and line of each problem, once per kind of problem
+            raise ValueError(grouped_problems(err.problems, names, name)) from None
+        for field_name, count in dataset.plain_text_lists.items():
+            notes.append(f"{count} '{field_name}' cells were plain text, each read as a list of one text")
+        meta = [{} for _ in samples]
+        for i, rationale in enumerate(rationales):
+            if rationale:
+                meta[i][RATIONALE] = rationale
+        for i, item in enumerate(ids):
+            meta[i]["id"] = item
+        return cls(name, dataset, labels, kind, source, meta if any(meta) else [], label_range=label_range,
+                   row_names=names, notes=notes)
 
     @classmethod
     def from_jsonl(cls, path: str | Path, **kwargs) -> LabelledSet:
@@ -132,6 +172,14 @@ class LabelledSet:
     def from_hf_dataset(cls, dataset, **kwargs) -> LabelledSet:
         return cls.from_records(dataset.to_list(), **kwargs)
 
+    def item_id(self, index: int) -> str:
+        """Item ``index``'s id: its id column's value, else its row ("line 7" of a file, "row 3" otherwise)."""
+        given = self.meta[index].get("id") if self.meta and index < len(self.meta) else None
+        if given is not None:
+            return str(given)
+        row = self.row_names[index] if self.row_names else f"row {index}"
+        return row.rsplit(": ", 1)[-1]
+
     def rationale(self, index: int) -> str | None:
         """Why the person labelled item ``index`` as they did, when the data says."""
         return (self.meta[index].get(RATIONALE) if self.meta and index < len(self.meta) else None) or None
@@ -148,6 +196,20 @@ class LabelledSet:
             label_range=self.label_range,
             row_names=[self.row_names[i] for i in indices] if self.row_names else None,
         )
+
+
+def grouped_problems(problems: Sequence[tuple[int | None, str, str]], names: Sequence[str], name: str,
+                     shown: int = 3) -> str:
+    """Sample problems as lines, one per field and message: the rows it happens in (the first ``shown`` of
+    them, and how many in all), not one line per row."""
+    by_kind: dict[tuple[str, str], list[str]] = {}
+    for i, field_name, message in problems:
+        by_kind.setdefault((field_name, message), []).append(names[i] if i is not None else name)
+    lines = []
+    for (field_name, message), rows in by_kind.items():
+        more = f" (and {len(rows) - shown} more rows)" if len(rows) > shown else ""
+        lines.append(f"{'; '.join(rows[:shown])}{more}, field '{field_name}': {message}")
+    return "\n".join(lines)
 
 
 def _label_problem(value: Any, kind: str) -> str | None:

@@ -151,14 +151,16 @@ def data_warnings(train: LabelledSet, test: LabelledSet) -> list[str]:
 def disagreements(test: LabelledSet, target: np.ndarray, scorer: str, judge: Any, results: Sequence[Any],
                   scores: dict[str, list[float | None]], limit: int = 20) -> dict[str, Any]:
     """The test items where ``scorer`` lands on the other side of 0.5 from the person (on the [0, 1] label
-    scale): the label, the score, the judge's own reasons and the person's rationale, side by side."""
+    scale): the item's id in the user's data (``LabelledSet.item_id``: their id column, else its row), the label,
+    the score, the judge's own reasons and the person's rationale, side by side."""
     rows = []
     for i, value in enumerate(scores[scorer]):
         if value is None or abs(value - float(target[i])) < 0.5:
             continue
         result = results[i]
         reasons = judge.explain(result) if hasattr(result, "score") and hasattr(judge, "explain") else ""
-        rows.append({"item": i, "label": test.labels[i], "score": round(float(value), 3), "judge_reasons": reasons,
+        rows.append({"item": i, "id": test.item_id(i), "label": test.labels[i], "score": round(float(value), 3),
+                     "judge_reasons": reasons,
                      "rationale": test.rationale(i), "response": (test.dataset[i].to_dict().get("response") or "")[:300]})
     return {"scorer": scorer, "count": len(rows), "items": rows[:limit]}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,16 @@ def _sample_type_for(row: dict[str, Any]) -> type[SingleTurnSample] | type[Multi
     return SingleTurnSample
 
 
-def _decode_json_cells(row: dict[str, Any], sample_type, *, index: int | None) -> dict[str, Any]:
-    """CSV/Arrow store list and dict fields as JSON text: decode the ones the sample type declares."""
+#: List fields whose items are texts: a plain-text cell (not JSON) there is read as a one-item list.
+TEXT_LIST_FIELDS = ("retrieved_contexts", "reference_contexts", "multi_responses", "reference_topics",
+                    "retrieved_context_ids", "reference_context_ids")
+
+
+def _decode_json_cells(row: dict[str, Any], sample_type, *, index: int | None,
+                       plain: Counter | None = None) -> dict[str, Any]:
+    """CSV/Arrow store list and dict fields as JSON text: decode the ones the sample type declares. A cell of
+    plain text in a list-of-texts field (a knowledge column of one passage) is that one text, a one-item list,
+    counted in ``plain`` per field so that the caller can say it once."""
     out = dict(row)
     reference = out.get("reference")
     if isinstance(reference, str) and reference.lstrip().startswith('["'):  # alternatives stored as JSON text
@@ -98,6 +107,11 @@ def _decode_json_cells(row: dict[str, Any], sample_type, *, index: int | None) -
             out["reference"] = decoded
     for name in sample_type.json_fields:
         value = out.get(name)
+        if isinstance(value, str) and name in TEXT_LIST_FIELDS and not value.lstrip().startswith(("[", "{")):
+            out[name] = [value]
+            if plain is not None:
+                plain[name] += 1
+            continue
         if isinstance(value, str):
             try:
                 out[name] = json.loads(value)
@@ -157,6 +171,8 @@ class EvaluationDataset(Sequence):
     ):
         parsed = []
         problems: list[tuple[int | None, str, str]] = []
+        #: Per list-of-texts field, how many plain-text cells were read as one-item lists.
+        self.plain_text_lists: Counter = Counter()
         for i, item in enumerate(samples):
             try:
                 if isinstance(item, (SingleTurnSample, MultiTurnSample)):
@@ -164,7 +180,7 @@ class EvaluationDataset(Sequence):
                 elif isinstance(item, dict):
                     row = normalize_row(item, index=i, reference_separator=reference_separator)
                     kind = sample_type or _sample_type_for(row)
-                    sample = kind.parse(_decode_json_cells(row, kind, index=i), index=i)
+                    sample = kind.parse(_decode_json_cells(row, kind, index=i, plain=self.plain_text_lists), index=i)
                 else:
                     raise SampleValidationError(
                         [(i, "<sample>", f"expected a dict or a sample, got {type(item).__name__}")]

@@ -34,6 +34,7 @@ from judges_app.cli.common import (
     CommandFailed,
     UsageError,
     add_common_options,
+    add_file_mapping_options,
     add_label_scale_options,
     add_reference_separator_option,
     bootstrap_count,
@@ -42,6 +43,7 @@ from judges_app.cli.common import (
     check_tracking,
     cli_lm,
     dataset_name,
+    labelled_file_options,
     lm_params,
     load_labelled,
     log_after_printing,
@@ -58,7 +60,8 @@ from judges_app.tracking import data_hash, log_calibration
 
 def run(args) -> int:
     data = load_labelled(args.data, label_column=args.label_column, label_kind=args.label_kind,
-                         label_range=args.label_range, reference_separator=args.reference_separator)
+                         label_range=args.label_range, reference_separator=args.reference_separator,
+                         **labelled_file_options(args))
     data, dropped = without_shipped_training(data)
     if dropped:
         print(f"{args.data}: left out {dropped} items the shipped verifier trained on (it is a judge, a baseline and "
@@ -135,6 +138,7 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("data", help="a labelled .jsonl/.csv file (sample fields + a label column) or a built-in set")
     p.add_argument("--label-column", default="label")
     add_label_scale_options(p)
+    add_file_mapping_options(p)
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N labelled items")
     p.add_argument("--seed", type=seed_value, default=0)
     p.add_argument("--n-bootstrap", type=bootstrap_count, default=1000)

@@ -27,6 +27,7 @@ from judges_app.cli.common import (
     CommandFailed,
     UsageError,
     add_common_options,
+    add_file_mapping_options,
     add_label_scale_options,
     add_prices_option,
     add_reference_separator_option,
@@ -36,6 +37,7 @@ from judges_app.cli.common import (
     check_tracking,
     cli_lm,
     dataset_name,
+    labelled_file_options,
     lm_params,
     load_labelled,
     log_after_printing,
@@ -88,7 +90,8 @@ def labelled_data(args):
     if args.data is None:
         raise UsageError("give a labelled DATA file or built-in set, or --from-mlflow EXPERIMENT --assessment NAME")
     return load_labelled(args.data, label_column=args.label_column, label_kind=args.label_kind,
-                         label_range=args.label_range, reference_separator=args.reference_separator)
+                         label_range=args.label_range, reference_separator=args.reference_separator,
+                         **labelled_file_options(args))
 
 
 def split_sizes(args, found: int) -> tuple[int, int]:
@@ -130,7 +133,8 @@ def run(args) -> int:
     parts = split(picked, dev=0, test=n_test / len(picked), seed=args.seed)
     check_bootstrap_memory(args.n_bootstrap, len(parts.test))  # before any judge runs
     pool = [without_shipped_training(load_labelled(source, label_column=args.label_column, label_kind=args.label_kind,
-                                                   reference_separator=args.reference_separator))[0]
+                                                   reference_separator=args.reference_separator,
+                                                   **labelled_file_options(args)))[0]
             for source in args.pool or []]
     try:
         check_split(parts.train, parts.test, None if args.calibrator == "none" else args.calibrator)
@@ -267,7 +271,7 @@ def print_results(run, args) -> None:
     if shown:
         print(f"\nWhere {run.meta['disagreements']['scorer']} and people disagree (their rationale beside its reasons):")
         for d in shown:
-            print(f"  item {d['item']}: label {d['label']}, score {d['score']}\n    person: {d['rationale']}\n"
+            print(f"  item {d.get('id', d['item'])}: label {d['label']}, score {d['score']}\n    person: {d['rationale']}\n"
                   f"    judge: {d['judge_reasons'][:300]}")
     print("\nLM use (calls that cost tokens; answers from DSPy's cache are counted apart):")
     for phase, usage in run.meta["usage"].items():
@@ -302,6 +306,7 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
                         "the table, for comparison; repeatable")
     p.add_argument("--label-column", default="label", help="the label column of a file (default: label)")
     add_label_scale_options(p)
+    add_file_mapping_options(p)
     p.add_argument("--optimizer", action="append", choices=OPTIMIZERS, default=None,
                    help="DSPy optimizer, memory (the nearest labelled items as demos plus guidelines distilled "
                         "from people's rationales), finetune (the verifier judge's model trained on the labels) or "

@@ -23,6 +23,19 @@ from judges.lm.resolve import lm_label, resolve_lm
 from judges.lm.served import ServedLM
 from judges.metrics.base import Metric
 from judges.metrics.catalogue import metric_classes
+from judges_app.cli.arg_types import (  # noqa: F401  (the commands import them from here)
+    MAX_BOOTSTRAP,
+    MAX_TIMEOUT,
+    bootstrap_count,
+    column_map,
+    label_range,
+    label_words,
+    positive_int,
+    positive_number,
+    seed_value,
+    share,
+    timeout_seconds,
+)
 
 BUILTIN_SETS = {
     "begin-slice": "60 BEGIN dialogue turns bundled with the package (faithfulness; binary)",
@@ -70,56 +83,9 @@ class CommandFailed(Exception):
     reported in one line and exit code 1, after whatever was written and printed."""
 
 
-def label_range(text: str) -> tuple[float, float]:
-    """An argparse type: "LOW,HIGH", e.g. "1,5"."""
-    try:
-        low, high = (float(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected LOW,HIGH such as 1,5; got {text!r}") from None
-    if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise argparse.ArgumentTypeError(f"expected finite LOW < HIGH, got {text!r}")
-    return low, high
-
-
-def _checked_number(text: str, convert, accept, expected: str):
-    """``convert(text)`` when ``accept`` holds for it, else the argparse error saying what was ``expected``."""
-    try:
-        value = convert(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
-    if not accept(value):
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number >= 1."""
-    return _checked_number(text, int, lambda v: v >= 1, "a whole number >= 1")
-
-
 #: A served LM's request timeout and retries unless the command is told otherwise (``ServedLM``'s defaults).
 SERVED_REQUEST_TIMEOUT = inspect.signature(ServedLM.__init__).parameters["request_timeout"].default
 SERVED_RETRIES = inspect.signature(ServedLM.__init__).parameters["retries"].default
-#: The most bootstrap resamples a command takes (``--n-bootstrap``): 100,000 keep a CI's third decimal steady.
-MAX_BOOTSTRAP = 100_000
-#: The longest ``--timeout`` a command takes, in seconds (a day).
-MAX_TIMEOUT = 86_400.0
-
-
-def bootstrap_count(text: str) -> int:
-    """An argparse type: bootstrap resamples, 1 to ``MAX_BOOTSTRAP``."""
-    return _checked_number(text, int, lambda v: 1 <= v <= MAX_BOOTSTRAP, f"a whole number from 1 to {MAX_BOOTSTRAP:,}")
-
-
-def seed_value(text: str) -> int:
-    """An argparse type: a random seed, 0 to 2**32 - 1 (what numpy's generators take)."""
-    return _checked_number(text, int, lambda v: 0 <= v < 2**32, "a whole number from 0 to 4294967295")
-
-
-def timeout_seconds(text: str) -> float:
-    """An argparse type: seconds, more than 0 and at most ``MAX_TIMEOUT``."""
-    return _checked_number(text, float, lambda v: math.isfinite(v) and 0 < v <= MAX_TIMEOUT,
-                           f"a number of seconds above 0, at most {MAX_TIMEOUT:,.0f}")
 
 
 def check_bootstrap_memory(n_bootstrap: int, n_items: int, budget: int = 2 * 1024**3) -> None:
@@ -129,16 +95,6 @@ def check_bootstrap_memory(n_bootstrap: int, n_items: int, budget: int = 2 * 102
     if need > budget:
         raise UsageError(f"--n-bootstrap {n_bootstrap:,} on {n_items:,} items would take about {need / 1024**3:.1f} GB "
                          f"of memory (the budget is {budget / 1024**3:.0f} GB); give fewer resamples")
-
-
-def positive_number(text: str) -> float:
-    """An argparse type: a finite number > 0 (e.g. seconds)."""
-    return _checked_number(text, float, lambda v: math.isfinite(v) and v > 0, "a number > 0")
-
-
-def share(text: str) -> float:
-    """An argparse type: a number in [0, 1]."""
-    return _checked_number(text, float, lambda v: 0.0 <= v <= 1.0, "a number between 0 and 1")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -238,13 +194,19 @@ def load_dataset(path: str, limit: int | None, reference_separator: str | None =
         raise UsageError(f"{path}: {err}") from None
     if len(dataset) == 0:
         raise UsageError(f"{path} holds no samples")
+    for field_name, count in getattr(dataset, "plain_text_lists", {}).items():
+        print(f"{path}: {count} '{field_name}' cells were plain text, each read as a list of one text", flush=True)
     return EvaluationDataset(dataset.samples[:limit]) if limit else dataset
 
 
 def load_labelled(source: str, *, label_column: str, label_kind: str,
-                  label_range: tuple[float, float] | None = None, reference_separator: str | None = None) -> LabelledSet:
+                  label_range: tuple[float, float] | None = None, reference_separator: str | None = None,
+                  columns: dict[str, str] | None = None, label_map: dict[str, float] | None = None,
+                  id_column: str | None = None) -> LabelledSet:
     """A built-in labelled set by name, or a labelled .jsonl / .csv file whose labels are all checked
-    against ``label_kind`` (and ``label_range``) here, before any judge runs."""
+    against ``label_kind`` (and ``label_range``) here, before any judge runs; ``columns``, ``label_map`` and
+    ``id_column`` read a file as it is (``LabelledSet.from_records``), and what they decided for many rows is
+    said once."""
     if source in BUILTIN_LOADERS:
         try:
             return BUILTIN_LOADERS[source]()
@@ -259,10 +221,14 @@ def load_labelled(source: str, *, label_column: str, label_kind: str,
     if file.suffix not in loaders:
         raise UsageError(f"{source}: give a .jsonl or .csv file with sample fields and a '{label_column}' column")
     try:
-        return loaders[file.suffix](file, label=label_column, kind=label_kind, name=file.stem, label_range=label_range,
-                                    reference_separator=reference_separator)
+        data = loaders[file.suffix](file, label=label_column, kind=label_kind, name=file.stem, label_range=label_range,
+                                    reference_separator=reference_separator, columns=columns, label_map=label_map,
+                                    id_column=id_column)
     except (ValueError, UnicodeDecodeError) as err:
         raise UsageError(str(err)) from None
+    for note in data.notes:
+        print(f"{source}: {note}", flush=True)
+    return data
 
 
 def cli_lm(args) -> Any:
@@ -391,6 +357,22 @@ def add_label_scale_options(parser: argparse.ArgumentParser) -> None:
                              "checked before any LM call")
     parser.add_argument("--label-range", type=label_range, default=None, metavar="LOW,HIGH",
                         help="the label scale, e.g. 1,5 (default: the lowest and highest label in the file)")
+
+
+def add_file_mapping_options(parser: argparse.ArgumentParser) -> None:
+    """Options that read a labelled file as it is: its column names, its label words, its id column."""
+    parser.add_argument("--columns", type=column_map, default=None, metavar="THEIRS=OURS,...",
+                        help="your file's columns as sample fields, e.g. bot_reply=response,knowledge=retrieved_contexts "
+                             "(columns not named, other than the label, are left out; said once)")
+    parser.add_argument("--labels", type=label_words, default=None, metavar="WORD=NUMBER,...",
+                        help="your label words as numbers, e.g. faithful=1,hallucinated=0 (case ignored)")
+    parser.add_argument("--id-column", default=None, metavar="NAME",
+                        help="the column naming each item, shown in disagreement lists (default: its line in the file)")
+
+
+def labelled_file_options(args) -> dict[str, Any]:
+    """The file-mapping options as ``load_labelled`` keywords."""
+    return {"columns": args.columns, "label_map": args.labels, "id_column": args.id_column}
 
 
 def add_reference_separator_option(parser: argparse.ArgumentParser) -> None:
