@@ -36,6 +36,7 @@ def test_metrics_lists_the_catalogue(capsys):
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert len(rows) == len(metric_classes()) >= 40
     assert rows["faithfulness"]["required_fields"] == ["response", "retrieved_contexts"]
+    assert not rows["faithfulness_with_verifier"]["needs_lm"]  # its claims are its sentences unless claims="lm"
     assert rows["faithfulness"]["needs_lm"] and not rows["rouge_score"]["needs_lm"]
     assert rows["semantic_similarity"]["needs_embeddings"]
     assert rows["aspect_critic"]["required_params"] == ["name", "definition"]
@@ -185,6 +186,10 @@ def test_console_script_help_runs():
     done = subprocess.run([sys.executable, "-m", "judges_app.cli", "calibrate", "--help"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and "--optimizer" in done.stdout and "begin-slice" in done.stdout
+    for command in ([], ["agreement"], ["label"]):  # help is for users: no notes for the code's developers
+        shown = subprocess.run([sys.executable, "-m", "judges_app.cli", *command, "--help"], capture_output=True,
+                               text=True, timeout=60).stdout
+        assert "usage:" in shown and "Must not" not in shown and "Owns:" not in shown
 
 
 def test_a_command_imports_only_what_it_runs():
@@ -293,6 +298,11 @@ def test_a_compiled_judge_evaluates_and_measures_agreement_on_new_labels(tmp_pat
     assert set(run.scores) >= {"good (compiled + calibrated)", "good (raw judge score)"}
     assert run.agreement["good (compiled + calibrated)"].value("balanced_accuracy") == 1.0
     assert "| scorer |" in printed and "HTML report:" in printed
+    # no split here: the words say so (not "held-out test", not "cut-off fitted on train"), the page too
+    assert "every labelled item, no split, n=12" in printed and "held-out" not in printed
+    assert "fitted on train" not in printed
+    page = (tmp_path / "a" / "report" / "index.html").read_text()
+    assert "<title>Agreement report" in page and "held-out" not in page
     assert main(["agreement", str(tmp_path / "missing.json"), str(fresh), "--no-mlflow"]) == 2
 
 

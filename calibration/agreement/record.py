@@ -221,10 +221,10 @@ class CalibrationRun:
             judged = [(a, n) for a, n in judged if a is not None]
             if not hard["items"]:
                 text = (f"Hard slice: none; {hard['baseline']} gets every test item right at its cut-off "
-                        f"{hard['threshold']:.3g} fitted on train")
+                        f"{hard['threshold']:.3g} fitted on {hard.get('fitted_on', 'train')}")
             else:
                 text = (f"Hard slice: the {len(hard['items'])} test items {hard['baseline']} gets wrong at its cut-off "
-                        f"{hard['threshold']:.3g} fitted on train")
+                        f"{hard['threshold']:.3g} fitted on {hard.get('fitted_on', 'train')}")
             if judged and hard["items"]:
                 accuracy, name = max(judged)
                 text += f"; the best judge scorer there, {name}, is right on {accuracy:.0%} of them"

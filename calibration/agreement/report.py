@@ -156,7 +156,8 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
     n_boot = max(r.n_bootstrap for r in reports.values())
     findings = "".join(f'<li{" class=warn" if f.startswith(("Warning", "Failures")) else ""}>{html.escape(f)}</li>'
                        for f in run.findings(n_bootstrap))
-    items = f"{len(y)} held-out items" + (f", {int(y.sum())} labelled positive" if run.label_kind == "binary" else "")
+    measured = run.meta.get("measured_on") or f"{len(y)} held-out items"
+    items = measured + (f", {int(y.sum())} labelled positive" if run.label_kind == "binary" else "")
     sections = [("Summary", f"<p>{html.escape(run.name)}: {items}.</p><ul class=findings>{findings}</ul>"),
                 ("Agreement with human labels",
                  _table(["scorer", *(["failed"] if failures else []), *[STAT_NAMES.get(s, s) for s in stats],
@@ -165,7 +166,8 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
                    f"better than the runner-up at 95% by a paired bootstrap on the same items; a column without "
                    f"bold has no established best. Lower is better for {', '.join(sorted(LOWER_IS_BETTER))}."
                    + (" Failed items are left out of a scorer's statistics, never imputed." if failures else "")
-                   + (f" Hard slice: the test items {html.escape(hard['baseline'])} (the best baseline on train, "
+                   + (f" Hard slice: the test items {html.escape(hard['baseline'])} (the best baseline on "
+                      f"{html.escape(hard.get('fitted_on', 'train'))}, "
                       f"cut at {hard['threshold']:.3g}) gets wrong; a judge that only repeats it scores about 0 "
                       "there." if hard else "")
                    + "</p>")]

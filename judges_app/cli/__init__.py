@@ -42,9 +42,16 @@ COMMANDS = {
 }
 
 
+def for_users(doc: str | None) -> str:
+    """A module docstring as ``--help`` shows it: without the paragraphs for the code's developers (those that
+    open with "Owns:" or "Must not")."""
+    paragraphs = (doc or "").strip().split("\n\n")
+    return "\n\n".join(p for p in paragraphs if not p.lstrip().startswith(("Owns:", "Must not")))
+
+
 def parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser, with the arguments of ``command`` (the others listed by name and help)."""
-    top = argparse.ArgumentParser(prog="dspy-judges", description=__doc__,
+    top = argparse.ArgumentParser(prog="dspy-judges", description=for_users(__doc__),
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--debug", action="store_true", help="show full tracebacks")
     sub = top.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")

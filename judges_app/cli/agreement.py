@@ -30,6 +30,7 @@ from calibration.fitting.signals import signal_columns
 from judges.data.samples import SampleValidationError
 from judges.run.usage import tracked_usage
 from judges_app.cli.calibrate import print_results
+from judges_app.cli import for_users
 from judges_app.cli.common import (
     CommandFailed,
     UsageError,
@@ -107,16 +108,17 @@ def run(args) -> int:
         meta = {"data": args.data, "judge": args.judge, "failures": {key: int(failed.sum())},
                 "errors": {key: sorted({r["error"] for r, f in zip(results, failed) if f})[:5]} if failed.any() else {},
                 "usage": {judge.name: usage}, "seconds_total": time.perf_counter() - start,
-                "dropped_trained_on": dropped}
+                "dropped_trained_on": dropped, "measured_on": f"every labelled item, no split, n={len(data)}"}
         slice_ = hard_slice(data, data, baselines, progress=True)
         if slice_:
-            meta["hard_slice"] = {**slice_, "note": "baseline cut-offs fitted on this set"}
+            meta["hard_slice"] = {**slice_, "fitted_on": "this same set (no split)"}
         kind = "binary" if schema["kind"] == "binary" else "continuous"
         run = CalibrationRun(f"{dataset_name(args.data)}: {judge.name}", labels.tolist(), scores, label_kind=kind,
                              meta=meta)
         run.compute_agreement(n_bootstrap=args.n_bootstrap, seed=args.seed, progress=True)
         run.save(out / "agreement_run.json")
-        report = None if args.no_report else write_report(run, out / "report", progress=True)
+        report = None if args.no_report else write_report(run, out / "report", progress=True,
+                                                          title=f"Agreement report: {run.name}")
         print_results(run, args)
         print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/agreement_run.json")
         if report:
@@ -133,7 +135,7 @@ def run(args) -> int:
 
 def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p = sub.add_parser("agreement", help=summary,
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=for_users(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("judge", help="a compiled judge JSON saved by calibrate, or a metric name (NAME or NAME:{json})")
     p.add_argument("data", help="a labelled .jsonl/.csv file (sample fields + a label column) or a built-in set")
     p.add_argument("--label-column", default="label")

@@ -258,7 +258,8 @@ def spent_words(spent: dict) -> str:
 
 def print_results(run, args) -> None:
     """The agreement table, the findings in words, errors, skipped optimizers and LM use per phase."""
-    print(f"\n{run.name}: held-out test n={len(run.labels)}, 95% bootstrap CIs\n")
+    measured = run.meta.get("measured_on", f"held-out test n={len(run.labels)}")
+    print(f"\n{run.name}: {measured}, 95% bootstrap CIs\n")
     print(run.table())
     print()
     for finding in run.findings(n_bootstrap=args.n_bootstrap, seed=args.seed):

@@ -42,6 +42,7 @@ from judges.data.samples import SampleValidationError
 from judges.lm.embeddings import resolve_embedder
 from judges.lm.served import PermanentLMError
 from judges.run.run_file import take_lock
+from judges_app.cli import for_users
 from judges_app.cli.common import (
     CommandFailed,
     UsageError,
@@ -328,7 +329,7 @@ def _label(args, judge, pool, trace_ids, out: Path) -> int:
 
 def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p = sub.add_parser("label", help=summary,
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=for_users(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("pool", help="unlabelled items: a .jsonl/.csv file of sample fields")
     p.add_argument("--judge", required=True, help="the judge to label for: a metric name (NAME or NAME:{json})")
     p.add_argument("--compiled", default=None, metavar="FILE",

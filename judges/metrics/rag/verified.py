@@ -158,6 +158,8 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
     needs_verifier: ClassVar[bool] = True
+    #: No LM as built by default (claims are its sentences); an instance with ``claims="lm"`` needs one.
+    needs_lm: ClassVar[bool] = False
     #: "share" was the score before the mean; no reply was set aside before ``claims="checkable"``.
     saved_before: ClassVar[dict[str, Any]] = {"aggregate": "share", "unclaimed_score": 0.0}
 
