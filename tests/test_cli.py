@@ -497,9 +497,12 @@ def test_a_researchers_file_as_it_is_is_read_with_columns_label_words_and_ids(tm
             "--n-train", "10", "--n-test", "12", "--no-mlflow", "--no-report", "--n-bootstrap", "50",
             "--label-column", "annotator_verdict", "--id-column", "turn",
             "--columns", "bot_reply=response,knowledge=retrieved_contexts", "--labels", "faithful=1,hallucinated=0",
-            "--out", str(tmp_path / "o")]
+            "--table", str(tmp_path / "table.tex"), "--out", str(tmp_path / "o")]
     assert main(argv) == 0
     out = capsys.readouterr().out
+    tex = (tmp_path / "table.tex").read_text()
+    assert "\\begin{tabular}" in tex and "n = 12 items" in tex and "from 50 bootstrap resamples (seed 0)" in tex
+    assert re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", tex)  # three decimals on intervals
     assert out.count("columns left out (not named in columns): dialogue_history") == 1
     assert out.count("24 'retrieved_contexts' cells were plain text, each read as a list of one text") == 1
     run = CalibrationRun.load(tmp_path / "o" / "calibration_run.json")

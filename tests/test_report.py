@@ -68,7 +68,7 @@ def test_compute_agreement_and_markdown_table(run):
     lines = table.splitlines()
     assert lines[0] == "| scorer | roc_auc | balanced_accuracy | cohen_kappa | brier | ece |"
     assert [line.split("|")[1].strip() for line in lines[2:]] == ["baseline", "judge", "calibrated"]
-    assert re.search(r"\d\.\d{3} \[\d\.\d{2}, \d\.\d{2}\]", lines[2])
+    assert re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", lines[2])
     one_class = CalibrationRun("one", [1, 1, 1], {"j": [0.9, 0.8, 0.7]})
     one_class.compute_agreement(N_BOOT)
     assert "| j | n/a |" in one_class.table(["roc_auc"])
@@ -224,7 +224,7 @@ def test_write_report_from_a_calibration_run_file(run, tmp_path):
         assert name in page
     assert "<b>x</b>" not in page and "<i>j</i>" not in page
     auc = run.agreement["calibrated"].stats["roc_auc"]
-    assert f"{auc['value']:.3f} [{auc['low']:.2f}, {auc['high']:.2f}]" in page
+    assert f"{auc['value']:.3f} [{auc['low']:.3f}, {auc['high']:.3f}]" in page
     assert "quadratic kappa" not in page and "Spearman" in page  # every binary statistic, no others
     assert page.index("Summary") < page.index("Agreement with human labels") < page.index("Run details")
     assert 'name="viewport"' in page and "Best by ROC-AUC: calibrated" in page

@@ -12,6 +12,8 @@ Owns: the saved JSON record of a calibration or comparison run. Must not fit or 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from collections.abc import Sequence
@@ -164,6 +166,52 @@ class CalibrationRun:
                 cells.append("n/a" if accuracy is None else f"{accuracy:.2f}" + (f" ({n})" if n != len(hard["items"]) else ""))
             lines.append(f"| {name.replace('|', chr(92) + '|')} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
+
+    def caption(self) -> str:
+        """The table's settings in one line: items, resamples, seed, the interval's method, what is undefined."""
+        reports = self.ensure_agreement()
+        first = next(iter(reports.values()))
+        shifted = sorted({s for r in reports.values() for s, v in r.stats.items() if v.get("ci") == "bias-shifted"})
+        undefined = sorted({f"{s} of {name} ({v['undefined']})" for name, r in reports.items()
+                            for s, v in r.stats.items() if v.get("undefined")})
+        text = (f"{self.name}: n = {len(self.labels)} items; value [95% CI] from {first.n_bootstrap} bootstrap "
+                f"resamples (seed {self.meta.get('seed', 0)}), percentile intervals")
+        if shifted:
+            text += f", {', '.join(shifted)}'s moved by the bootstrap's bias (a resample's repeats inflate it)"
+        if undefined:
+            text += f"; n/a: {'; '.join(undefined)}"
+        return text + "."
+
+    def write_table(self, path: str | Path, stats: Sequence[str] | None = None) -> Path:
+        """The agreement table as a file for a paper, by its extension: Markdown (.md), LaTeX (.tex, booktabs) or
+        CSV (.csv, value, low and high in columns of their own); the caption line holds the settings."""
+        path = Path(path)
+        reports = self.ensure_agreement()
+        stats = list(stats or DEFAULT_STATS[self.label_kind])
+        if path.suffix == ".md":
+            text = self.table(stats) + "\n\n" + self.caption() + "\n"
+        elif path.suffix == ".tex":
+            def tex(value: str) -> str:
+                return value.replace("\\", "\\textbackslash{}").replace("_", "\\_").replace("&", "\\&") \
+                    .replace("%", "\\%").replace("#", "\\#")
+            rows = [" & ".join([tex(name), *(tex(ci_cell(r.stats[s])) for s in stats)]) + " \\\\"
+                    for name, r in reports.items()]
+            text = "\n".join(["\\begin{table}", "\\centering", f"\\caption{{{tex(self.caption())}}}",
+                              "\\begin{tabular}{l" + "r" * len(stats) + "}", "\\toprule",
+                              " & ".join(["scorer", *(tex(s) for s in stats)]) + " \\\\", "\\midrule", *rows,
+                              "\\bottomrule", "\\end{tabular}", "\\end{table}", ""])
+        elif path.suffix == ".csv":
+            out = io.StringIO()
+            writer = csv.writer(out)
+            writer.writerow(["scorer", *(f"{s}{part}" for s in stats for part in ("", "_low", "_high"))])
+            for name, r in reports.items():
+                writer.writerow([name, *(("" if r.stats[s].get(k) is None else f"{r.stats[s][k]:.6g}")
+                                         for s in stats for k in ("value", "low", "high"))])
+            writer.writerow([f"# {self.caption()}"])
+            text = out.getvalue()
+        else:
+            raise ValueError(f"write_table: {path.name}: give a .md, .tex or .csv file")
+        return write_replacing(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
 
     def compare(self, a: str, b: str, n_bootstrap: int = 1000, seed: int = 0,
                 stats: Sequence[str] | None = None) -> PairedComparison:
@@ -337,7 +385,9 @@ def num(value: Any, digits: int = 3) -> str:
 
 
 def ci_cell(stat: dict[str, float | None]) -> str:
+    """``value [low, high]``, three decimals each (with two, an interval that excludes zero and one that touches
+    it can print alike); ``n/a`` when undefined."""
     if stat.get("value") is None:
         return "n/a"
-    ci = "" if stat.get("low") is None else f" [{stat['low']:.2f}, {stat['high']:.2f}]"
+    ci = "" if stat.get("low") is None else f" [{stat['low']:.3f}, {stat['high']:.3f}]"
     return f"{stat['value']:.3f}{ci}"

@@ -45,6 +45,7 @@ from judges_app.cli.common import (
     cli_lm,
     dataset_name,
     labelled_file_options,
+    table_file,
     lm_params,
     load_labelled,
     log_after_printing,
@@ -108,7 +109,8 @@ def run(args) -> int:
         meta = {"data": args.data, "judge": args.judge, "failures": {key: int(failed.sum())},
                 "errors": {key: sorted({r["error"] for r, f in zip(results, failed) if f})[:5]} if failed.any() else {},
                 "usage": {judge.name: usage}, "seconds_total": time.perf_counter() - start,
-                "dropped_trained_on": dropped, "measured_on": f"every labelled item, no split, n={len(data)}"}
+                "dropped_trained_on": dropped, "measured_on": f"every labelled item, no split, n={len(data)}",
+                "seed": args.seed}
         slice_ = hard_slice(data, data, baselines, progress=True)
         if slice_:
             meta["hard_slice"] = {**slice_, "fitted_on": "this same set (no split)"}
@@ -120,6 +122,8 @@ def run(args) -> int:
         report = None if args.no_report else write_report(run, out / "report", progress=True,
                                                           title=f"Agreement report: {run.name}")
         print_results(run, args)
+        if args.table:
+            print(f"Table for a paper: {run.write_table(args.table)} ({run.caption()})")
         print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/agreement_run.json")
         if report:
             print(f"HTML report: {report}")
@@ -141,6 +145,9 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--label-column", default="label")
     add_label_scale_options(p)
     add_file_mapping_options(p)
+    p.add_argument("--table", type=table_file, default=None, metavar="FILE",
+                   help="also write the agreement table for a paper: Markdown (.md), LaTeX (.tex) or CSV (.csv), "
+                        "three decimals, the settings in a caption line")
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N labelled items")
     p.add_argument("--seed", type=seed_value, default=0)
     p.add_argument("--n-bootstrap", type=bootstrap_count, default=1000)

@@ -103,3 +103,10 @@ def positive_number(text: str) -> float:
 def share(text: str) -> float:
     """An argparse type: a number in [0, 1]."""
     return _checked_number(text, float, lambda v: 0.0 <= v <= 1.0, "a number between 0 and 1")
+
+
+def table_file(text: str) -> str:
+    """An argparse type: a file name ending in .md, .tex or .csv (the table's format)."""
+    if not text.endswith((".md", ".tex", ".csv")):
+        raise argparse.ArgumentTypeError(f"expected a .md, .tex or .csv file, got {text!r}")
+    return text

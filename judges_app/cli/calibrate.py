@@ -38,6 +38,7 @@ from judges_app.cli.common import (
     cli_lm,
     dataset_name,
     labelled_file_options,
+    table_file,
     lm_params,
     load_labelled,
     log_after_printing,
@@ -214,6 +215,8 @@ def run(args) -> int:
                 judge.save(out / f"compiled_{path_part(probe.name)}_{label}.json")
             report = None if args.no_report else write_report(run, out / "report", progress=True)
             print_results(run, args)
+            if args.table:
+                print(f"Table for a paper: {run.write_table(args.table)} ({run.caption()})")
             print(f"\n{time.perf_counter() - start:.0f} s. Wrote {out}/: calibration_run.json, "
                   + ", ".join(f"compiled_{path_part(probe.name)}_{label}.json" for label in compiled))
             if report:
@@ -308,6 +311,9 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--label-column", default="label", help="the label column of a file (default: label)")
     add_label_scale_options(p)
     add_file_mapping_options(p)
+    p.add_argument("--table", type=table_file, default=None, metavar="FILE",
+                   help="also write the agreement table for a paper: Markdown (.md), LaTeX (.tex) or CSV (.csv), "
+                        "three decimals, the settings in a caption line")
     p.add_argument("--optimizer", action="append", choices=OPTIMIZERS, default=None,
                    help="DSPy optimizer, memory (the nearest labelled items as demos plus guidelines distilled "
                         "from people's rationales), finetune (the verifier judge's model trained on the labels) or "
