@@ -173,3 +173,22 @@ def test_ece_interval_is_moved_by_the_bootstrap_bias_and_an_undefined_brier_says
     cosine = stats.agreement([0, 1, 0, 1], [-0.2, 0.9, 0.1, 0.8], n_bootstrap=50)
     assert cosine.stats["brier"]["value"] is None
     assert cosine.stats["brier"]["undefined"] == "scores outside [0, 1] are not probabilities"
+
+
+def test_delong_matches_scikit_learn_s_aucs_and_holds_its_level_and_holm_steps_down():
+    from sklearn.metrics import roc_auc_score
+
+    from calibration.agreement.pairs import delong_test, holm
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    a, b = y + rng.normal(0, 0.8, 200), y + rng.normal(0, 1.2, 200)
+    found = delong_test(y, a, b)
+    assert found["auc_a"] == pytest.approx(roc_auc_score(y, a)) and found["auc_b"] == pytest.approx(roc_auc_score(y, b))
+    assert delong_test(y, a, a)["p"] == 1.0
+    rejected = 0
+    for _ in range(200):  # two scorers alike: about 5% of tests reject at 0.05
+        y = rng.integers(0, 2, 100)
+        rejected += delong_test(y, y + rng.normal(0, 1, 100), y + rng.normal(0, 1, 100))["p"] < 0.05
+    assert 2 <= rejected <= 20
+    assert holm([0.01, 0.04, 0.03, None]) == pytest.approx([0.03, 0.06, 0.06, None])

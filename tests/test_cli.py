@@ -513,3 +513,42 @@ def test_a_researchers_file_as_it_is_is_read_with_columns_label_words_and_ids(tm
     with pytest.raises(SystemExit) as refused:  # at parse, as argparse refuses
         main([*argv[:-2], "--columns", "bot_reply=answer", "--out", str(tmp_path / "o3")])
     assert refused.value.code == 2 and "answer is not a sample field" in capsys.readouterr().err
+
+
+def test_agreement_measures_several_judges_in_one_table_and_compares_every_pair(tmp_path, capsys):
+    """Two judges and a variant of one (another setting): rows named by what differs, one table, each pair
+    compared on the same items with Holm-adjusted p-values, each judge's disagreements kept."""
+    rows = []
+    for i in range(40):
+        fact = f"The tower number {i} was finished in {1800 + i}."
+        good = i % 2 == 1
+        reply = fact if good else (f"The tower number {i} was finished in {1700 + i}." if i % 4 == 0
+                                   else f"The bridge number {i} opened in {1900 + i}.")
+        rows.append({"response": reply, "retrieved_contexts": [fact], "label": int(good), "turn": f"t{i}"})
+    data = write_jsonl(tmp_path / "grounded.jsonl", rows)
+    argv = ["agreement", str(data), "--judge", "novel_bigram_support", "--judge", "weakest_sentence_support",
+            "--judge", 'unsupported_specifics', "--id-column", "turn", "--n-bootstrap", "200", "--no-mlflow",
+            "--out", str(tmp_path / "a")]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "Holm-adjusted over 3 pairs" in printed and printed.count(" vs ") >= 3 and "DeLong p=" in printed
+    run = CalibrationRun.load(tmp_path / "a" / "agreement_run.json")
+    assert {"novel_bigram_support", "weakest_sentence_support", "unsupported_specifics"} <= set(run.scores)
+    pairs = run.meta["judge_pairs"]
+    assert len(pairs) == 3 and all(p["delong_holm"] >= p["delong_p"] for p in pairs)
+    assert set(run.meta["disagreements_by_judge"]) == {"novel_bigram_support", "weakest_sentence_support",
+                                                       "unsupported_specifics"}
+    page = (tmp_path / "a" / "report" / "index.html").read_text()
+    assert "The judges pair by pair (roc_auc, p-values Holm-adjusted over 3 pairs)" in page
+    shown = [d for d in run.meta["disagreements_by_judge"].values() if d["items"]]
+    assert page.count("Disagreements of ") == len(shown) and all(f">{d['items'][0]['id']}<" in page for d in shown)
+    variants = ["agreement", str(data), "--judge", "faithfulness_with_verifier", "--judge",
+                'faithfulness_with_verifier:{"aggregate": "share"}', "--id-column", "turn", "--n-bootstrap", "50",
+                "--no-mlflow", "--no-report",
+                "--out", str(tmp_path / "v")]
+    assert main(variants) == 0  # each variant's row names the setting that tells it apart
+    printed = capsys.readouterr().out
+    assert "faithfulness_with_verifier (aggregate='mean')" in printed
+    assert "faithfulness_with_verifier (aggregate='share')" in printed
+    assert main(["agreement", str(data), str(data), "--judge", "novel_bigram_support", "--no-mlflow"]) == 2
+    assert "give only the labelled DATA" in capsys.readouterr().err

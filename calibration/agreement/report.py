@@ -208,14 +208,26 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
         sections.append(("Confusion matrices", '<div class="grid">' + "".join(images) + "</div>"))
     figures.close()
     meta = {k: v for k, v in run.meta.items()
-            if k not in ("usage", "calibrator_inputs", "errors", "hard_slice", "range_warnings", "disagreements")}
-    disagree = run.meta.get("disagreements") or {}
-    if disagree.get("items"):
+            if k not in ("usage", "calibrator_inputs", "errors", "hard_slice", "range_warnings", "disagreements",
+                         "disagreements_by_judge", "judge_pairs")}
+    pairs = run.meta.get("judge_pairs") or []
+    if pairs:
+        tests = [t for t in ("delong", "mcnemar", "bootstrap") if f"{t}_p" in pairs[0]]
+        rows = [[p["a"], p["b"], p["n"], "n/a" if p.get("difference") is None else
+                 f"{p['difference']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}]",
+                 *(("n/a" if p.get(f"{t}_p") is None else f"{p[f'{t}_p']:.3g} ({p[f'{t}_holm']:.3g})") for t in tests)]
+                for p in pairs]
+        sections.append((f"The judges pair by pair ({pairs[0]['stat']}, p-values Holm-adjusted over {len(pairs)} pairs)",
+                         _table(["judge A", "judge B", "items", "A - B [95% CI]", *(f"{t} p (Holm)" for t in tests)],
+                                rows, numeric_from=2)))
+    for disagree in (run.meta.get("disagreements_by_judge") or {"": run.meta.get("disagreements") or {}}).values():
+        if not disagree.get("items"):
+            continue
         rows = [[d.get("id", d["item"]), d["label"], d["score"], d.get("rationale") or "-", d.get("judge_reasons") or "-",
                  d.get("response") or ""] for d in disagree["items"]]
         sections.append((f"Disagreements of {disagree['scorer']} with people ({disagree['count']})",
-                         _table(["item (id or row)", "label", "score", "the person's rationale", "the judge's reasons", "response"],
-                                rows, numeric_from=6)))
+                         _table(["item (id or row)", "label", "score", "the person's rationale", "the judge's reasons",
+                                 "response"], rows, numeric_from=6)))
     if run.meta.get("errors"):
         sections.append(("Errors", _table(["scorer", "distinct errors"],
                                           [[k, "; ".join(v)] for k, v in run.meta["errors"].items()], numeric_from=2)))
