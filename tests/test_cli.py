@@ -299,10 +299,19 @@ def test_a_compiled_judge_evaluates_and_measures_agreement_on_new_labels(tmp_pat
     assert run.agreement["good (compiled + calibrated)"].value("balanced_accuracy") == 1.0
     assert "| scorer |" in printed and "HTML report:" in printed
     # no split here: the words say so (not "held-out test", not "cut-off fitted on train"), the page too
-    assert "every labelled item, no split, n=12" in printed and "held-out" not in printed
+    # 3 of the 12 new items repeat ones it was fitted on: left out and said
+    assert "left out 3 items a compiled judge was fitted on; 9 remain" in printed
+    assert "every labelled item, no split, n=9" in printed and "held-out" not in printed
     assert "fitted on train" not in printed
     page = (tmp_path / "a" / "report" / "index.html").read_text()
     assert "<title>Agreement report" in page and "held-out" not in page
+    # measured on the labels it was fitted on, its own training items are left out and counted
+    fitted = json.loads(Path(compiled).read_text())["report"]["fitted_on_items"]
+    assert len(fitted) == 8
+    with dspy.context(lm=demo_sensitive_lm()):
+        assert main(["agreement", compiled, str(critic_labels(tmp_path)), "--n-bootstrap", "50", "--no-mlflow",
+                     "--no-report", "--out", str(tmp_path / "again")]) == 0
+    assert "left out 8 items a compiled judge was fitted on; 16 remain" in capsys.readouterr().out
     assert main(["agreement", str(tmp_path / "missing.json"), str(fresh), "--no-mlflow"]) == 2
 
 

@@ -322,6 +322,15 @@ def without_shipped_training(data: LabelledSet) -> tuple[LabelledSet, int]:
     return (data if len(keep) == len(data) else data.subset(keep)), len(data) - len(keep)
 
 
+def without_items(data: LabelledSet, keys: set[str] | frozenset[str]) -> tuple[LabelledSet, int]:
+    """``data`` without the items whose sample key (``judges.run.records.sample_key``) is in ``keys`` (e.g. those
+    a compiled judge was fitted on), and how many were left out."""
+    from judges.run.records import sample_key  # the run records' item identity
+
+    keep = [i for i, sample in enumerate(data.dataset) if sample_key(sample) not in keys]
+    return (data if len(keep) == len(data) else data.subset(keep)), len(data) - len(keep)
+
+
 def _strata(data: LabelledSet):
     labels = np.asarray(data.labels, dtype=float)
     if data.kind == "continuous":

@@ -232,6 +232,15 @@ def failed_mask(results: Sequence[Any]) -> np.ndarray:
     return np.array([isinstance(r, dict) and "error" in r for r in results], dtype=bool)
 
 
+#: The report key holding the sample keys (``judges.run.records.sample_key``) a compiled judge was fitted on.
+FITTED_ON = "fitted_on_items"
+
+
+def fitted_on_keys(*sets: LabelledSet | None) -> list[str]:
+    """The sample keys of every item in ``sets`` (compiled on, checked on, calibrated on), sorted, once each."""
+    return sorted({sample_key(sample) for data in sets if data is not None for sample in data.dataset})
+
+
 def fit(
     judge: Judge,
     trainset: LabelledSet,
@@ -289,7 +298,9 @@ def fit(
     schema = label_schema(trainset)
     report: dict[str, Any] = {"optimizer": optimizer if isinstance(optimizer, (str, type(None))) else type(optimizer).__name__,
                               "train_size": len(trainset), "seed": seed,
-                              "dropped_trained_on": {k: v for k, v in dropped.items() if v}}
+                              "dropped_trained_on": {k: v for k, v in dropped.items() if v},
+                              # the items it learnt from, by their keys: agreement leaves them out of a measurement
+                              FITTED_ON: fitted_on_keys(trainset, devset, calibration_set)}
     if getattr(judge, "needs_lm", False):
         report["lm"] = lm_name(resolve_lm(judge.judge_lm))
     compile_on, check_set = trainset, None

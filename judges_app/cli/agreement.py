@@ -21,15 +21,16 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from calibration.agreement.pairs import compare_pairs, pairs_text
 from calibration.agreement.record import CalibrationRun
 from calibration.agreement.report import write_report
-from calibration.data.labelled import without_shipped_training
+from calibration.data.labelled import without_items, without_shipped_training
 from calibration.fitting.compiled import CompiledJudge
-from calibration.fitting.fit import failed_mask, judge_scores, label_schema, scaled
+from calibration.fitting.fit import FITTED_ON, failed_mask, judge_scores, label_schema, scaled
 from calibration.fitting.heldout import applicable_baselines, disagreements, hard_slice
 from calibration.fitting.signals import signal_columns
 from judges.data.samples import SampleValidationError
@@ -96,6 +97,27 @@ def row_names(judges: list) -> list[str]:
     return names
 
 
+def without_fitted_items(data, specs: list[str], judges: list) -> tuple[Any, int]:
+    """``data`` without the items a compiled judge among ``judges`` was fitted on (measured on them it would look
+    better than it is), said with their count; a compiled judge that does not record its items is warned of."""
+    keys: set[str] = set()
+    for spec, judge in zip(specs, judges):
+        if isinstance(judge, CompiledJudge):
+            recorded = judge.report.get(FITTED_ON) if isinstance(judge.report, dict) else None
+            if recorded is None:
+                print(f"warning: {spec} does not record the items it was fitted on (it was saved before compiled "
+                      "judges kept them): if DATA holds any of them, its numbers are too good", flush=True)
+            keys.update(recorded or ())
+    if not keys:
+        return data, 0
+    kept, dropped = without_items(data, keys)
+    if dropped:
+        print(f"left out {dropped} items a compiled judge was fitted on; {len(kept)} remain", flush=True)
+    if len(kept) < 2:
+        raise UsageError(f"every item but {len(kept)} was fitted on by a compiled judge: measure it on other items")
+    return kept, dropped
+
+
 def run(args) -> int:
     specs, data_source = judge_specs(args)
     args.data = data_source
@@ -112,6 +134,7 @@ def run(args) -> int:
     lm = cli_lm(args)
     judges = [build_metric(spec, lm=lm, args=args) for spec in specs]
     names = row_names(judges)
+    data, fitted_on = without_fitted_items(data, specs, judges)
     for judge in judges:
         try:
             judge.validate_dataset(data.dataset)
@@ -142,7 +165,8 @@ def run(args) -> int:
         scores = {f"baseline: {b.replace('_', ' ')}": column.tolist()
                   for b, column in signal_columns(baselines, data.dataset, progress=True).items()}
         meta = {"data": args.data, "judges": specs, "failures": {}, "errors": {}, "usage": {},
-                "dropped_trained_on": dropped, "measured_on": f"every labelled item, no split, n={len(data)}",
+                "dropped_trained_on": dropped, "dropped_fitted_on": fitted_on,
+                "measured_on": f"every labelled item, no split, n={len(data)}",
                 "seed": args.seed, "disagreements_by_judge": {}}
         failed_share = {}
         for judge, key in zip(judges, names):
