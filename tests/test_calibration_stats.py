@@ -192,3 +192,19 @@ def test_delong_matches_scikit_learn_s_aucs_and_holds_its_level_and_holm_steps_d
         rejected += delong_test(y, y + rng.normal(0, 1, 100), y + rng.normal(0, 1, 100))["p"] < 0.05
     assert 2 <= rejected <= 20
     assert holm([0.01, 0.04, 0.03, None]) == pytest.approx([0.03, 0.06, 0.06, None])
+
+
+def test_fleiss_kappa_and_krippendorff_alpha_give_the_textbook_values():
+    """Fleiss (1971)'s 10 items x 14 raters: 0.210; Krippendorff's own nominal example (3 coders, gaps): 0.691."""
+    from calibration.agreement.raters import consensus, fleiss_kappa, krippendorff_alpha
+
+    table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1], [7, 7, 0, 0, 0],
+             [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    ratings = np.array([[c for c, n in enumerate(row) for _ in range(n)] for row in table], dtype=float)
+    assert fleiss_kappa(ratings) == pytest.approx(0.210, abs=5e-4)
+    nan = np.nan
+    coders = np.array([[nan, nan, nan, nan, nan, 3, 4, 1, 2, 1, 1, 3, 3, nan, 3],
+                       [1, nan, 2, 1, 3, 3, 4, 3, nan, nan, nan, nan, nan, nan, nan],
+                       [nan, nan, 2, 1, 3, 4, 4, nan, 2, 1, 1, 3, 3, nan, 4]])
+    assert krippendorff_alpha(coders.T, "nominal") == pytest.approx(0.691, abs=5e-4)
+    assert consensus(np.array([[1, 0, 1], [0, 0, nan], [1, 0, nan]]), "nominal").tolist() == [1, 0, 1]

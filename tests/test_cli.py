@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dspy
 import mlflow
+import numpy as np
 import pytest
 
 from calibration.agreement.record import CalibrationRun
@@ -561,3 +562,30 @@ def test_agreement_measures_several_judges_in_one_table_and_compares_every_pair(
     assert "faithfulness_with_verifier (aggregate='share')" in printed
     assert main(["agreement", str(data), str(data), "--judge", "novel_bigram_support", "--no-mlflow"]) == 2
     assert "give only the labelled DATA" in capsys.readouterr().err
+
+
+def test_several_annotators_give_their_agreement_and_the_judge_joins_as_one_more_rater(tmp_path, capsys):
+    """Three people labelled each item (one left one blank): Krippendorff's alpha and Fleiss' kappa among them,
+    the judge's alpha as a fourth rater, its kappa against the majority and each person, each with a CI."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(40):
+        fact = f"The tower number {i} was finished in {1800 + i}."
+        good = i % 2 == 1
+        reply = fact if good else f"The bridge number {i} opened in {1900 + i}."
+        people = [good if rng.random() > 0.1 else not good for _ in range(3)]
+        row = {"response": reply, "retrieved_contexts": [fact]}
+        row.update({f"a{k + 1}": "faithful" if v else "hallucinated" for k, v in enumerate(people)})
+        rows.append(row)
+    rows[0]["a3"] = None
+    data = write_jsonl(tmp_path / "three.jsonl", rows)
+    assert main(["agreement", "novel_bigram_support", str(data), "--label-column", "a1,a2,a3", "--labels",
+                 "faithful=1,hallucinated=0", "--n-bootstrap", "100", "--no-mlflow", "--no-report",
+                 "--out", str(tmp_path / "a")]) == 0
+    printed = capsys.readouterr().out
+    assert "People (a1, a2, a3; 40 items, nominal labels): Krippendorff's alpha 0." in printed
+    assert "Fleiss' kappa" in printed and "With the judge as one more rater: alpha" in printed
+    assert re.search(r"against each person: a1 -?\d\.\d{3} \[", printed)
+    found = CalibrationRun.load(tmp_path / "a" / "agreement_run.json").meta["raters"]["novel_bigram_support"]
+    people = found["stats"]["alpha_people"]
+    assert 0.5 < people["value"] < 1 and people["low"] <= people["value"] <= people["high"]

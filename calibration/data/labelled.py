@@ -46,6 +46,8 @@ class LabelledSet:
     row_names: list[str] | None = field(default=None, repr=False, compare=False)
     #: What reading the set's source decided once for many rows (columns left out, plain-text lists), to say.
     notes: list[str] = field(default_factory=list, repr=False, compare=False)
+    #: The people whose labels ``meta[i]["ratings"]`` holds, in order, when several labelled each item.
+    raters: list[str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if len(self.labels) != len(self.dataset):
@@ -87,16 +89,24 @@ class LabelledSet:
         "knowledge": "retrieved_contexts"}``; columns it does not name, other than the label, rationale and id,
         are left out, listed in ``notes``); ``label_map`` reads label words (``{"faithful": 1,
         "hallucinated": 0}``, case and spaces ignored); ``id_column`` names each item (``meta[i]["id"]``, default
-        its row: ``item_id``). The same problem in many rows is said once, with a count and the first rows."""
+        its row: ``item_id``). The same problem in many rows is said once, with a count and the first rows.
+
+        Several people: ``label`` names several columns (``["a1", "a2"]`` or ``"a1,a2"``); each item's label is
+        their majority (binary; a tie goes to 1, counted in ``notes``) or mean (rounded for ordinal labels), and
+        every person's label is kept (``meta[i]["ratings"]``, ``raters``) for ``calibration.agreement.raters``."""
         names = list(row_names) if row_names is not None else [f"{name}: row {i}" for i in range(len(rows))]
         words = {str(k).strip().lower(): v for k, v in (label_map or {}).items()}
         notes: list[str] = []
+        raters = [c.strip() for c in label.split(",")] if isinstance(label, str) and "," in label else (
+            list(label) if isinstance(label, (list, tuple)) else None)
+        if raters is not None:
+            rows, label = _with_consensus(rows, raters, words, kind, names, notes), CONSENSUS
         if columns:
             unknown = sorted({c for row in rows if isinstance(row, dict) for c in row} - set(columns)
-                             - {label, RATIONALE, id_column})
+                             - {label, RATIONALE, id_column, RATINGS})
             if unknown:
                 notes.append(f"columns left out (not named in columns): {', '.join(unknown)}")
-        samples, labels, rationales, ids = [], [], [], []
+        samples, labels, rationales, ids, ratings = [], [], [], [], []
         for i, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise ValueError(f"{names[i]}: expected an object of sample fields and '{label}', got "
@@ -111,6 +121,7 @@ class LabelledSet:
             if label not in row or row[label] is None or (isinstance(row[label], float) and math.isnan(row[label])):
                 raise ValueError(f"{names[i]} has no '{label}' value")
             value = row.pop(label)
+            ratings.append(row.pop(RATINGS, None))
             if words and isinstance(value, str):
                 if value.strip().lower() not in words:
                     raise ValueError(f"{names[i]}: label {value!r:.60} is none of the label words "
@@ -140,8 +151,11 @@ class LabelledSet:
                 meta[i][RATIONALE] = rationale
         for i, item in enumerate(ids):
             meta[i]["id"] = item
+        for i, given in enumerate(ratings):
+            if given is not None:
+                meta[i][RATINGS] = given
         return cls(name, dataset, labels, kind, source, meta if any(meta) else [], label_range=label_range,
-                   row_names=names, notes=notes)
+                   row_names=names, notes=notes, raters=raters)
 
     @classmethod
     def from_jsonl(cls, path: str | Path, **kwargs) -> LabelledSet:
@@ -172,6 +186,12 @@ class LabelledSet:
     def from_hf_dataset(cls, dataset, **kwargs) -> LabelledSet:
         return cls.from_records(dataset.to_list(), **kwargs)
 
+    def ratings(self) -> list[list[float | None]]:
+        """Every person's label of every item (None where one gave none), in ``raters`` order."""
+        if not self.raters:
+            raise ValueError(f"{self.name}: one label per item; give several label columns for raters")
+        return [list(m.get(RATINGS) or [None] * len(self.raters)) for m in self.meta]
+
     def item_id(self, index: int) -> str:
         """Item ``index``'s id: its id column's value, else its row ("line 7" of a file, "row 3" otherwise)."""
         given = self.meta[index].get("id") if self.meta and index < len(self.meta) else None
@@ -195,7 +215,52 @@ class LabelledSet:
             meta=[self.meta[i] for i in indices] if self.meta else [],
             label_range=self.label_range,
             row_names=[self.row_names[i] for i in indices] if self.row_names else None,
+            raters=self.raters,
         )
+
+
+#: The row key holding every person's label (several label columns), and the label made from them.
+RATINGS, CONSENSUS = "ratings", "consensus label"
+
+
+def _with_consensus(rows: Sequence[Any], raters: list[str], words: dict[str, Any], kind: str, names: Sequence[str],
+                    notes: list[str]) -> list[Any]:
+    """``rows`` with each person's label read (label words too) into ``RATINGS`` and their consensus into
+    ``CONSENSUS``: the majority for binary labels (a tie goes to 1, counted), the mean otherwise (rounded for
+    ordinal labels). A row where nobody labelled is an error naming it."""
+    out, ties = [], 0
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            out.append(row)
+            continue
+        row = dict(row)
+        given = []
+        for rater in raters:
+            value = row.pop(rater, None)
+            if isinstance(value, float) and math.isnan(value) or value in (None, ""):
+                given.append(None)
+                continue
+            if words and isinstance(value, str):
+                if value.strip().lower() not in words:
+                    raise ValueError(f"{names[i]}: {rater}'s label {value!r:.60} is none of the label words "
+                                     f"{', '.join(map(repr, words))} (label_map)")
+                value = words[value.strip().lower()]
+            given.append(_as_number(value, names[i], rater))
+        present = [v for v in given if v is not None]
+        if not present:
+            raise ValueError(f"{names[i]} has no label in any of {', '.join(raters)}")
+        if kind == "binary":
+            ones = sum(present)
+            ties += ones * 2 == len(present)
+            row[CONSENSUS] = int(ones * 2 >= len(present))
+        else:
+            mean = float(np.mean(present))
+            row[CONSENSUS] = int(math.floor(mean + 0.5)) if kind == "ordinal" else mean
+        row[RATINGS] = given
+        out.append(row)
+    if ties:
+        notes.append(f"{ties} items split evenly between people: labelled 1 (the consensus of a tie)")
+    return out
 
 
 def grouped_problems(problems: Sequence[tuple[int | None, str, str]], names: Sequence[str], name: str,

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from calibration.agreement.pairs import compare_pairs, pairs_text
+from calibration.agreement.raters import rater_agreement, raters_text
 from calibration.agreement.record import CalibrationRun
 from calibration.agreement.report import write_report
 from calibration.data.labelled import without_items, without_shipped_training
@@ -118,6 +119,26 @@ def without_fitted_items(data, specs: list[str], judges: list) -> tuple[Any, int
     return kept, dropped
 
 
+#: Krippendorff's level of measurement for each label kind.
+RATER_LEVELS = {"binary": "nominal", "ordinal": "ordinal", "continuous": "interval"}
+
+
+def on_label_scale(scores: list[float | None], data) -> list[float | None]:
+    """A judge's [0, 1] scores as ratings on the people's scale: decisions at 0.5 for binary labels, the label
+    range's value otherwise (rounded for ordinal labels)."""
+    low, high = data.label_range
+    out: list[float | None] = []
+    for score in scores:
+        if score is None:
+            out.append(None)
+        elif data.kind == "binary":
+            out.append(float(score >= 0.5))
+        else:
+            value = low + score * (high - low)
+            out.append(float(round(value)) if data.kind == "ordinal" else value)
+    return out
+
+
 def run(args) -> int:
     specs, data_source = judge_specs(args)
     args.data = data_source
@@ -195,6 +216,11 @@ def run(args) -> int:
         run.compute_agreement(n_bootstrap=args.n_bootstrap, seed=args.seed, progress=True)
         if len(names) > 1:
             run.meta["judge_pairs"] = compare_pairs(run, names, n_bootstrap=args.n_bootstrap, seed=args.seed)
+        if data.raters:
+            run.meta["raters"] = {key: rater_agreement(data.ratings(), on_label_scale(run.scores[key], data),
+                                                       level=RATER_LEVELS[data.kind], names=data.raters,
+                                                       n_bootstrap=args.n_bootstrap, seed=args.seed)
+                                  for key in names}
         run.save(out / "agreement_run.json")
         report = None if args.no_report else write_report(run, out / "report", progress=True,
                                                           title=f"Agreement report: {run.name}")
@@ -203,6 +229,10 @@ def run(args) -> int:
             print(f"\nThe judges compared pair by pair on the items both scored (p-values Holm-adjusted over "
                   f"{len(run.meta['judge_pairs'])} pairs):")
             for line in pairs_text(run.meta["judge_pairs"]):
+                print(f"  {line}")
+        for key, found in (run.meta.get("raters") or {}).items():
+            print(f"\nSeveral people labelled each item; {key} as one more of them (95% bootstrap CIs over items):")
+            for line in raters_text(found):
                 print(f"  {line}")
         if args.table:
             print(f"Table for a paper: {run.write_table(args.table)} ({run.caption()})")
@@ -230,7 +260,9 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--judge", action="append", default=None, metavar="SPEC",
                    help="a judge to measure (repeat for several, variants with other settings too: NAME:{json}); "
                         "their table is one, each pair compared on the same items")
-    p.add_argument("--label-column", default="label")
+    p.add_argument("--label-column", default="label", metavar="NAME[,NAME...]",
+                   help="the label column; several (a1,a2,a3) when several people labelled each item: then people's "
+                        "agreement (Krippendorff's alpha, Fleiss' kappa) and the judge's as one more rater")
     add_label_scale_options(p)
     add_file_mapping_options(p)
     p.add_argument("--table", type=table_file, default=None, metavar="FILE",
