@@ -224,7 +224,8 @@ def test_write_report_from_a_calibration_run_file(run, tmp_path):
         assert name in page
     assert "<b>x</b>" not in page and "<i>j</i>" not in page
     auc = run.agreement["calibrated"].stats["roc_auc"]
-    assert f"{auc['value']:.3f} [{auc['low']:.3f}, {auc['high']:.3f}]" in page
+    cell = f"{auc['value']:.3f}(</b>)?<br><span class=ci>\\[{auc['low']:.3f}, {auc['high']:.3f}\\]</span>"
+    assert re.search(cell, page)  # the interval under its value: many statistics fit without scrolling
     assert "quadratic kappa" not in page and "Spearman" in page  # every binary statistic, no others
     assert page.index("Summary") < page.index("Agreement with human labels") < page.index("Run details")
     assert 'name="viewport"' in page and "Best by ROC-AUC: calibrated" in page

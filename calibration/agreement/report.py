@@ -47,14 +47,23 @@ from judges.run.usage import unrecorded_usage
 __all__ = ["CalibrationRun", "write_report"]
 
 
-CSS = """body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;color:#222}
+CSS = """body{font-family:system-ui,sans-serif;max-width:1300px;margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
 .scroll{overflow-x:auto}table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:.3em .6em;vertical-align:top}
 th{background:#f3f3f3;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 img{max-width:100%;height:auto}.grid{display:flex;flex-wrap:wrap;gap:1em}.grid img{width:300px;max-width:100%}
-.note{color:#666;font-size:.85em}ul.findings li{margin:.35em 0}.warn{color:#a33}
+.note{color:#666;font-size:.85em}ul.findings li{margin:.35em 0}.warn{color:#a33}.ci{color:#666;font-size:.85em}
 @media (max-width:600px){body{margin:.5em auto;padding:0 .5em}h1{font-size:1.25em}table{font-size:.8em}}"""
+
+
+def stacked_cell(stat: dict[str, Any], best: bool) -> str:
+    """A statistic's cell as HTML: the value (bold when it is the established best), its interval on a second
+    line, so that a table of many statistics fits a laptop's screen instead of scrolling sideways."""
+    text = ci_cell(stat)
+    value, _, interval = text.partition(" ")
+    value = f"<b>{html.escape(value)}</b>" if best else html.escape(value)
+    return value + (f"<br><span class=ci>{html.escape(interval)}</span>" if interval else "")
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], numeric_from: int = 1) -> str:
@@ -147,8 +156,7 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
     hard = run.meta.get("hard_slice") if run.label_kind == "binary" else None
     rows = []
     for name in names:
-        cells = [_Raw(f"<b>{html.escape(ci_cell(reports[name].stats[stat]))}</b>" if bold[stat] == name
-                      else html.escape(ci_cell(reports[name].stats[stat]))) for stat in stats]
+        cells = [_Raw(stacked_cell(reports[name].stats[stat], bold[stat] == name)) for stat in stats]
         if hard:
             accuracy, _ = run.hard_slice_accuracy(name)
             cells.append("n/a" if accuracy is None else f"{accuracy:.2f}")
