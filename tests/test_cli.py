@@ -589,3 +589,21 @@ def test_several_annotators_give_their_agreement_and_the_judge_joins_as_one_more
     found = CalibrationRun.load(tmp_path / "a" / "agreement_run.json").meta["raters"]["novel_bigram_support"]
     people = found["stats"]["alpha_people"]
     assert 0.5 < people["value"] < 1 and people["low"] <= people["value"] <= people["high"]
+
+
+def test_calibrate_repeats_gives_each_scorer_s_spread_over_splits(tmp_path, capsys):
+    rows = []
+    for i in range(40):
+        fact = f"The tower number {i} was finished in {1800 + i}."
+        reply = fact if i % 2 else f"The bridge number {i} opened in {1900 + i}."
+        rows.append({"response": reply, "retrieved_contexts": [fact], "label": i % 2})
+    data = write_jsonl(tmp_path / "g.jsonl", rows)
+    assert main(["calibrate", str(data), "--judge", "novel_bigram_support", "--optimizer", "none", "--calibrator",
+                 "platt", "--n-train", "16", "--n-test", "16", "--repeats", "3", "--no-mlflow", "--no-report",
+                 "--n-bootstrap", "50", "--out", str(tmp_path / "o")]) == 0
+    printed = capsys.readouterr().out
+    assert "Over 3 splits (seeds 0-2), roc_auc: mean, standard deviation, lowest-highest" in printed
+    spread = CalibrationRun.load(tmp_path / "o" / "calibration_run.json").meta["repeats"]
+    shipped = spread["judge as shipped"]
+    assert len(shipped["values"]) == 3 and shipped["min"] <= shipped["mean"] <= shipped["max"]
+    assert re.search(r"judge as shipped: \d\.\d{3} sd \d\.\d{3} \(\d\.\d{3}-\d\.\d{3}\)", printed)

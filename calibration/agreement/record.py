@@ -384,6 +384,22 @@ def num(value: Any, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+def spread_over_splits(runs: Sequence[CalibrationRun]) -> dict[str, dict[str, Any]]:
+    """Each scorer's main statistic (ROC-AUC for binary labels, Spearman otherwise) over ``runs`` made on other
+    splits of one labelled set: every value, their mean, standard deviation (ddof 1) and range. Scorers
+    missing from a run, or undefined in one, are reported on the runs that have them."""
+    stat = "roc_auc" if runs[0].label_kind == "binary" else "spearman"
+    out: dict[str, dict[str, Any]] = {}
+    for name in runs[0].scores:
+        values = [r.ensure_agreement()[name].value(stat) for r in runs if name in r.scores]
+        values = [v for v in values if v is not None]
+        if values:
+            out[name] = {"stat": stat, "values": values, "mean": float(np.mean(values)),
+                         "sd": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
+                         "min": float(min(values)), "max": float(max(values))}
+    return out
+
+
 def ci_cell(stat: dict[str, float | None]) -> str:
     """``value [low, high]``, three decimals each (with two, an interval that excludes zero and one that touches
     it can print alike); ``n/a`` when undefined."""

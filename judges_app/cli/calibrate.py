@@ -12,6 +12,7 @@ import re
 import sys
 import time
 
+from calibration.agreement.record import spread_over_splits
 from calibration.agreement.report import write_report
 from calibration.data.labelled import balanced_sample, split, without_shipped_training
 from calibration.fitting.fit import JudgeFailedError, check_optimizer
@@ -129,9 +130,7 @@ def run(args) -> int:
         print(f"{args.data}: left out {dropped} items the shipped verifier trained on (it is a judge, a baseline and "
               f"a calibrator signal here); {len(data)} remain", flush=True)
     n_train, n_test = split_sizes(args, len(data))
-    picked = balanced_sample(data, n_train + n_test, seed=args.seed) if data.kind == "binary" else data.subset(
-        range(n_train + n_test))
-    parts = split(picked, dev=0, test=n_test / len(picked), seed=args.seed)
+    parts = split_for(data, n_train, n_test, args.seed)
     check_bootstrap_memory(args.n_bootstrap, len(parts.test))  # before any judge runs
     pool = [without_shipped_training(load_labelled(source, label_column=args.label_column, label_kind=args.label_kind,
                                                    reference_separator=args.reference_separator,
@@ -147,7 +146,8 @@ def run(args) -> int:
     prices = read_prices(args.prices)  # a bad price file fails now, not after the run
     check_tracking(args)
     try:  # every sample must have what the judge reads: refused now, before any LM work
-        probe.validate_dataset(list(picked.dataset) + [sample for extra in pool for sample in extra.dataset])
+        probe.validate_dataset(list((data if args.repeats > 1 else parts.train).dataset) + list(parts.test.dataset)
+                               + [sample for extra in pool for sample in extra.dataset])
     except SampleValidationError as err:
         raise UsageError(f"{args.data} cannot be scored by --judge {probe.name}: {err}") from None
     besides = [build_metric(name) for name in args.beside or []]
@@ -175,11 +175,12 @@ def run(args) -> int:
     try:
         if "finetune" in args.optimizer:
             options.setdefault("out", str(out / "finetuned-verifier"))
-        params = {"data": args.data, "data_hash": data_hash(list(picked.dataset.samples) + list(picked.labels)),
+        picked = list(parts.train.dataset.samples) + list(parts.test.dataset.samples)
+        params = {"data": args.data, "data_hash": data_hash(picked + list(parts.train.labels) + list(parts.test.labels)),
                   "judge": probe.name, "judge_params": probe.get_params(), **lm_params(args),
                   "optimizers": args.optimizer, "calibrator": args.calibrator, "seed": args.seed,
                   "n_train": len(parts.train), "n_test": len(parts.test), "max_demos": args.max_demos,
-                  "pool": args.pool or [], "dropped_trained_on": dropped}
+                  "pool": args.pool or [], "dropped_trained_on": dropped, "repeats": args.repeats}
         judging = f" with {lm_name(lm)}" if lm is not None else " (no LM)"
         print(f"{args.data}: train {len(parts.train)}, test {len(parts.test)} (held out); judge {probe.name}{judging}; "
               f"optimizers {args.optimizer}; calibrator {args.calibrator}; seed {args.seed}", flush=True)
@@ -193,6 +194,17 @@ def run(args) -> int:
                         calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
                         reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}",
                         n_bootstrap=args.n_bootstrap, pool=pool, beside=beside, **options)
+                    if args.repeats > 1:
+                        others = []
+                        for k in range(1, args.repeats):
+                            print(f"\nsplit {k + 1} of {args.repeats} (seed {args.seed + k})", flush=True)
+                            other = split_for(data, n_train, n_test, args.seed + k)
+                            others.append(compare_on_heldout(
+                                lambda: build_metric(spec, lm=lm), other.train, other.test, optimizers=optimizers,
+                                calibrator=None if args.calibrator == "none" else args.calibrator,
+                                seed=args.seed + k, reflection_lm=reflection, progress=False, name=run.name,
+                                n_bootstrap=args.n_bootstrap, pool=pool, beside=beside, **options)[1])
+                        run.meta["repeats"] = spread_over_splits([run, *others])
             except JudgeFailedError as err:
                 raise CommandFailed(f"{err}. No agreement table: there is nothing to measure.") from None
             except PermanentLMError as err:
@@ -239,6 +251,14 @@ def run(args) -> int:
         os.close(folder_lock)
 
 
+def split_for(data, n_train: int, n_test: int, seed: int):
+    """``n_train`` + ``n_test`` items of ``data`` (label-balanced for binary labels), split into train and test
+    with ``seed``: one split of ``--repeats``."""
+    picked = balanced_sample(data, n_train + n_test, seed=seed) if data.kind == "binary" else data.subset(
+        range(n_train + n_test))
+    return split(picked, dev=0, test=n_test / len(picked), seed=seed)
+
+
 def judgment_records(out) -> JudgmentRecords:
     """``<out>/judgments.jsonl``: the judgments this calibration pays for, kept as they come (an earlier
     interrupted run's are reused; the command says how many)."""
@@ -277,6 +297,13 @@ def print_results(run, args) -> None:
         for d in shown:
             print(f"  item {d.get('id', d['item'])}: label {d['label']}, score {d['score']}\n    person: {d['rationale']}\n"
                   f"    judge: {d['judge_reasons'][:300]}")
+    spread = run.meta.get("repeats")
+    if spread:
+        first = next(iter(spread.values()))
+        print(f"\nOver {len(first['values'])} splits (seeds {args.seed}-{args.seed + len(first['values']) - 1}), "
+              f"{first['stat']}: mean, standard deviation, lowest-highest")
+        for name, found in spread.items():
+            print(f"  {name}: {found['mean']:.3f} sd {found['sd']:.3f} ({found['min']:.3f}-{found['max']:.3f})")
     print("\nLM use (calls that cost tokens; answers from DSPy's cache are counted apart):")
     for phase, usage in run.meta["usage"].items():
         tokens = usage_tokens(usage)
@@ -311,6 +338,9 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--label-column", default="label", help="the label column of a file (default: label)")
     add_label_scale_options(p)
     add_file_mapping_options(p)
+    p.add_argument("--repeats", type=positive_int, default=1, metavar="K",
+                   help="measure on K label-balanced splits (seeds SEED..SEED+K-1): each scorer's mean, spread and "
+                        "range over them beside the first split's table (K times the work; judgments are reused)")
     p.add_argument("--table", type=table_file, default=None, metavar="FILE",
                    help="also write the agreement table for a paper: Markdown (.md), LaTeX (.tex) or CSV (.csv), "
                         "three decimals, the settings in a caption line")
