@@ -607,3 +607,21 @@ def test_calibrate_repeats_gives_each_scorer_s_spread_over_splits(tmp_path, caps
     shipped = spread["judge as shipped"]
     assert len(shipped["values"]) == 3 and shipped["min"] <= shipped["mean"] <= shipped["max"]
     assert re.search(r"judge as shipped: \d\.\d{3} sd \d\.\d{3} \(\d\.\d{3}-\d\.\d{3}\)", printed)
+
+
+def test_calibrate_label_curve_measures_each_scorer_by_the_number_of_labels(tmp_path, capsys):
+    rows = []
+    for i in range(48):
+        fact = f"The tower number {i} was finished in {1800 + i}."
+        reply = fact if i % 2 else f"The bridge number {i} opened in {1900 + i}."
+        rows.append({"response": reply, "retrieved_contexts": [fact], "label": i % 2})
+    data = write_jsonl(tmp_path / "g.jsonl", rows)
+    assert main(["calibrate", str(data), "--judge", "novel_bigram_support", "--optimizer", "none", "--calibrator",
+                 "platt", "--n-train", "24", "--n-test", "24", "--label-curve", "8,16", "--no-mlflow",
+                 "--n-bootstrap", "50", "--out", str(tmp_path / "o")]) == 0
+    printed = capsys.readouterr().out
+    assert "roc_auc by the number of training labels (8, 16, 24), on the same test items:" in printed
+    curve = CalibrationRun.load(tmp_path / "o" / "calibration_run.json").meta["label_curve"]
+    assert curve["sizes"] == [8, 16, 24] and all(len(v) == 3 for v in curve["scorers"].values())
+    page = (tmp_path / "o" / "report" / "index.html").read_text()
+    assert "Agreement by the number of labels" in page and (tmp_path / "o" / "report" / "label_curve.png").exists()

@@ -328,3 +328,23 @@ def metric_histograms(scores: dict[str, Sequence[float | None]], *, path: str | 
         ax.set(title=title, xlabel="score", ylabel="samples")
     fig.tight_layout()
     return _finish(fig, path)
+
+
+def label_curve_figure(curve: dict[str, Any], *, path: str | Path | None = None) -> Figure:
+    """Each scorer's main statistic against the number of labels it was fitted on (the same test items for
+    every size): how many labels a judge needs before compiling and calibrating pay off."""
+    fig = Figure(figsize=(6.4, 4.0))
+    ax = fig.subplots()
+    colours = _palette(list(curve["scorers"]))
+    for name, values in curve["scorers"].items():
+        points = [(n, v) for n, v in zip(curve["sizes"], values) if v is not None]
+        if points:
+            xs, ys = zip(*points)
+            ax.plot(xs, ys, marker="o", color=colours[name], label=name,
+                    linestyle="--" if name.startswith("baseline") else "-")
+    ax.set_xlabel("labelled items fitted on")
+    ax.set_ylabel(STAT_NAMES.get(curve["stat"], curve["stat"]))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3)
+    return _finish(fig, path)

@@ -21,6 +21,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from calibration.agreement.plots import (
+    label_curve_figure,
     BAR_STATS,
     COMPILED_SCORER,
     agreement_bars,
@@ -214,10 +215,23 @@ def _calibration_report(run: CalibrationRun, out: Path, n_bootstrap: int, title:
             images.append(_img(file, f"confusion matrix of {name}"))
             figures.update()
         sections.append(("Confusion matrices", '<div class="grid">' + "".join(images) + "</div>"))
+    curve = run.meta.get("label_curve")
+    if curve:
+        label_curve_figure(curve, path=out / "label_curve.png")
+        sections.append(("Agreement by the number of labels", _img("label_curve.png", "label curve")
+                         + f'<p class="note">{html.escape(curve["stat"])} on the same test items, each judge fitted on '
+                           f'the first {", ".join(map(str, curve["sizes"]))} labelled training items.</p>'))
+    spread = run.meta.get("repeats")
+    if spread:
+        rows = [[name, f"{v['mean']:.3f}", f"{v['sd']:.3f}", f"{v['min']:.3f}-{v['max']:.3f}",
+                 ", ".join(f"{x:.3f}" for x in v["values"])] for name, v in spread.items()]
+        sections.append((f"Over {len(next(iter(spread.values()))['values'])} splits "
+                         f"({next(iter(spread.values()))['stat']})",
+                         _table(["scorer", "mean", "sd", "range", "each split"], rows)))
     figures.close()
     meta = {k: v for k, v in run.meta.items()
             if k not in ("usage", "calibrator_inputs", "errors", "hard_slice", "range_warnings", "disagreements",
-                         "disagreements_by_judge", "judge_pairs")}
+                         "disagreements_by_judge", "judge_pairs", "label_curve", "repeats")}
     pairs = run.meta.get("judge_pairs") or []
     if pairs:
         tests = [t for t in ("delong", "mcnemar", "bootstrap") if f"{t}_p" in pairs[0]]

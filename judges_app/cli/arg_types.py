@@ -110,3 +110,14 @@ def table_file(text: str) -> str:
     if not text.endswith((".md", ".tex", ".csv")):
         raise argparse.ArgumentTypeError(f"expected a .md, .tex or .csv file, got {text!r}")
     return text
+
+
+def sizes_list(text: str) -> list[int]:
+    """An argparse type: ``N,N,...``, whole numbers of at least 2 (numbers of labelled items)."""
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected whole numbers such as 20,40, got {text!r}") from None
+    if not sizes or min(sizes) < 2:
+        raise argparse.ArgumentTypeError(f"expected whole numbers of at least 2 such as 20,40, got {text!r}")
+    return sizes

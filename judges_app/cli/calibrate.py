@@ -39,6 +39,7 @@ from judges_app.cli.common import (
     cli_lm,
     dataset_name,
     labelled_file_options,
+    sizes_list,
     table_file,
     lm_params,
     load_labelled,
@@ -205,6 +206,9 @@ def run(args) -> int:
                                 seed=args.seed + k, reflection_lm=reflection, progress=False, name=run.name,
                                 n_bootstrap=args.n_bootstrap, pool=pool, beside=beside, **options)[1])
                         run.meta["repeats"] = spread_over_splits([run, *others])
+                    if args.label_curve:
+                        run.meta["label_curve"] = label_curve(args, parts, run, spec, lm, optimizers, reflection,
+                                                              pool, beside, options)
             except JudgeFailedError as err:
                 raise CommandFailed(f"{err}. No agreement table: there is nothing to measure.") from None
             except PermanentLMError as err:
@@ -249,6 +253,30 @@ def run(args) -> int:
         return 0
     finally:
         os.close(folder_lock)
+
+
+def label_curve(args, parts, run, spec, lm, optimizers, reflection, pool, beside, options) -> dict:
+    """The main statistic of each scorer fitted on the first N training items (label-balanced), for each N of
+    ``--label-curve`` below the training set's size and the whole of it, always on the same test items."""
+    stat = "roc_auc" if run.label_kind == "binary" else "spearman"
+    sizes = sorted({min(n, len(parts.train)) for n in args.label_curve} | {len(parts.train)})
+    curve = {"stat": stat, "sizes": sizes, "scorers": {name: [] for name in run.scores}}
+    for size in sizes:
+        if size == len(parts.train):
+            measured = run
+        else:
+            print(f"\nlabel curve: fitting on {size} of {len(parts.train)} training labels", flush=True)
+            train = balanced_sample(parts.train, size, seed=args.seed) if parts.train.kind == "binary" else \
+                parts.train.subset(range(size))
+            measured = compare_on_heldout(
+                lambda: build_metric(spec, lm=lm), train, parts.test, optimizers=optimizers,
+                calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
+                reflection_lm=reflection, progress=False, name=run.name, n_bootstrap=args.n_bootstrap, pool=pool,
+                beside=beside, **options)[1]
+        reports = measured.ensure_agreement()
+        for name in curve["scorers"]:
+            curve["scorers"][name].append(reports[name].value(stat) if name in reports else None)
+    return curve
 
 
 def split_for(data, n_train: int, n_test: int, seed: int):
@@ -297,6 +325,12 @@ def print_results(run, args) -> None:
         for d in shown:
             print(f"  item {d.get('id', d['item'])}: label {d['label']}, score {d['score']}\n    person: {d['rationale']}\n"
                   f"    judge: {d['judge_reasons'][:300]}")
+    curve = run.meta.get("label_curve")
+    if curve:
+        print(f"\n{curve['stat']} by the number of training labels ({', '.join(map(str, curve['sizes']))}), "
+              "on the same test items:")
+        for name, values in curve["scorers"].items():
+            print(f"  {name}: " + ", ".join("n/a" if v is None else f"{v:.3f}" for v in values))
     spread = run.meta.get("repeats")
     if spread:
         first = next(iter(spread.values()))
@@ -341,6 +375,9 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--repeats", type=positive_int, default=1, metavar="K",
                    help="measure on K label-balanced splits (seeds SEED..SEED+K-1): each scorer's mean, spread and "
                         "range over them beside the first split's table (K times the work; judgments are reused)")
+    p.add_argument("--label-curve", type=sizes_list, default=None, metavar="N,N,...",
+                   help="also fit on the first N training labels for each N (e.g. 20,40) and measure on the same test "
+                        "items: each scorer's main statistic by the number of labels, printed and plotted in the report")
     p.add_argument("--table", type=table_file, default=None, metavar="FILE",
                    help="also write the agreement table for a paper: Markdown (.md), LaTeX (.tex) or CSV (.csv), "
                         "three decimals, the settings in a caption line")

@@ -34,6 +34,7 @@ from judges_app.cli.arg_types import (  # noqa: F401  (the commands import them 
     positive_number,
     seed_value,
     share,
+    sizes_list,
     table_file,
     timeout_seconds,
 )
