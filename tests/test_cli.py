@@ -625,3 +625,13 @@ def test_calibrate_label_curve_measures_each_scorer_by_the_number_of_labels(tmp_
     assert curve["sizes"] == [8, 16, 24] and all(len(v) == 3 for v in curve["scorers"].values())
     page = (tmp_path / "o" / "report" / "index.html").read_text()
     assert "Agreement by the number of labels" in page and (tmp_path / "o" / "report" / "label_curve.png").exists()
+
+
+def test_evaluate_writes_each_sample_s_own_id_beside_its_position(tmp_path):
+    data = write_jsonl(tmp_path / "d.jsonl", [{"turn": f"t{i}", "response": f"answer {i}", "reference": "answer 0"}
+                                              for i in range(3)])
+    assert main(["evaluate", str(data), "-m", "exact_match", "--id-column", "turn", "--no-mlflow",
+                 "--out", str(tmp_path / "e")]) == 0
+    lines = [json.loads(line) for line in (tmp_path / "e" / "samples.jsonl").read_text().splitlines()]
+    assert [(r["sample"], r["id"], r["score"]) for r in lines] == [(0, "t0", 1.0), (1, "t1", 0.0), (2, "t2", 0.0)]
+    assert (tmp_path / "e" / "scores.csv").read_text().splitlines()[0] == "sample,id,exact_match"

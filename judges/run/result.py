@@ -40,6 +40,8 @@ class EvaluationResult:
     wall_seconds: float
     price_table: dict[str, dict[str, float]] = field(default_factory=dict)
     unrecorded: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Each sample's id in the user's data (their id column), written beside its position in the exports.
+    ids: list[str] | None = None
 
     def _by_metric(self, name: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r["metric"] == name]
@@ -111,7 +113,7 @@ class EvaluationResult:
         """One row per sample: ``<metric>`` score columns, ``<metric>__error`` where something failed."""
         import pandas as pd
 
-        rows = [{"sample": i} for i in range(self.n_samples)]
+        rows = [{"sample": i, **({"id": self.ids[i]} if self.ids else {})} for i in range(self.n_samples)]
         for r in self.records:
             rows[r["sample"]][r["metric"]] = r.get("score")
             if r.get("error"):
@@ -123,6 +125,8 @@ class EvaluationResult:
         path = Path(path)
         with open(path, "w", encoding="utf-8") as handle:
             for r in sorted(self.records, key=lambda r: (r["sample"], self.metric_names.index(r["metric"]))):
+                if self.ids:
+                    r = {"sample": r["sample"], "id": self.ids[r["sample"]], **r}
                 handle.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
         return path
 

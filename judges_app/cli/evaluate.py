@@ -38,7 +38,7 @@ from judges_app.tracking import data_hash, log_evaluation
 
 
 def run(args) -> int:
-    dataset = load_dataset(args.data, args.limit, args.reference_separator)
+    dataset = load_dataset(args.data, args.limit, args.reference_separator, args.id_column)
     lm = cli_lm(args)
     if args.backend == "ray":
         # Ray workers rebuild the LM from a model string or a ServedLM's settings, never from a live object:
@@ -78,6 +78,7 @@ def run(args) -> int:
                 raise UsageError(str(err)) from None
             raise
         summary = result.summary()
+        result.ids = getattr(dataset, "ids", None)  # the user's id column beside each position in the exports
         write_replacing(out / "samples.jsonl", result.to_jsonl)
         write_replacing(out / "scores.csv", result.to_csv)
         write_replacing(out / "summary.json", lambda path: Path(path).write_text(json.dumps(summary, indent=1)))
@@ -131,6 +132,8 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--threads", type=positive_int, default=1, help="parallel items (default 1: one in-process LM "
                    "serialises calls; use more with a remote LM)")
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N samples")
+    p.add_argument("--id-column", default=None, metavar="NAME",
+                   help="the column naming each sample: written beside its position in samples.jsonl and scores.csv")
     p.add_argument("--run-file", default=None, help="append-only progress file (default: <out>/run.jsonl)")
     p.add_argument("--out", default=None, help="output folder")
     p.add_argument("--timeout", type=timeout_seconds, default=None,
