@@ -421,3 +421,17 @@ def test_a_configuration_error_is_logged_once_and_cancels_the_queue(caplog):
                 dspy.Predict("question -> answer"))
     time.sleep(3 * program.delay + 0.2)
     assert program.calls <= 4 and "Execution cancelled" not in caplog.text
+
+
+def test_a_lower_is_better_metric_gives_dspy_one_minus_its_score_and_silence_its_worst():
+    """Noise sensitivity: lower is better. An empty answer is its worst (1.0), never its best, and DSPy's
+    optimizers, which maximise, get 1 - score."""
+    from judges import NoiseSensitivity
+
+    judge = NoiseSensitivity(lm=scripted_lm(placeholder_fields))
+    assert judge.lower_is_better and judge.output_floor == 1.0
+    empty = judge.score({"user_input": "q", "response": "", "reference": "r", "retrieved_contexts": ["c"]})
+    assert empty.score == 1.0
+    metric = judge.as_metric()
+    value = metric(dspy.Example(user_input="q", reference="r", retrieved_contexts=["c"]), dspy.Prediction(response=""))
+    assert float(value) == 0.0 and value.feedback.startswith("1 - noise_sensitivity (lower is better) = 0.000.")

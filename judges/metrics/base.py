@@ -71,6 +71,9 @@ class Metric:
     #: The score of a program that answered nothing (an empty or missing output inside ``as_metric``):
     #: the lowest score the metric gives. Every metric here scores in [0, 1] with higher better.
     output_floor: ClassVar[float] = 0.0
+    #: True for the few metrics where a lower score is better (noise sensitivity): their ``output_floor`` is 1.0,
+    #: and ``as_metric`` gives DSPy ``1 - score``, since DSPy's optimizers maximise their metric.
+    lower_is_better: ClassVar[bool] = False
     #: The sample type the metric scores.
     sample_type: ClassVar[type] = SingleTurnSample
     needs_lm: ClassVar[bool] = False

@@ -127,6 +127,8 @@ class ExportedMetric:
             setattr(self, counter, getattr(self, counter) + 1)
 
     def _score(self, score: float, text: str, **extra: Any) -> MetricScore:
+        if self.judge.lower_is_better:  # DSPy's optimizers maximise: they get 1 - score, said in the feedback
+            score, text = 1.0 - score, f"1 - {self.judge.name} (lower is better) = {1.0 - score:.3f}. {text}"
         return MetricScore(score, self.threshold, text, **extra)
 
     def _floor(self, counter: str, why: str, advice: str = "") -> MetricScore:

@@ -108,6 +108,8 @@ class NoiseSensitivity(ClaimJudge):
 
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference", "retrieved_contexts")
     reference_view: ClassVar[str] = "closest_to_response"
+    lower_is_better: ClassVar[bool] = True
+    output_floor: ClassVar[float] = 1.0  # an answer of nothing is the worst, not the best, noise sensitivity
 
     def __init__(self, *, lm: Any = None, mode: str = "relevant", adapter: Any = None, use_logprobs: bool = False):
         super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
