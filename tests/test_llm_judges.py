@@ -301,3 +301,9 @@ def test_summarization_score_combines_qa_and_conciseness():
     assert result.score == pytest.approx(0.5 * 0.75 + 0.5 * conciseness)
     assert [n for n, _ in SummarizationScore().named_predictors()] == [
         "extract_keyphrases", "generate_questions", "answer_questions"]
+
+
+def test_summarization_of_a_blank_text_is_undefined_without_an_lm_call():
+    lm = DummyLM([])  # any LM call would fail: there is nothing to summarise
+    result = SummarizationScore(lm=lm).score(SingleTurnSample(response="a summary", reference_contexts=["", " "]))
+    assert result.score == 0.0 and result.undefined_reason == "the text to summarise (reference_contexts) is blank"

@@ -79,6 +79,9 @@ class SummarizationScore(VerifierStep, Judge):
 
     def forward(self, response: str, reference_contexts: list[str]):
         text = "\n".join(reference_contexts)
+        if not text.strip():  # blank texts ([""]): nothing to summarise, and conciseness would divide by zero
+            return dspy.Prediction(score=0.0, qa_score=None, conciseness=None, keyphrases=[], questions=[], answers=[],
+                                   undefined_reason="the text to summarise (reference_contexts) is blank")
         grounded: dict[str, Any] = {}
         if self.verifier is not None:
             verifier = self.verifier_for_text([response, *reference_contexts])
