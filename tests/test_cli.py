@@ -313,6 +313,11 @@ def test_a_compiled_judge_evaluates_and_measures_agreement_on_new_labels(tmp_pat
         assert main(["agreement", compiled, str(critic_labels(tmp_path)), "--n-bootstrap", "50", "--no-mlflow",
                      "--no-report", "--out", str(tmp_path / "again")]) == 0
     assert "left out 8 items a compiled judge was fitted on; 16 remain" in capsys.readouterr().out
+    with dspy.context(lm=demo_sensitive_lm()):  # beside a new calibration whose test split holds its training items
+        assert main(["calibrate", str(critic_labels(tmp_path)), *CRITIC, "--optimizer", "none", "--calibrator", "none",
+                     "--n-train", "8", "--n-test", "16", "--seed", "1", "--beside", compiled, "--no-mlflow",
+                     "--no-report", "--n-bootstrap", "20", "--out", str(tmp_path / "beside")]) == 0
+    assert re.search(r"warning: --beside \S+ was fitted on \d+ of the 16 test items", capsys.readouterr().out)
     assert main(["agreement", str(tmp_path / "missing.json"), str(fresh), "--no-mlflow"]) == 2
 
 

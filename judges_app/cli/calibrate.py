@@ -14,8 +14,9 @@ import time
 
 from calibration.agreement.record import spread_over_splits
 from calibration.agreement.report import write_report
-from calibration.data.labelled import balanced_sample, split, without_shipped_training
-from calibration.fitting.fit import JudgeFailedError, check_optimizer
+from calibration.data.labelled import balanced_sample, split, without_items, without_shipped_training
+from calibration.fitting.compiled import CompiledJudge
+from calibration.fitting.fit import FITTED_ON, JudgeFailedError, check_optimizer
 from calibration.fitting.heldout import check_split, compare_on_heldout
 from calibration.fitting.judgments import JudgmentRecords, recording_judgments
 from judges.data.samples import SampleValidationError
@@ -160,6 +161,12 @@ def run(args) -> int:
     needs_lm = probe.needs_lm or any(other.needs_lm for other in besides)
     lm = (cli_lm(args) or resolve_lm(None)) if needs_lm else None
     beside = [build_metric(name, lm=lm) for name in args.beside or []]
+    for name, other in zip(args.beside or [], beside):  # a compiled judge measured on items it was fitted on
+        fitted = set(other.report.get(FITTED_ON) or ()) if isinstance(other, CompiledJudge) else set()
+        seen = without_items(parts.test, fitted)[1] if fitted else 0
+        if seen:
+            print(f"warning: --beside {name} was fitted on {seen} of the {len(parts.test)} test items: its numbers "
+                  "there are too good (measure it with agreement on other items)", flush=True)
     reflection = resolve_lm(args.reflection_lm) if args.reflection_lm else (lm if "gepa" in args.optimizer else None)
     try:
         extra = json.loads(args.optimizer_options or "{}")
