@@ -524,7 +524,7 @@ def test_a_researchers_file_as_it_is_is_read_with_columns_label_words_and_ids(tm
     ids = [d["id"] for d in run.meta["disagreements"]["items"]]
     assert all(re.fullmatch(r"d\d\d", i) for i in ids)
     assert main([*argv[:-2], "--labels", "faithful=1", "--out", str(tmp_path / "o2")]) == 2
-    assert "label 'hallucinated' is none of the label words 'faithful'" in capsys.readouterr().err
+    assert "label 'hallucinated' in 'annotator_verdict' is none of the label words 'faithful'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as refused:  # at parse, as argparse refuses
         main([*argv[:-2], "--columns", "bot_reply=answer", "--out", str(tmp_path / "o3")])
     assert refused.value.code == 2 and "answer is not a sample field" in capsys.readouterr().err

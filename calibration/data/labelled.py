@@ -122,12 +122,7 @@ class LabelledSet:
                 raise ValueError(f"{names[i]} has no '{label}' value")
             value = row.pop(label)
             ratings.append(row.pop(RATINGS, None))
-            if words and isinstance(value, str):
-                if value.strip().lower() not in words:
-                    raise ValueError(f"{names[i]}: label {value!r:.60} is none of the label words "
-                                     f"{', '.join(map(repr, label_map))} (label_map)")
-                value = words[value.strip().lower()]
-            labels.append(_as_number(value, names[i], label))
+            labels.append(_label_number(value, words, names[i], label))
             rationale = row.pop(RATIONALE, None)
             if rationale is not None and not isinstance(rationale, str):
                 raise ValueError(f"{names[i]}: '{RATIONALE}' must be text, got {type(rationale).__name__}")
@@ -223,6 +218,16 @@ class LabelledSet:
 RATINGS, CONSENSUS = "ratings", "consensus label"
 
 
+def _label_number(value: Any, words: dict[str, Any], where: str, column: str) -> float | int:
+    """A label cell as a number: a label word read through ``words`` (case and spaces ignored), else the value."""
+    if words and isinstance(value, str):
+        if value.strip().lower() not in words:
+            raise ValueError(f"{where}: label {value!r:.60} in '{column}' is none of the label words "
+                             f"{', '.join(map(repr, words))} (label_map)")
+        value = words[value.strip().lower()]
+    return _as_number(value, where, column)
+
+
 def _with_consensus(rows: Sequence[Any], raters: list[str], words: dict[str, Any], kind: str, names: Sequence[str],
                     notes: list[str]) -> list[Any]:
     """``rows`` with each person's label read (label words too) into ``RATINGS`` and their consensus into
@@ -240,12 +245,7 @@ def _with_consensus(rows: Sequence[Any], raters: list[str], words: dict[str, Any
             if isinstance(value, float) and math.isnan(value) or value in (None, ""):
                 given.append(None)
                 continue
-            if words and isinstance(value, str):
-                if value.strip().lower() not in words:
-                    raise ValueError(f"{names[i]}: {rater}'s label {value!r:.60} is none of the label words "
-                                     f"{', '.join(map(repr, words))} (label_map)")
-                value = words[value.strip().lower()]
-            given.append(_as_number(value, names[i], rater))
+            given.append(_label_number(value, words, names[i], rater))
         present = [v for v in given if v is not None]
         if not present:
             raise ValueError(f"{names[i]} has no label in any of {', '.join(raters)}")
