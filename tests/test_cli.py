@@ -640,3 +640,5 @@ def test_evaluate_writes_each_sample_s_own_id_beside_its_position(tmp_path):
     lines = [json.loads(line) for line in (tmp_path / "e" / "samples.jsonl").read_text().splitlines()]
     assert [(r["sample"], r["id"], r["score"]) for r in lines] == [(0, "t0", 1.0), (1, "t1", 0.0), (2, "t2", 0.0)]
     assert (tmp_path / "e" / "scores.csv").read_text().splitlines()[0] == "sample,id,exact_match"
+    header = json.loads((tmp_path / "e" / "run.jsonl").read_text().splitlines()[0])["header"]
+    assert header["ids"] == ["t0", "t1", "t2"]  # the run file names each position by the user's id too

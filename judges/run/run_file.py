@@ -1,6 +1,7 @@
 """Run files: an append-only JSONL record of a run, so a killed run resumes where it stopped.
 
-    {"header": {"version": 2, "samples": "<hash of every sample>", "metrics": {name: {class, settings, models}}}}
+    {"header": {"version": 2, "samples": "<hash of every sample>", "metrics": {name: {class, settings, models}},
+                "ids": ["<the user's id of sample 0>", ...]}}     # "ids" only with an id column
     {"sample": 0, "metric": "exact_match", "score": 1.0, "run": "<run id>", ...}   # one line per finished item
     {"call": {"sample": 0, "metric": "faithfulness", "model": ..., "prompt_tokens": .., ...}, "run": "<run id>"}
                                               # one line per paid LM call, written as the LM answers it
