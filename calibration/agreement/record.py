@@ -331,7 +331,7 @@ class CalibrationRun:
                        if cell["better"] else "not established at 95% (the paired CI includes 0)")
         mcnemar = (f"; McNemar p = {paired.mcnemar['p_value']:.2f}" if paired.mcnemar else "")
         return (f"{a} vs {what}: {STAT_NAMES.get(stat, stat)} {cell['difference']:+.3f} "
-                f"[{cell['low']:+.2f}, {cell['high']:+.2f}] on {paired.n} paired items, {established}{mcnemar}.")
+                f"[{cell['low']:+.3f}, {cell['high']:+.3f}] on {paired.n} paired items, {established}{mcnemar}.")
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "version": FORMAT_VERSION, "name": self.name, "labels": self.labels,
