@@ -87,9 +87,9 @@ def test_every_problem_is_reported_before_any_lm_call():
     with pytest.raises(DatasetValidationError) as err:
         evaluate(data, [Faithfulness(lm=lm), ExactMatch()], progress=False)
     text = str(err.value)
-    assert "faithfulness: sample 0, field 'retrieved_contexts'" in text
+    assert "faithfulness: sample 0, sample 1, field 'retrieved_contexts'" in text  # the same problem once
     assert "faithfulness: sample 1, field 'response'" in text
-    assert "exact_match: sample 1, field 'reference'" in text
+    assert "exact_match: sample 0, sample 1, field 'reference'" in text
     assert lm.history == []
 
 

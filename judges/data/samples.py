@@ -33,11 +33,15 @@ class SampleValidationError(ValueError):
     def __init__(self, problems: list[tuple[int | None, str, str]], *, metric: str | None = None):
         self.problems = list(problems)
         self.metric = metric
+        by_kind: dict[tuple[str, str], list[int | None]] = {}
+        for index, field, message in self.problems:  # one line per kind of problem, not per row
+            by_kind.setdefault((field, message), []).append(index)
+        who = f"{metric}: " if metric else ""
         lines = []
-        for index, field, message in self.problems:
-            where = "sample" if index is None else f"sample {index}"
-            who = f"{metric}: " if metric else ""
-            lines.append(f"{who}{where}, field '{field}': {message}")
+        for (field, message), indices in by_kind.items():
+            where = ", ".join("sample" if i is None else f"sample {i}" for i in indices[:3])
+            more = f" (and {len(indices) - 3} more)" if len(indices) > 3 else ""
+            lines.append(f"{who}{where}{more}, field '{field}': {message}")
         super().__init__("\n".join(lines) if lines else "invalid sample")
 
 
