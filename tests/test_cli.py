@@ -596,13 +596,19 @@ def test_several_annotators_give_their_agreement_and_the_judge_joins_as_one_more
     assert 0.5 < people["value"] < 1 and people["low"] <= people["value"] <= people["high"]
 
 
-def test_calibrate_repeats_gives_each_scorer_s_spread_over_splits(tmp_path, capsys):
+def grounded_rows(n: int) -> list[dict]:
+    """``n`` labelled replies to one fact each: the odd ones restate it (1), the even ones tell of something
+    else (0)."""
     rows = []
-    for i in range(40):
+    for i in range(n):
         fact = f"The tower number {i} was finished in {1800 + i}."
         reply = fact if i % 2 else f"The bridge number {i} opened in {1900 + i}."
         rows.append({"response": reply, "retrieved_contexts": [fact], "label": i % 2})
-    data = write_jsonl(tmp_path / "g.jsonl", rows)
+    return rows
+
+
+def test_calibrate_repeats_gives_each_scorer_s_spread_over_splits(tmp_path, capsys):
+    data = write_jsonl(tmp_path / "g.jsonl", grounded_rows(40))
     assert main(["calibrate", str(data), "--judge", "novel_bigram_support", "--optimizer", "none", "--calibrator",
                  "platt", "--n-train", "16", "--n-test", "16", "--repeats", "3", "--no-mlflow", "--no-report",
                  "--n-bootstrap", "50", "--out", str(tmp_path / "o")]) == 0
@@ -615,12 +621,7 @@ def test_calibrate_repeats_gives_each_scorer_s_spread_over_splits(tmp_path, caps
 
 
 def test_calibrate_label_curve_measures_each_scorer_by_the_number_of_labels(tmp_path, capsys):
-    rows = []
-    for i in range(48):
-        fact = f"The tower number {i} was finished in {1800 + i}."
-        reply = fact if i % 2 else f"The bridge number {i} opened in {1900 + i}."
-        rows.append({"response": reply, "retrieved_contexts": [fact], "label": i % 2})
-    data = write_jsonl(tmp_path / "g.jsonl", rows)
+    data = write_jsonl(tmp_path / "g.jsonl", grounded_rows(48))
     assert main(["calibrate", str(data), "--judge", "novel_bigram_support", "--optimizer", "none", "--calibrator",
                  "platt", "--n-train", "24", "--n-test", "24", "--label-curve", "8,16", "--no-mlflow",
                  "--n-bootstrap", "50", "--out", str(tmp_path / "o")]) == 0

@@ -367,6 +367,15 @@ class JudgeMock(MockOpenAI):
             self._send(200, json.dumps(completion("mock", text, len(prompt.split()))).encode())
 
 
+def good_judge_on(mock, monkeypatch):
+    """MLflow's ``make_judge`` "good" on the model ``openai:/mock``, with OpenAI's settings pointing at ``mock``."""
+    for variable in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.setenv(variable, mock.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    return make_judge(name="good", instructions="Does {{ outputs }} say the item is good?", feedback_value_type=bool,
+                      model="openai:/mock")
+
+
 def root(trace):
     return next(span for span in trace.data.spans if span.parent_id is None)
 
@@ -384,11 +393,7 @@ def test_mlflow_judge_aligned_with_our_method_and_with_memalign(store, monkeypat
     traces = sorted(all_traces("align"), key=lambda t: root(t).inputs["question"])
     train, test = [t for i, t in enumerate(traces) if i % 5], traces[::5]  # 16 to align on, 4 held out
     with JudgeMock(latency=0) as mock:
-        for variable in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
-            monkeypatch.setenv(variable, mock.url + "/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "unused")
-        judge = make_judge(name="good", instructions="Does {{ outputs }} say the item is good?",
-                           feedback_value_type=bool, model="openai:/mock")
+        judge = good_judge_on(mock, monkeypatch)
         ours = judge.align(train, optimizer=DspyJudgesAligner(lm=yes_lm(), optimizer="labeled", calibrator="platt",
                                                               max_demos=2))
         memalign = judge.align(train, optimizer=MemAlignOptimizer(reflection_lm="openai:/mock",
@@ -614,11 +619,7 @@ def test_the_aligner_judges_with_the_mlflow_judge_s_model_and_mlflow_model_uris_
     for question, answer, label in labelled_items(8):
         traced(question, answer, feedback="yes" if label else "no", documents=False)
     with MockOpenAI(latency=0) as mock:
-        for variable in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
-            monkeypatch.setenv(variable, mock.url + "/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "unused")
-        judge = make_judge(name="good", instructions="Does {{ outputs }} say the item is good?",
-                           feedback_value_type=bool, model="openai:/mock")
+        judge = good_judge_on(mock, monkeypatch)
         aligned = judge.align(all_traces("align-model"), optimizer=DspyJudgesAligner(optimizer=None,
                                                                                       calibrator="platt"))
     assert aligned.compiled.report["lm"] == "openai/mock"  # (its answers may come from DSPy's disk cache)
