@@ -19,22 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
+from scipy.stats import norm, rankdata
 
-
-def _midranks(x: np.ndarray) -> np.ndarray:
-    """Ranks from 1, ties given their mean rank."""
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(len(x), dtype=float)
-    sorted_x = x[order]
-    i = 0
-    while i < len(x):
-        j = i
-        while j < len(x) and sorted_x[j] == sorted_x[i]:
-            j += 1
-        ranks[order[i:j]] = 0.5 * (i + j - 1) + 1
-        i = j
-    return ranks
+from calibration.agreement.record import main_statistic
 
 
 def delong_test(labels: Sequence[int], scores_a: Sequence[float], scores_b: Sequence[float]) -> dict[str, float]:
@@ -48,7 +35,7 @@ def delong_test(labels: Sequence[int], scores_a: Sequence[float], scores_b: Sequ
     aucs, v01, v10 = [], [], []
     for scores in (np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)):
         pos, neg = scores[positives], scores[negatives]
-        tx, ty, tz = _midranks(pos), _midranks(neg), _midranks(np.concatenate([pos, neg]))
+        tx, ty, tz = rankdata(pos), rankdata(neg), rankdata(np.concatenate([pos, neg]))
         aucs.append((tz[:m].sum() - m * (m + 1) / 2) / (m * n))
         v01.append((tz[:m] - tx) / n)
         v10.append(1.0 - (tz[m:] - ty) / m)
@@ -78,11 +65,12 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
 def compare_pairs(run: Any, judges: Sequence[str], *, n_bootstrap: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
     """Every pair of ``judges`` (scorer names of ``run``, a ``CalibrationRun``) on the items both scored: the
     main statistic's difference and interval, the tests, their Holm-adjusted p-values over the pairs."""
-    stat = "roc_auc" if run.label_kind == "binary" else "spearman"
+    stat = main_statistic(run.label_kind)
     rows = []
     for a, b in itertools.combinations(judges, 2):
         paired = run.compare(a, b, n_bootstrap=n_bootstrap, seed=seed, stats=[stat])
-        row = {"a": a, "b": b, "n": paired.n, "stat": stat, **paired.stats[stat]}
+        row = {"a": a, "b": b, "n": paired.n, "stat": stat,
+               **{k: v for k, v in paired.stats[stat].items() if k != "p"}}
         if run.label_kind == "binary":
             both = [i for i in range(len(run.labels)) if run.scores[a][i] is not None and run.scores[b][i] is not None]
             y = [int(round(run.labels[i])) for i in both]
@@ -92,36 +80,13 @@ def compare_pairs(run: Any, judges: Sequence[str], *, n_bootstrap: int = 1000, s
                 row["delong_p"] = None
             row["mcnemar_p"] = (paired.mcnemar or {}).get("p")
         else:
-            row["bootstrap_p"] = _bootstrap_p(run, a, b, stat, n_bootstrap, seed)
+            row["bootstrap_p"] = paired.stats[stat]["p"]
         rows.append(row)
     for test in ("delong_p", "mcnemar_p", "bootstrap_p"):
         if rows and test in rows[0]:
             for row, adjusted in zip(rows, holm([r[test] for r in rows])):
                 row[test.replace("_p", "_holm")] = adjusted
     return rows
-
-
-def _bootstrap_p(run: Any, a: str, b: str, stat: str, n_bootstrap: int, seed: int) -> float | None:
-    """A two-sided paired bootstrap p-value for ``a`` and ``b``'s ``stat`` being equal: twice the smaller share
-    of resampled differences on either side of 0."""
-    from calibration.agreement.resampled import batched_statistics, on_resamples
-    from calibration.agreement.stats import statistic_functions
-
-    both = [i for i in range(len(run.labels)) if run.scores[a][i] is not None and run.scores[b][i] is not None]
-    if len(both) < 3:
-        return None
-    y = np.asarray([run.labels[i] for i in both], dtype=float)
-    sa = np.asarray([run.scores[a][i] for i in both], dtype=float)
-    sb = np.asarray([run.scores[b][i] for i in both], dtype=float)
-    fn = statistic_functions(run.label_kind, run.threshold)[stat]
-    draws = np.random.default_rng(seed).integers(0, len(y), size=(n_bootstrap, len(y)))
-    batched = batched_statistics(run.label_kind, run.threshold, y)
-    diffs = np.asarray([da - db for da, db in zip(on_resamples(stat, fn, batched, y, sa, draws),
-                                                  on_resamples(stat, fn, batched, y, sb, draws))
-                        if da is not None and db is not None])
-    if not len(diffs):
-        return None
-    return float(min(1.0, 2 * min(np.mean(diffs <= 0), np.mean(diffs >= 0))))
 
 
 def pairs_text(rows: Sequence[dict[str, Any]]) -> list[str]:

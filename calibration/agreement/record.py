@@ -384,11 +384,17 @@ def num(value: Any, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+def main_statistic(label_kind: str) -> str:
+    """The one statistic a scorer is summarised by where one number is shown (pairs, splits, label curves):
+    ROC-AUC for binary labels, Spearman otherwise."""
+    return "roc_auc" if label_kind == "binary" else "spearman"
+
+
 def spread_over_splits(runs: Sequence[CalibrationRun]) -> dict[str, dict[str, Any]]:
     """Each scorer's main statistic (ROC-AUC for binary labels, Spearman otherwise) over ``runs`` made on other
     splits of one labelled set: every value, their mean, standard deviation (ddof 1) and range. Scorers
     missing from a run, or undefined in one, are reported on the runs that have them."""
-    stat = "roc_auc" if runs[0].label_kind == "binary" else "spearman"
+    stat = main_statistic(runs[0].label_kind)
     out: dict[str, dict[str, Any]] = {}
     for name in runs[0].scores:
         values = [r.ensure_agreement()[name].value(stat) for r in runs if name in r.scores]

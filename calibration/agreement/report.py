@@ -21,11 +21,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from calibration.agreement.plots import (
-    label_curve_figure,
     BAR_STATS,
     COMPILED_SCORER,
     agreement_bars,
     confusion_matrix_figure,
+    label_curve_figure,
     metric_histograms,
     optimizer_comparison,
     reliability_diagram,

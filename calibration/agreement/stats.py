@@ -194,7 +194,7 @@ def undefined_agreement(kind: str, n: int, *, threshold: float = 0.5, reason: st
 
 
 #: Statistics whose bootstrap is biased: a resample repeats items, and its ECE is larger than the sample's, so
-#: the percentile interval can lie wholly above the estimate (0.116 [0.12, 0.22] on 120 items). Their interval
+#: the percentile interval can lie wholly above the estimate. Their interval
 #: is moved down by the bootstrap's own bias estimate (the resamples' mean less the estimate), marked
 #: ``"ci": "bias-shifted"``. (BCa was tried: it cannot reach below the smallest resample, so it missed as often.)
 BIAS_SHIFTED_STATISTICS = frozenset({"ece"})
@@ -266,9 +266,9 @@ LOWER_IS_BETTER = frozenset({"brier", "ece", "mae"})
 @dataclass
 class PairedComparison:
     """Scorer A vs scorer B on the same items. ``stats[name]``: ``difference`` (A - B), its paired bootstrap
-    95% CI (``low``, ``high``), and ``better``: "a" or "b" when the CI excludes 0 (the difference is
-    established at 95%), else None. ``mcnemar``: the items only A decides right, only B decides right, and
-    the exact two-sided McNemar p-value (binary labels)."""
+    95% CI (``low``, ``high``), the paired bootstrap's two-sided ``p`` of no difference, and ``better``: "a" or
+    "b" when the CI excludes 0 (the difference is established at 95%), else None. ``mcnemar``: the items only
+    A decides right, only B decides right, and the exact two-sided McNemar p-value (binary labels)."""
 
     kind: str
     n: int
@@ -317,7 +317,8 @@ def compare(
             raise ValueError(f"compare: {unknown} are not statistics of {kind} labels; choose from {list(statistics)}")
         statistics = {name: statistics[name] for name in stats}
     if len(y) < 2:
-        empty = {name: {"difference": None, "low": None, "high": None, "better": None} for name in statistics}
+        empty = {name: {"difference": None, "low": None, "high": None, "better": None, "p": None}
+                 for name in statistics}
         return PairedComparison(kind, len(y), empty, None, n_bootstrap)
     draws = np.random.default_rng(seed).integers(0, len(y), size=(n_bootstrap, len(y)))
     alpha = (1 - confidence) / 2
@@ -335,7 +336,10 @@ def compare(
         if low is not None and (low > 0 or high < 0):
             a_higher = low > 0
             better = "a" if a_higher != (name in LOWER_IS_BETTER) else "b"
-        out[name] = {"difference": point, "low": low, "high": high, "better": better}
+        spread = np.asarray(diffs)  # two-sided p: twice the smaller share of differences on either side of 0
+        p = (float(min(1.0, 2 * min(np.mean(spread <= 0), np.mean(spread >= 0))))
+             if diffs and point is not None else None)
+        out[name] = {"difference": point, "low": low, "high": high, "better": better, "p": p}
     mcnemar = None
     if kind == "binary":
         from scipy.stats import binomtest
