@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from judges.data.dataset import EvaluationDataset, read_csv_rows
-from judges.data.samples import SampleValidationError
+from judges.data.samples import SampleValidationError, problem_lines
 from judges.lm.verifier import files as verifier_files
+from judges.run.records import sample_key
 
 LABEL_KINDS = ("binary", "ordinal", "continuous")
 #: The optional column of a labelled file that says why the person gave the label.
@@ -137,7 +138,8 @@ class LabelledSet:
         try:
             dataset = EvaluationDataset(samples, reference_separator=reference_separator)
         except SampleValidationError as err:  # name the file and line of each problem, once per kind of problem
-            raise ValueError(grouped_problems(err.problems, names, name)) from None
+            lines = problem_lines(err.problems, lambda i: name if i is None else names[i])
+            raise ValueError("\n".join(lines)) from None
         for field_name, count in dataset.plain_text_lists.items():
             notes.append(f"{count} '{field_name}' cells were plain text, each read as a list of one text")
         meta = [{} for _ in samples]
@@ -263,20 +265,6 @@ def _with_consensus(rows: Sequence[Any], raters: list[str], words: dict[str, Any
     return out
 
 
-def grouped_problems(problems: Sequence[tuple[int | None, str, str]], names: Sequence[str], name: str,
-                     shown: int = 3) -> str:
-    """Sample problems as lines, one per field and message: the rows it happens in (the first ``shown`` of
-    them, and how many in all), not one line per row."""
-    by_kind: dict[tuple[str, str], list[str]] = {}
-    for i, field_name, message in problems:
-        by_kind.setdefault((field_name, message), []).append(names[i] if i is not None else name)
-    lines = []
-    for (field_name, message), rows in by_kind.items():
-        more = f" (and {len(rows) - shown} more rows)" if len(rows) > shown else ""
-        lines.append(f"{'; '.join(rows[:shown])}{more}, field '{field_name}': {message}")
-    return "\n".join(lines)
-
-
 def _label_problem(value: Any, kind: str) -> str | None:
     """Why ``value`` is not a label of ``kind`` (None when it is one)."""
     if isinstance(value, bool):
@@ -390,8 +378,6 @@ def without_shipped_training(data: LabelledSet) -> tuple[LabelledSet, int]:
 def without_items(data: LabelledSet, keys: set[str] | frozenset[str]) -> tuple[LabelledSet, int]:
     """``data`` without the items whose sample key (``judges.run.records.sample_key``) is in ``keys`` (e.g. those
     a compiled judge was fitted on), and how many were left out."""
-    from judges.run.records import sample_key  # the run records' item identity
-
     keep = [i for i, sample in enumerate(data.dataset) if sample_key(sample) not in keys]
     return (data if len(keep) == len(data) else data.subset(keep)), len(data) - len(keep)
 

@@ -26,7 +26,7 @@ import dspy
 
 from judges.metrics.base import Metric, state_digest
 from judges.run.records import metric_config, result_fields, sample_key
-from judges.run.run_file import open_own, readable_length
+from judges.run.run_file import open_own, read_trimmed
 from judges.run.usage import add_usage
 
 HEADER = {"judgments": 1}
@@ -52,19 +52,9 @@ class JudgmentRecords:
         self._fd = open_own(self.path, os.O_WRONLY | os.O_APPEND)
 
     def _read(self) -> None:
-        with os.fdopen(open_own(self.path, os.O_RDWR), "r+b") as handle:
-            data = handle.read()
-            try:
-                header = json.loads(data.split(b"\n", 1)[0])
-            except (ValueError, RecursionError):
-                header = None
-            if header != HEADER:
-                raise ValueError(f"{self.path} is not a judgments file of this library (no header line); it was left "
-                                 "as it is: give calibrate another --out")
-            keep = max(readable_length(data), len(json.dumps(HEADER)) + 1)
-            if keep < len(data):
-                handle.truncate(keep)
-                data = data[:keep]
+        data = read_trimmed(self.path, lambda header: header == HEADER,
+                            f"{self.path} is not a judgments file of this library (no header line); it was left as it "
+                            "is: give calibrate another --out")
         for number, line in enumerate(data.splitlines()[1:], start=2):
             try:
                 record = json.loads(line)

@@ -173,6 +173,8 @@ class EvaluationDataset(Sequence):
         problems: list[tuple[int | None, str, str]] = []
         #: Per list-of-texts field, how many plain-text cells were read as one-item lists.
         self.plain_text_lists: Counter = Counter()
+        #: Each sample's id in the user's file (``from_jsonl`` / ``from_csv`` with ``id_column``), else None.
+        self.ids: list[str] | None = None
         for i, item in enumerate(samples):
             try:
                 if isinstance(item, (SingleTurnSample, MultiTurnSample)):
@@ -260,8 +262,10 @@ class EvaluationDataset(Sequence):
 
     # --- files ---------------------------------------------------------------------------------
     @classmethod
-    def from_jsonl(cls, path: str | Path, *, reference_separator: str | None = None) -> EvaluationDataset:
-        rows = []
+    def from_jsonl(cls, path: str | Path, *, reference_separator: str | None = None,
+                   id_column: str | None = None) -> EvaluationDataset:
+        """One sample per line; ``id_column``: a column naming each sample, kept as ``ids``, not a field."""
+        rows, lines = [], []
         with open(path, encoding="utf-8-sig") as handle:  # -sig: a byte-order mark is not data
             for line_number, line in enumerate(handle, start=1):
                 if not line.strip():
@@ -275,7 +279,8 @@ class EvaluationDataset(Sequence):
                 except RecursionError:
                     raise SampleValidationError(
                         [(len(rows), "<line>", f"{path}:{line_number} is nested too deeply to read")]) from None
-        return cls(rows, reference_separator=reference_separator)
+                lines.append(line_number)
+        return cls._with_ids(rows, lines, path, id_column, reference_separator)
 
     def to_jsonl(self, path: str | Path) -> Path:
         path = Path(path)
@@ -285,9 +290,29 @@ class EvaluationDataset(Sequence):
         return path
 
     @classmethod
-    def from_csv(cls, path: str | Path, *, reference_separator: str | None = None) -> EvaluationDataset:
-        rows, _ = read_csv_rows(path)
-        return cls(rows, reference_separator=reference_separator)
+    def from_csv(cls, path: str | Path, *, reference_separator: str | None = None,
+                 id_column: str | None = None) -> EvaluationDataset:
+        """One sample per row after the header; ``id_column`` as in ``from_jsonl``."""
+        rows, lines = read_csv_rows(path)
+        return cls._with_ids(rows, lines, path, id_column, reference_separator)
+
+    @classmethod
+    def _with_ids(cls, rows: list[Any], lines: list[int], path: str | Path, id_column: str | None,
+                  reference_separator: str | None) -> EvaluationDataset:
+        """The dataset of ``rows`` (read from ``path``, at file ``lines``), ``id_column`` taken out of every row
+        into ``ids``: each row must have one, and no two the same."""
+        ids = []
+        if id_column is not None:
+            for row, line in zip(rows, lines):
+                if not isinstance(row, dict) or row.get(id_column) in (None, ""):
+                    raise SampleValidationError([(None, id_column, f"{path}:{line} has no value in the id column")])
+                ids.append(str(row.pop(id_column)))
+            repeated = sorted(item for item, count in Counter(ids).items() if count > 1)
+            if repeated:
+                raise SampleValidationError([(None, id_column, f"{path}: the id column repeats {repeated[:3]}")])
+        dataset = cls(rows, reference_separator=reference_separator)
+        dataset.ids = ids or None
+        return dataset
 
     def to_csv(self, path: str | Path) -> Path:
         path = Path(path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import (
@@ -23,6 +24,20 @@ from pydantic import (
 )
 
 
+def problem_lines(problems: Sequence[tuple[int | None, str, str]], where: Callable[[int | None], str],
+                  shown: int = 3) -> list[str]:
+    """Sample problems as lines, one per field and message rather than one per row: where it happens (``where``
+    names a sample index; the first ``shown`` of them) and how many more."""
+    by_kind: dict[tuple[str, str], list[int | None]] = {}
+    for index, field, message in problems:
+        by_kind.setdefault((field, message), []).append(index)
+    lines = []
+    for (field, message), indices in by_kind.items():
+        more = f" (and {len(indices) - shown} more)" if len(indices) > shown else ""
+        lines.append(f"{', '.join(where(i) for i in indices[:shown])}{more}, field '{field}': {message}")
+    return lines
+
+
 class SampleValidationError(ValueError):
     """A sample (or a dataset row) does not have the shape a sample type or a metric needs.
 
@@ -33,16 +48,9 @@ class SampleValidationError(ValueError):
     def __init__(self, problems: list[tuple[int | None, str, str]], *, metric: str | None = None):
         self.problems = list(problems)
         self.metric = metric
-        by_kind: dict[tuple[str, str], list[int | None]] = {}
-        for index, field, message in self.problems:  # one line per kind of problem, not per row
-            by_kind.setdefault((field, message), []).append(index)
         who = f"{metric}: " if metric else ""
-        lines = []
-        for (field, message), indices in by_kind.items():
-            where = ", ".join("sample" if i is None else f"sample {i}" for i in indices[:3])
-            more = f" (and {len(indices) - 3} more)" if len(indices) > 3 else ""
-            lines.append(f"{who}{where}{more}, field '{field}': {message}")
-        super().__init__("\n".join(lines) if lines else "invalid sample")
+        lines = problem_lines(self.problems, lambda i: "sample" if i is None else f"sample {i}")
+        super().__init__("\n".join(who + line for line in lines) if lines else "invalid sample")
 
 
 def _describe_pydantic_error(error: ValidationError) -> list[tuple[str, str]]:

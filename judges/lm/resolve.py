@@ -52,7 +52,7 @@ from judges.lm.files import (  # noqa: E402
     embedded_model_file,
     reencoded_gguf,
 )
-from judges.lm.served import ServedLM, litellm_model  # noqa: E402
+from judges.lm.served import ServedLM  # noqa: E402
 
 EMBEDDED_LM_NAME = "llamacpp/smollm2-135m-instruct"
 
@@ -229,7 +229,7 @@ def resolve_lm(lm: Any = None, *, judge: str | None = None) -> Any:
             return local_lm()
         if lm.endswith(".gguf"):
             return local_lm(lm)
-        return _served(litellm_model(lm))  # MLflow's "openai:/gpt-4o-mini" is LiteLLM's "openai/gpt-4o-mini"
+        return _served(lm)  # ServedLM reads MLflow's "openai:/gpt-4o-mini" as LiteLLM's "openai/gpt-4o-mini"
     if isinstance(lm, dspy.BaseLM) or callable(lm):
         return lm
     raise TypeError(f"lm must be None, a model string, a .gguf path or a dspy.LM, got {type(lm).__name__}")

@@ -164,8 +164,8 @@ def evaluate(
     settings = Settings(lm=lm, embeddings=embeddings, num_threads=num_threads, retries=retries, backoff=backoff,
                         timeout=timeout, strict=strict)
     header = run_header(keys, names, metrics, lm=lm, embeddings=embeddings) if run_file is not None else None
-    if header is not None and getattr(dataset, "ids", None):  # the user's id of each position (an id column)
-        header["ids"] = [str(item) for item in dataset.ids]
+    if header is not None and dataset.ids:  # the user's id of each position (an id column)
+        header["ids"] = list(dataset.ids)
     with RunFile(run_file, header) if run_file is not None else contextlib.nullcontext() as store:
         done = dict(store.done) if store else {}
         calls = dict(store.calls) if store else {}  # (run, sample, metric) -> the paid calls of that item

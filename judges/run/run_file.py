@@ -22,7 +22,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,7 @@ def open_own(path: Path, flags: int) -> int:
         raise
 
 
-def readable_length(data: bytes) -> int:
+def _readable_length(data: bytes) -> int:
     """How many bytes of a run file to keep: all but a last line cut short (no newline), or a last line that
     is not JSON at all (NUL bytes a crash left), which a resumed run would otherwise append after."""
     keep = data.rfind(b"\n") + 1 if not data.endswith(b"\n") else len(data)
@@ -70,6 +70,30 @@ def readable_length(data: bytes) -> int:
         except (ValueError, RecursionError):
             keep = start
     return keep
+
+
+def read_trimmed(path: Path, is_header: Callable[[Any], bool], refusal: str) -> bytes:
+    """The bytes of one of this library's append-only JSONL files (a run file, calibrate's judgments), never read
+    through a link, after trimming a last line a kill cut or a crash garbled, so that later appends follow whole
+    lines. A file whose first line fails ``is_header`` is refused (ValueError ``refusal``) and left as it is."""
+    with os.fdopen(open_own(path, os.O_RDWR), "r+b") as handle:
+        data = handle.read()
+        first = data.split(b"\n", 1)[0]
+        try:
+            header = json.loads(first)
+        except (ValueError, RecursionError):
+            header = None
+        if not is_header(header):
+            raise ValueError(refusal)
+        keep = _readable_length(data)
+        if keep <= len(first):  # the header alone, its newline cut: the header stays, whole
+            handle.truncate(len(first))
+            handle.seek(len(first))
+            handle.write(b"\n")
+            return first + b"\n"
+        if keep < len(data):  # a kill mid-line, or a crash's garbage line: whole lines only (the header checked above)
+            handle.truncate(keep)
+        return data[:keep]
 
 
 class FileInUse(ValueError):
@@ -265,23 +289,9 @@ class RunFile:
         self._lock_fd = take_lock(self.path.with_name(self.path.name + ".lock"), self.path, "run file")
 
     def _read(self) -> None:
-        with os.fdopen(open_own(self.path, os.O_RDWR), "r+b") as handle:
-            data = handle.read()
-            first = data.split(b"\n", 1)[0]
-            try:
-                header = json.loads(first)
-            except (ValueError, RecursionError):
-                header = None
-            if not (isinstance(header, dict) and isinstance(header.get("header"), dict)):
-                raise ValueError(f"{self.path} is not a run file of this library (no header line); it was left "
-                                 "as it is: give a new run file")
-            keep = readable_length(data)
-            if keep <= len(first):  # the header alone, its newline cut: the header stays, whole
-                handle.truncate(len(first))
-                handle.seek(len(first))
-                handle.write(b"\n")
-            elif keep < len(data):  # a kill mid-line, or a crash's garbage line: trimmed so later runs append after
-                handle.truncate(keep)  # whole lines only (a run file, checked above)
+        read_trimmed(self.path, lambda header: isinstance(header, dict) and isinstance(header.get("header"), dict),
+                     f"{self.path} is not a run file of this library (no header line); it was left as it is: give a "
+                     "new run file")
         try:
             existing, records, self.calls = _read_lines(self.path)
         except ValueError as error:

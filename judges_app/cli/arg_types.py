@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from judges.data.samples import MultiTurnSample, SingleTurnSample
+
 def label_range(text: str) -> tuple[float, float]:
     """An argparse type: "LOW,HIGH", e.g. "1,5"."""
     try:
@@ -33,8 +35,6 @@ def _pairs(text: str, what: str) -> list[tuple[str, str]]:
 
 def column_map(text: str) -> dict[str, str]:
     """An argparse type: ``THEIRS=OURS,...``, your file's columns as sample fields (or label, rationale)."""
-    from judges.data.samples import MultiTurnSample, SingleTurnSample  # the field names
-
     fields = set(SingleTurnSample.model_fields) | set(MultiTurnSample.model_fields) | {"label", "rationale"}
     mapping = dict(_pairs(text, "THEIRS=OURS such as bot_reply=response"))
     unknown = sorted(set(mapping.values()) - fields)

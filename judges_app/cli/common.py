@@ -17,7 +17,7 @@ from typing import Any
 
 from calibration.data import loaders
 from calibration.data.labelled import LabelledSet
-from judges.data.dataset import EvaluationDataset, read_csv_rows
+from judges.data.dataset import EvaluationDataset
 from judges.lm.files import EMBEDDED
 from judges.lm.resolve import lm_label, resolve_lm
 from judges.lm.served import ServedLM
@@ -192,39 +192,17 @@ def load_dataset(path: str, limit: int | None, reference_separator: str | None =
     if file.suffix not in loaders:
         raise UsageError(f"{path}: give a .jsonl or .csv file (one sample per line / row)")
     try:
-        if id_column is None:
-            dataset = loaders[file.suffix](file, reference_separator=reference_separator)
-        else:
-            dataset = _with_ids(file, id_column, reference_separator)
+        dataset = loaders[file.suffix](file, reference_separator=reference_separator, id_column=id_column)
     except (ValueError, UnicodeDecodeError) as err:  # a row that is not a sample: the message names row and field
         raise UsageError(f"{path}: {err}") from None
     if len(dataset) == 0:
         raise UsageError(f"{path} holds no samples")
-    for field_name, count in getattr(dataset, "plain_text_lists", {}).items():
+    for field_name, count in dataset.plain_text_lists.items():
         print(f"{path}: {count} '{field_name}' cells were plain text, each read as a list of one text", flush=True)
     if limit:
-        ids = getattr(dataset, "ids", None)
+        ids = dataset.ids
         dataset = EvaluationDataset(dataset.samples[:limit])
         dataset.ids = ids[:limit] if ids else None
-    return dataset
-
-
-def _with_ids(file: Path, id_column: str, reference_separator: str | None) -> EvaluationDataset:
-    """The dataset of ``file`` with its ``id_column`` taken out of every row and kept as ``dataset.ids``."""
-    if file.suffix == ".csv":
-        rows, lines = read_csv_rows(file)
-    else:
-        rows = [json.loads(line) for line in file.read_text(encoding="utf-8-sig").splitlines() if line.strip()]
-        lines = list(range(1, len(rows) + 1))
-    ids = []
-    for row, line in zip(rows, lines):
-        if not isinstance(row, dict) or row.get(id_column) in (None, ""):
-            raise ValueError(f"line {line} has no '{id_column}' value (--id-column)")
-        ids.append(str(row.pop(id_column)))
-    if len(set(ids)) < len(ids):
-        raise ValueError(f"the id column '{id_column}' repeats {sorted({i for i in ids if ids.count(i) > 1})[:3]}")
-    dataset = EvaluationDataset(rows, reference_separator=reference_separator)
-    dataset.ids = ids
     return dataset
 
 

@@ -78,7 +78,7 @@ def run(args) -> int:
                 raise UsageError(str(err)) from None
             raise
         summary = result.summary()
-        result.ids = getattr(dataset, "ids", None)  # the user's id column beside each position in the exports
+        result.ids = dataset.ids  # the user's id column beside each position in the exports
         write_replacing(out / "samples.jsonl", result.to_jsonl)
         write_replacing(out / "scores.csv", result.to_csv)
         write_replacing(out / "summary.json", lambda path: Path(path).write_text(json.dumps(summary, indent=1)))
