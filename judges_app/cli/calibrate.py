@@ -6,13 +6,14 @@ Must not implement fitting itself (``calibration.fitting``): it drives it and pr
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
 import sys
 import time
 
-from calibration.agreement.record import spread_over_splits
+from calibration.agreement.record import main_statistic, spread_over_splits
 from calibration.agreement.report import write_report
 from calibration.data.labelled import balanced_sample, split, without_items, without_shipped_training
 from calibration.fitting.compiled import CompiledJudge
@@ -193,29 +194,24 @@ def run(args) -> int:
         print(f"{args.data}: train {len(parts.train)}, test {len(parts.test)} (held out); judge {probe.name}{judging}; "
               f"optimizers {args.optimizer}; calibrator {args.calibrator}; seed {args.seed}", flush=True)
         records = judgment_records(out)
+        measure = functools.partial(  # the judge, its optimizers and calibrator on one train/test split
+            compare_on_heldout, lambda: build_metric(spec, lm=lm), optimizers=optimizers,
+            calibrator=None if args.calibrator == "none" else args.calibrator, reflection_lm=reflection,
+            name=f"{args.data}: {probe.name}", n_bootstrap=args.n_bootstrap, pool=pool, beside=beside, **options)
         start = time.perf_counter()
         with tracking(args, "dspy-judges-calibrate", f"calibrate {probe.name} on {args.data}", params):
             try:
                 with recording_judgments(records), tracked_usage() as spent:
-                    compiled, run = compare_on_heldout(
-                        lambda: build_metric(spec, lm=lm), parts.train, parts.test, optimizers=optimizers,
-                        calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
-                        reflection_lm=reflection, progress=True, name=f"{args.data}: {probe.name}",
-                        n_bootstrap=args.n_bootstrap, pool=pool, beside=beside, **options)
+                    compiled, run = measure(parts.train, parts.test, seed=args.seed, progress=True)
                     if args.repeats > 1:
                         others = []
                         for k in range(1, args.repeats):
                             print(f"\nsplit {k + 1} of {args.repeats} (seed {args.seed + k})", flush=True)
                             other = split_for(data, n_train, n_test, args.seed + k)
-                            others.append(compare_on_heldout(
-                                lambda: build_metric(spec, lm=lm), other.train, other.test, optimizers=optimizers,
-                                calibrator=None if args.calibrator == "none" else args.calibrator,
-                                seed=args.seed + k, reflection_lm=reflection, progress=False, name=run.name,
-                                n_bootstrap=args.n_bootstrap, pool=pool, beside=beside, **options)[1])
+                            others.append(measure(other.train, other.test, seed=args.seed + k, progress=False)[1])
                         run.meta["repeats"] = spread_over_splits([run, *others])
                     if args.label_curve:
-                        run.meta["label_curve"] = label_curve(args, parts, run, spec, lm, optimizers, reflection,
-                                                              pool, beside, options)
+                        run.meta["label_curve"] = label_curve(args.label_curve, parts, run, measure, args.seed)
             except JudgeFailedError as err:
                 raise CommandFailed(f"{err}. No agreement table: there is nothing to measure.") from None
             except PermanentLMError as err:
@@ -262,35 +258,34 @@ def run(args) -> int:
         os.close(folder_lock)
 
 
-def label_curve(args, parts, run, spec, lm, optimizers, reflection, pool, beside, options) -> dict:
+def label_curve(sizes: list[int], parts, run, measure, seed: int) -> dict:
     """The main statistic of each scorer fitted on the first N training items (label-balanced), for each N of
-    ``--label-curve`` below the training set's size and the whole of it, always on the same test items."""
-    stat = "roc_auc" if run.label_kind == "binary" else "spearman"
-    sizes = sorted({min(n, len(parts.train)) for n in args.label_curve} | {len(parts.train)})
+    ``sizes`` below the training set's size and the whole of it, always on the same test items; ``measure`` runs
+    one train/test comparison, ``run`` is the one on the whole training set."""
+    stat = main_statistic(run.label_kind)
+    sizes = sorted({min(n, len(parts.train)) for n in sizes} | {len(parts.train)})
     curve = {"stat": stat, "sizes": sizes, "scorers": {name: [] for name in run.scores}}
     for size in sizes:
         if size == len(parts.train):
             measured = run
         else:
             print(f"\nlabel curve: fitting on {size} of {len(parts.train)} training labels", flush=True)
-            train = balanced_sample(parts.train, size, seed=args.seed) if parts.train.kind == "binary" else \
-                parts.train.subset(range(size))
-            measured = compare_on_heldout(
-                lambda: build_metric(spec, lm=lm), train, parts.test, optimizers=optimizers,
-                calibrator=None if args.calibrator == "none" else args.calibrator, seed=args.seed,
-                reflection_lm=reflection, progress=False, name=run.name, n_bootstrap=args.n_bootstrap, pool=pool,
-                beside=beside, **options)[1]
+            measured = measure(first_items(parts.train, size, seed), parts.test, seed=seed, progress=False)[1]
         reports = measured.ensure_agreement()
         for name in curve["scorers"]:
             curve["scorers"][name].append(reports[name].value(stat) if name in reports else None)
     return curve
 
 
+def first_items(data, n: int, seed: int):
+    """``n`` items of ``data``: label-balanced for binary labels (seeded), else the first ``n``."""
+    return balanced_sample(data, n, seed=seed) if data.kind == "binary" else data.subset(range(n))
+
+
 def split_for(data, n_train: int, n_test: int, seed: int):
-    """``n_train`` + ``n_test`` items of ``data`` (label-balanced for binary labels), split into train and test
-    with ``seed``: one split of ``--repeats``."""
-    picked = balanced_sample(data, n_train + n_test, seed=seed) if data.kind == "binary" else data.subset(
-        range(n_train + n_test))
+    """``n_train`` + ``n_test`` items of ``data`` (``first_items``), split into train and test with ``seed``: one
+    split of ``--repeats``."""
+    picked = first_items(data, n_train + n_test, seed)
     return split(picked, dev=0, test=n_test / len(picked), seed=seed)
 
 
