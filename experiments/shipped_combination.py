@@ -29,11 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.fitting.signals import feature_matrix  # noqa: E402
 from calibration.verifier.contrastive import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
-from calibration.verifier.perturb import change_number, flip_direction, flip_negation, names_in, swap_name  # noqa: E402
+from calibration.verifier.perturb import names_in, one_fact_changed  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from claim_units import all_sets  # noqa: E402
 from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
-from judges.data.language import split_sentences  # noqa: E402
 from verifier_agreement import halves  # noqa: E402
 
 CHEAP = ("token_overlap", "weakest_sentence", "bigram_support", "specifics_supported", "embedding_alignment")
@@ -55,29 +54,17 @@ def own_signals(samples) -> np.ndarray:
 
 
 def made_pairs(samples, labels, positions, seed: int = 0) -> list:
-    """For each faithful reply among ``positions``, the reply with one fact of one sentence changed (number,
-    name, negation or direction, the first rule that applies in a seeded order), label 0, same evidence."""
+    """For each faithful reply among ``positions``, the reply with one fact of one sentence changed
+    (``one_fact_changed``), label 0, same evidence."""
     rng = random.Random(f"{seed}:made-pairs")
     pool = sorted({name for i in positions for c in samples[i].retrieved_contexts for name in names_in(c)})
-    rules = {"number": lambda s, e: change_number(s, rng, avoid=e), "name": lambda s, e: swap_name(s, rng, pool, avoid=e),
-             "negation": lambda s, e: flip_negation(s, rng), "direction": lambda s, e: flip_direction(s, rng)}
     made = []
     for i in positions:
         if labels[i] != 1:
             continue
-        sample, evidence = samples[i], "\n".join(samples[i].retrieved_contexts)
-        sentences = split_sentences(sample.response)
-        order, kinds = list(range(len(sentences))), list(rules)
-        rng.shuffle(order)
-        rng.shuffle(kinds)
-        for kind in kinds:
-            changed = next(((at, c) for at in order if (c := rules[kind](sentences[at], evidence))
-                            and c != sentences[at]), None)
-            if changed:
-                at, claim = changed
-                reply = " ".join(claim if k == at else t for k, t in enumerate(sentences))
-                made.append(SingleTurnSample(response=reply, retrieved_contexts=list(sample.retrieved_contexts)))
-                break
+        reply = one_fact_changed(samples[i].response, "\n".join(samples[i].retrieved_contexts), rng, pool)
+        if reply:
+            made.append(SingleTurnSample(response=reply, retrieved_contexts=list(samples[i].retrieved_contexts)))
     return made
 
 

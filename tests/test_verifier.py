@@ -768,7 +768,7 @@ def test_finetune_refuses_too_few_labels_and_fits_otherwise(tmp_path):
                                       out=tmp_path / "tuned", epochs=1, seed=0)
     assert report["labels"] == 40 and report["held_out"] == 10 and len(report["epochs"]) == 1
     assert report["kept"] in ("shipped", "fine-tuned") and report["decision"].startswith(f"the {report['kept']} verifier")
-    assert "epochs " in report["decision"] and "trained on 30 of 40 items" in report["decision"]
+    assert "epochs " in report["decision"] and "trained every layer on 30 of 40 items" in report["decision"]
     if judge.verifier is not None:  # an epoch beat the shipped verifier: the judge names the written folder
         assert Path(judge.verifier).is_absolute() and (tmp_path / "tuned" / "model.safetensors").is_file()
         assert Path(judge.verifier) == (tmp_path / "tuned").resolve()
@@ -1050,3 +1050,47 @@ def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_l
     assert swaps.support(evidence, ["Insects have six legs."])[0]["probability"] > 0.5
     assert swaps.support(["The capital of Australia is Canberra."],
                          ["Sydney is the capital of Australia."])[0]["probability"] < 0.5
+
+
+def test_finetuning_the_top_blocks_trains_them_alone_reuses_lower_states_and_adds_contrast_pairs(tmp_path):
+    from safetensors.torch import load_file
+
+    from calibration.data.labelled import LabelledSet
+    from calibration.fitting import finetune
+    from judges import EvaluationDataset
+    from judges.lm.verifier.files import load_shipped
+
+    # Labels the shipped verifier ranks backwards (copies unsupported, paraphrases supported): one that
+    # learns anything beats it on the held-out items, so the fine-tuned weights are kept and can be read.
+    samples, labels = [], []
+    for i in range(24):
+        samples.append(SingleTurnSample(response=f"Work on the tower in Paris ended in the year {1889 + (i % 3) * 0}"
+                                                 f"{'.' if i % 2 else ', people say.'}", retrieved_contexts=[EVIDENCE]))
+        labels.append(1)
+        samples.append(SingleTurnSample(response="The Eiffel Tower was completed in 1889." + " Indeed." * (i % 3),
+                                        retrieved_contexts=[EVIDENCE]))
+        labels.append(0)
+    data = LabelledSet("backwards", EvaluationDataset(samples), labels, "binary", "written for this test")
+    with pytest.raises(ValueError, match="top_blocks must be None"):
+        finetune.finetune_verifier(FaithfulnessWithVerifier(), data, np.asarray(labels, float), top_blocks=0)
+    with pytest.raises(ValueError, match="contrast_pairs must be True or False"):
+        finetune.finetune_verifier(FaithfulnessWithVerifier(), data, np.asarray(labels, float), contrast_pairs=1)
+    finetune._lower_states_kept.clear()
+    judge, report = finetune.finetune_verifier(FaithfulnessWithVerifier(), data, np.asarray(labels, float),
+                                               out=tmp_path / "top", epochs=3, learning_rate=1e-3, top_blocks=1,
+                                               contrast_pairs=True)
+    assert report["trained_layers"] == "the last 1 of 6 blocks and the head"
+    assert report["contrast_pairs"] == 18  # each supported training item has a number to change
+    assert "and 18 contrast pairs" in report["decision"]
+    assert report["kept"] == "fine-tuned", report["decision"]
+    kept = dict(finetune._lower_states_kept)  # the states entering block 5, per pair
+    assert all((5, EVIDENCE, s.response) in kept for s in samples) and len(kept) > len({s.response for s in samples})
+    tuned, shipped = load_file(tmp_path / "top" / "model.safetensors"), load_shipped()[0].state_dict()
+    changed = {name for name, value in tuned.items() if name in shipped
+               and not np.array_equal(value.float().numpy(), shipped[name].float().numpy())}
+    assert changed and all(n.startswith(("bert.encoder.layer.5.", "bert.pooler", "classifier")) for n in changed)
+    assert any(n.startswith("bert.encoder.layer.5.") for n in changed) and "classifier.weight" in changed
+    assert judge.score(samples[0]).score > judge.score(samples[1]).score  # it learned the (backwards) labels
+    finetune.finetune_verifier(FaithfulnessWithVerifier(), data, np.asarray(labels, float), out=tmp_path / "again",
+                               epochs=1, top_blocks=1)  # a second fit (a cross-fitting fold) computes no new states
+    assert list(finetune._lower_states_kept) == list(kept)

@@ -395,3 +395,23 @@ def perturbed_pairs(evidence: str, rng: random.Random, name_pool: Sequence[str],
         if copy not in positives:
             positives.append(copy)
     return pairs + positives[:wanted]
+
+
+def one_fact_changed(text: str, evidence: str, rng: random.Random, name_pool: Sequence[str]) -> str | None:
+    """``text`` with one fact of one of its sentences changed (a number, a name, a negation or a direction:
+    the first of the four, in an order drawn from ``rng``, that applies to some sentence), the rest as it
+    stands; None when no rule applies. The contrast pair made from a reply labelled faithful: the same words
+    with one fact wrong, so a model trained on it cannot learn "copies the evidence, so supported"."""
+    rules = {"number": lambda s: change_number(s, rng, avoid=evidence),
+             "name": lambda s: swap_name(s, rng, name_pool, avoid=evidence),
+             "negation": lambda s: flip_negation(s, rng), "direction": lambda s: flip_direction(s, rng)}
+    sentences = split_sentences(text)
+    order, kinds = list(range(len(sentences))), list(rules)
+    rng.shuffle(order)
+    rng.shuffle(kinds)
+    for kind in kinds:
+        for at in order:
+            changed = rules[kind](sentences[at])
+            if changed and changed != sentences[at]:
+                return " ".join(changed if k == at else s for k, s in enumerate(sentences))
+    return None
