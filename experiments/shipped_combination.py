@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.fitting.signals import feature_matrix  # noqa: E402
-from calibration.verifier.contrastive import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
+from calibration.data.loaders import load_summeval  # noqa: E402
+from calibration.verifier.contrastive import CONTRASTIVE_SETS, load_contrastive, load_dialogue_fresh  # noqa: E402
 from calibration.verifier.perturb import names_in, one_fact_changed  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from claim_units import all_sets  # noqa: E402
@@ -76,8 +77,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="round 2: also fit on made contrast pairs, and measure on all seven contrastive sets")
     parser.add_argument("--gate", action="store_true",
                         help="round 3: the combination's probability times min(1, verifier weakest claim / 0.5)")
+    parser.add_argument("--own", action="store_true",
+                        help="round 4: the verifier's own signals only (no cheap signal), decided on fresh sets")
     args = parser.parse_args(argv)
     data = all_sets(args.summeval_limit)
+    if args.own:  # round 4's fresh sets: a dialogue set made for it, and the SummEval summaries no round read
+        fresh = load_dialogue_fresh()
+        data["dialogue-fresh"] = ([SingleTurnSample(user_input=r["user_input"], response=r["reply"],
+                                                    retrieved_contexts=[r["knowledge"]]) for r in fresh],
+                                  [int(r["label"]) for r in fresh])
+        rest = load_summeval()
+        data["summeval-rest"] = ([SingleTurnSample(response=s.response, retrieved_contexts=list(s.reference_contexts))
+                                  for s in list(rest.dataset)[args.summeval_limit:]],
+                                 [int(y >= 5.0 - 1e-9) for y in rest.labels[args.summeval_limit:]])
     if args.made_pairs:
         for which in sorted(set(CONTRASTIVE_SETS) - {"first"}):
             rows = load_contrastive(which)
@@ -89,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             made += made_pairs(samples, labels, halves(name, labels)["train"])
         data["made"] = (made, [0] * len(made))
     inputs = (*OWN, *CHEAP)
+    fitted_inputs = [inputs.index(i) for i in (OWN if args.own else inputs)]
     x, y, parts = {}, {}, {}
     for name, (samples, labels) in data.items():
         x[name] = np.column_stack([own_signals(samples), feature_matrix(CHEAP, samples)])
@@ -98,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     fitted = {s: parts[s]["train"] for s in DECIDING}
     if "made" in data:
         fitted["made"] = parts["made"]["all"]
-    train_x = np.vstack([x[s][at] for s, at in fitted.items()])
+    train_x = np.vstack([x[s][at][:, fitted_inputs] for s, at in fitted.items()])
     train_y = np.concatenate([y[s][at] for s, at in fitted.items()])
     weights = np.concatenate([np.full(len(at), 1.0 / len(at)) for at in fitted.values()])
     scaler = StandardScaler().fit(train_x)
@@ -109,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, half in measured.items():
         at = parts[name][half]
         table[name] = {signal: roc_auc(y[name][at], x[name][at, i]) for i, signal in enumerate(inputs)}
-        combined = model.predict_proba(scaler.transform(x[name][at]))[:, 1]
+        combined = model.predict_proba(scaler.transform(x[name][at][:, fitted_inputs]))[:, 1]
         if args.gate:  # an unsupported claim caps the reply: the verifier's weakest claim against its threshold
             combined = combined * np.minimum(1.0, x[name][at, inputs.index("verifier_weakest")] / 0.5)
         table[name]["combined"] = roc_auc(y[name][at], combined)
@@ -119,7 +132,52 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {signal} | " + " | ".join("n/a" if table[n][signal] is None else f"{table[n][signal]:.4f}"
                                              for n in measured) + " |")
     print("\ncoefficients (standardised inputs): " + ", ".join(
-        f"{s} {c:+.3f}" for s, c in zip(inputs, model.coef_[0])) + f"; intercept {model.intercept_[0]:+.3f}")
+        f"{inputs[i]} {c:+.3f}" for i, c in zip(fitted_inputs, model.coef_[0])) + f"; intercept {model.intercept_[0]:+.3f}")
+    if args.own:
+        blocked, gain = round_four(table, measured), float("nan")
+    else:
+        blocked, gain = rounds_one_to_three(table, measured, data)
+    print(f"\nrule: the combination {'is' if not blocked else 'is not'} the shipped score"
+          + ("" if args.own else f" (mean gain over the verifier mean on the test halves {gain:+.4f})")
+          + ("" if not blocked else "; blocked by: " + "; ".join(blocked)))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "combination.json").write_text(json.dumps(
+        {"inputs": [inputs[i] for i in fitted_inputs], "mean": scaler.mean_.tolist(), "scale": scaler.scale_.tolist(),
+         "coefficients": model.coef_[0].tolist(), "intercept": float(model.intercept_[0]), "roc_auc": table,
+         "blocked": blocked}, indent=1), encoding="utf-8")
+    return 0
+
+
+def round_four(table: dict, measured: dict) -> list[str]:
+    """Round 4's rule (docs/verifier-log.md, "A shipped combination, round 4"): decided on the two fresh sets,
+    the read test halves and the contrastive sets as guards."""
+    blocked = []
+    row = table["dialogue-fresh"]
+    if row["combined"] < row["verifier_mean"] + 0.005:
+        blocked.append(f"dialogue-fresh: {row['combined']:.4f}, not 0.005 above the verifier mean {row['verifier_mean']:.4f}")
+    for name in ("dialogue-fresh", "summeval-rest"):
+        for signal in ("verifier_mean", *CHEAP):
+            if table[name][signal] is not None and table[name]["combined"] < table[name][signal] - 0.005:
+                blocked.append(f"{name}: under {signal} by {table[name][signal] - table[name]['combined']:.4f}")
+    for name in DECIDING:
+        if table[name]["combined"] < table[name]["verifier_mean"] - 0.005:
+            blocked.append(f"{name} test: under the verifier mean by "
+                           f"{table[name]['verifier_mean'] - table[name]['combined']:.4f}")
+    sevens = [n for n in measured if n.startswith("contrastive")]
+    fall = float(np.mean([table[n]["verifier_mean"] - table[n]["combined"] for n in sevens]))
+    print(f"\nthe {len(sevens)} contrastive sets: mean {float(np.mean([table[n]['combined'] for n in sevens])):.4f} "
+          f"combined, {float(np.mean([table[n]['verifier_mean'] for n in sevens])):.4f} verifier mean")
+    if fall > 0.02:
+        blocked.append(f"the {len(sevens)} contrastive sets: their mean {fall:.4f} under the verifier mean")
+    for name in ("contrastive", "begin-cmu-tc"):
+        if table[name]["combined"] < table[name]["verifier_mean"] - 0.02:
+            blocked.append(f"{name}: {table[name]['verifier_mean'] - table[name]['combined']:.4f} under the verifier mean")
+    return blocked
+
+
+def rounds_one_to_three(table: dict, measured: dict, data: dict) -> tuple[list[str], float]:
+    """Rounds 1 to 3's rule (docs/verifier-log.md): decided on the test halves, guarded by the contrastive sets."""
     blocked = []
     for name in DECIDING:
         row = table[name]
@@ -142,15 +200,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(data.get('made', ([], []))[0])} made pairs fitted on")
         if fall > 0.02:
             blocked.append(f"the {len(sevens)} contrastive sets: their mean {fall:.4f} under the verifier mean")
-    print(f"\nrule: the combination {'is' if not blocked else 'is not'} the shipped score (mean gain over the "
-          f"verifier mean on the test halves {gain:+.4f})" + ("" if not blocked else "; blocked by: " + "; ".join(blocked)))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "combination.json").write_text(json.dumps(
-        {"inputs": list(inputs), "mean": scaler.mean_.tolist(), "scale": scaler.scale_.tolist(),
-         "coefficients": model.coef_[0].tolist(), "intercept": float(model.intercept_[0]), "roc_auc": table,
-         "blocked": blocked}, indent=1), encoding="utf-8")
-    return 0
+    return blocked, gain
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ without costing the other sets? Printed as tables; the decision by the rule in d
 ("Swapped entities").
 
     .venv/bin/python experiments/verifier_swaps.py                      # ~8 min on 2 cores
+    .venv/bin/python experiments/verifier_swaps.py --candidate names --swap-set second --dialogue   # round 2
     .venv/bin/python experiments/verifier_swaps.py --summeval-limit 80
 
 Each way (``check_swaps`` off, as shipped, and on) scores with ``FaithfulnessWithVerifier()`` (the mean over
@@ -35,6 +36,7 @@ from calibration.verifier.contrastive import (  # noqa: E402
     CONTRASTIVE_SETS,
     DISTRACTOR_SETS,
     load_contrastive,
+    load_dialogue_fresh,
     load_distractors,
     load_swaps,
 )
@@ -43,7 +45,7 @@ from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 from judges.lm.verifier import resolve_verifier  # noqa: E402
 from verifier_agreement import halves, sets  # noqa: E402
 
-WAYS = ("shipped", "check_swaps")
+CANDIDATES = {"all": True, "names": "names"}  # check_swaps=True (round 1), "names" (round 2: no one-span contrasts)
 
 
 def score(judge, response: str, contexts: list[str]) -> float:
@@ -70,17 +72,27 @@ def pairs_table(judge, items, arrangements) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--summeval-limit", type=int, default=320)
+    parser.add_argument("--candidate", default="all", choices=sorted(CANDIDATES),
+                        help="check_swaps=True (all: round 1) or 'names' (round 2)")
+    parser.add_argument("--swap-set", default="first", help="the swap set the rule reads: first or second")
+    parser.add_argument("--dialogue", action="store_true",
+                        help="also the fresh dialogue set (DIALOGUE_FRESH.md), as a guard")
     parser.add_argument("--out", default="runs/verifier_swaps")
     args = parser.parse_args(argv)
-    swaps = load_swaps()
+    swaps = load_swaps(args.swap_set)
     distractors = {which: load_distractors(which) for which in sorted(DISTRACTOR_SETS)}
     contrastive = {which: load_contrastive(which) for which in CONTRASTIVE_SETS}
     agreement = sets(args.summeval_limit)
     agreement.pop("contrastive")
+    if args.dialogue:
+        fresh = load_dialogue_fresh()
+        agreement["dialogue-fresh"] = ([SingleTurnSample(user_input=r["user_input"], response=r["reply"],
+                                                         retrieved_contexts=[r["knowledge"]]) for r in fresh],
+                                       [int(r["label"]) for r in fresh])
     verifier, judge = resolve_verifier(None), FaithfulnessWithVerifier()
     results: dict[str, dict] = {}
-    for way in WAYS:
-        verifier.check_swaps = way == "check_swaps"
+    for way in ("shipped", "check_swaps"):
+        verifier.check_swaps = CANDIDATES[args.candidate] if way == "check_swaps" else False
         row: dict = {"swaps": pairs_table(judge, swaps, {
             "alone": lambda it: [it["evidence"]], "with its distractor": lambda it: [f"{it['distractor']} {it['evidence']}"]})}
         for which, items in distractors.items():
@@ -98,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             values[name] = np.asarray([float(judge.score(s).score) for s in samples])
             row["ms_per_item"][name] = 1000 * (time.perf_counter() - started) / len(samples)
         row["agreement"] = {f"{name} {half}": roc_auc(np.asarray(labels)[at], values[name][at])
-                            for name, (_, labels) in agreement.items() for half, at in halves(name, labels).items()}
+                            for name, (_, labels) in agreement.items()
+                            for half, at in halves(name if name != "dialogue-fresh" else "contrastive", labels).items()}
         results[way] = row
         print(f"{way}: done", flush=True)
     verifier.check_swaps = False
@@ -121,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     blocked = []
     for arrangement in ("alone", "with its distractor"):
         gain = after["swaps"][arrangement]["roc_auc"] - before["swaps"][arrangement]["roc_auc"]
-        if gain < 0.05:
+        if args.candidate == "all" and gain < 0.05:  # round 1's rule
             blocked.append(f"swap set, {arrangement}: {gain:+.4f} < +0.05")
+        elif args.candidate == "names" and gain < (0.05 if arrangement == "with its distractor" else -0.005):
+            blocked.append(f"swap set, {arrangement}: {gain:+.4f} < {0.05 if arrangement != 'alone' else -0.005:+.3f}")
     for which in distractors:
         for arrangement in ("one passage", "four contexts"):
             b, a = before[f"distractors {which}"][arrangement], after[f"distractors {which}"][arrangement]
@@ -132,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     fall = np.mean(list(before["contrastive"].values())) - np.mean(list(after["contrastive"].values()))
     if fall > 0.005:
         blocked.append(f"the contrastive sets' mean falls {fall:.4f}")
-    for name in ("begin-wow train", "q2 train", "summeval train"):
+    for name in ("begin-wow train", "q2 train", "summeval train") + (("dialogue-fresh all",) if args.dialogue else ()):
         if after["agreement"][name] < before["agreement"][name] - 0.005:
             blocked.append(f"{name}: {before['agreement'][name]:.4f} -> {after['agreement'][name]:.4f}")
     print("\nrule: check_swaps " + ("becomes the default" if not blocked else "stays off; blocked by: " + "; ".join(blocked)))

@@ -1037,6 +1037,13 @@ def test_swapped_entities_give_contrasts_only_when_asked():
                      swaps=True) == ["Plants absorb carbon dioxide from the air."]
     assert contrasts("Insects have eight legs.", "Insects have six legs.", swaps=True) == ["Insects have six legs."]
     assert contrasts("Many birds migrate south.", "Swallows migrate south in autumn.", swaps=True) == []
+    # "names": the opening name alone; a one-span change of wording is no contrast there
+    assert contrasts("Sydney is the capital of Australia.", "The capital of Australia is Canberra.",
+                     swaps="names") == ["Canberra is the capital of Australia."]
+    assert contrasts("Plants absorb oxygen from the air.", "Plants absorb carbon dioxide from the air.",
+                     swaps="names") == []
+    assert contrasts("It is one of the main forms.", "It is one of the major forms.", swaps=True) != []
+    assert contrasts("It is one of the main forms.", "It is one of the major forms.", swaps="names") == []
 
 
 def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_lifts_it():
@@ -1050,6 +1057,12 @@ def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_l
     assert swaps.support(evidence, ["Insects have six legs."])[0]["probability"] > 0.5
     assert swaps.support(["The capital of Australia is Canberra."],
                          ["Sydney is the capital of Australia."])[0]["probability"] < 0.5
+    names = Verifier(check_swaps="names")
+    assert names.support(["The capital of Australia is Canberra."],
+                         ["Sydney is the capital of Australia."])[0]["probability"] < 0.5
+    for wrong in (1, "yes", None):
+        with pytest.raises(ValueError, match="check_swaps must be True, False or 'names'"):
+            Verifier(check_swaps=wrong)
 
 
 def test_finetuning_the_top_blocks_trains_them_alone_reuses_lower_states_and_adds_contrast_pairs(tmp_path):

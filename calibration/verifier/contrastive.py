@@ -5,8 +5,9 @@ it, how, and what it decided:
                                      a name, a negation, a direction), against faithful paraphrases and copies
   distractor sets (DISTRACTORS.md)   a claim the evidence contradicts and one it supports, each scored against
                                      the evidence alone and with three same-topic sentences that do neither
-  the swap set (SWAPS.md)            claims that swap one entity or quantity within the same relation, with a
+  swap sets (SWAPS.md)               claims that swap one entity or quantity within the same relation, with a
                                      shared-word sentence about another subject beside each
+  the fresh dialogue set (DIALOGUE_FRESH.md)  chat replies to a knowledge text, faithful or not, talk mixed in
 
 Owns: reading those sets. Must not fit or train on them: they are tests only (the first contrastive set is
 watched while the verifier trains, never trained on).
@@ -20,6 +21,7 @@ from importlib import resources
 CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
     w: f"contrastive_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh")}
 DISTRACTOR_SETS = {"first": "distractors.jsonl", "second": "distractors_second.jsonl"}
+SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl"}
 
 
 def _read(name: str) -> list[dict]:
@@ -41,6 +43,15 @@ def load_distractors(which: str = "first") -> list[dict]:
     return _read(DISTRACTOR_SETS[which])
 
 
-def load_swaps() -> list[dict]:
-    """The swap set (SWAPS.md): id, kind, evidence, contradicted, supported, distractor."""
-    return _read("swaps.jsonl")
+def load_swaps(which: str = "first") -> list[dict]:
+    """A swap set (SWAPS.md; the second, SWAPS_SECOND.md, for the round after the first was read): id, kind,
+    evidence, contradicted, supported, distractor."""
+    if which not in SWAP_SETS:
+        raise ValueError(f"load_swaps: which must be one of {sorted(SWAP_SETS)}, got {which!r}")
+    return _read(SWAP_SETS[which])
+
+
+def load_dialogue_fresh() -> list[dict]:
+    """The fresh dialogue set (DIALOGUE_FRESH.md): id, topic, knowledge, user_input, reply, label, kind. Talk
+    passes there: a reply is faithful when every fact it states is in the knowledge."""
+    return _read("dialogue_fresh.jsonl")

@@ -157,15 +157,17 @@ def one_span_contrasts(claim: str, sentence: str, longest: int = 3) -> list[str]
     return [claim[:mine[a0][1]] + new + claim[mine[a1 - 1][2]:]]
 
 
-def contrasts(claim: str, sentence: str, *, swaps: bool = False) -> list[str]:
+def contrasts(claim: str, sentence: str, *, swaps: bool | str = False) -> list[str]:
     """The claim with one detail as ``sentence`` has it (a specific, or a direction word turned; with ``swaps``,
-    also an opening name and any one short span), at most ``MAX_CONTRASTS``, without repeats; empty unless the
-    sentence shares the claim's frame."""
+    also an opening name, and unless ``swaps == "names"`` any one short span), at most ``MAX_CONTRASTS``,
+    without repeats; empty unless the sentence shares the claim's frame."""
     opening = _opening_name(claim, sentence) if swaps else None
     framed = claim.strip()[len(opening):] if opening else claim  # a name that opens the claim is no frame word
     if not shares_frame(framed, sentence):
         return []
     found = direction_contrasts(claim, sentence) + specific_contrasts(claim, sentence)
     if swaps:
-        found += opening_name_contrasts(claim, sentence) + one_span_contrasts(claim, sentence)
+        found += opening_name_contrasts(claim, sentence)
+        if swaps != "names":  # a one-span contrast also catches a paraphrase's other wording
+            found += one_span_contrasts(claim, sentence)
     return [text for text in dict.fromkeys(found) if text != claim][:MAX_CONTRASTS]

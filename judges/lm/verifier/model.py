@@ -100,7 +100,7 @@ class Verifier:
                  batch_size: int = 16, single_sentences: bool = True, top_units: int | None = 2,
                  quantize: bool = False, runtime: str = "auto", padding_ratio: float = 1.25,
                  stop_at: float | None = 0.9, check_opposites: bool = True, check_contradictions: bool = True,
-                 closest_when_unsupported: bool = True, check_swaps: bool = False):
+                 closest_when_unsupported: bool = True, check_swaps: bool | str = False):
         for name, value in (("max_length", max_length), ("chunk_tokens", chunk_tokens), ("batch_size", batch_size),
                             ("top_units", 1 if top_units is None else top_units)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -113,9 +113,11 @@ class Verifier:
         if runtime not in RUNTIMES:
             raise ValueError(f"Verifier: runtime must be one of {list(RUNTIMES)}, got {runtime!r}")
         for name, value in (("check_opposites", check_opposites), ("check_contradictions", check_contradictions),
-                            ("closest_when_unsupported", closest_when_unsupported), ("check_swaps", check_swaps)):
+                            ("closest_when_unsupported", closest_when_unsupported)):
             if not isinstance(value, bool):
                 raise ValueError(f"Verifier: {name} must be True or False, got {value!r}")
+        if check_swaps not in (False, True, "names") or check_swaps in (0, 1) and not isinstance(check_swaps, bool):
+            raise ValueError(f"Verifier: check_swaps must be True, False or 'names', got {check_swaps!r}")
         self.check_opposites, self.check_contradictions = check_opposites, check_contradictions
         self.closest_when_unsupported, self.check_swaps = closest_when_unsupported, check_swaps
         self.max_length, self.chunk_tokens, self.batch_size = max_length, chunk_tokens, batch_size

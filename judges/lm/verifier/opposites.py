@@ -88,7 +88,7 @@ def about_the_same(claim: str, contradicting: str, supporting: str) -> bool:
 
 def check_against_contradictions(rows: list[dict[str, Any]], sentences: Sequence[str],
                                  probabilities: Callable[[Sequence[tuple[str, str]]], np.ndarray], *,
-                                 swaps: bool = False) -> None:
+                                 swaps: bool | str = False) -> None:
     """Each ``Verifier.support`` row's claim against every sentence of ``sentences`` with contrasts for it
     (``judges.data.contrasts.contrasts``), all pairs scored in one call: a sentence whose likeliest contrast
     has P >= ``SUPPORTED`` and above the claim's P against that sentence contradicts the claim. Where the
