@@ -10,6 +10,11 @@ and SummEval pooled, each set weighted equally (experiments/verifier_agreement.p
 measured on the test halves, the contrastive set and BEGIN's CMU-DoG + Topical-Chat turns the verifier did not
 train on. Printed: ROC-AUC of every input alone and of the combination per set, the coefficients, and the
 decision by the rule in docs/verifier-log.md ("A shipped combination of signals").
+
+``--made-pairs`` (round 2) adds made contrast pairs to the fit and all seven contrastive sets to the measures;
+``--gate`` (round 3) caps the combination by the verifier's weakest claim; ``--own`` (round 4) fits the
+verifier's own signals only and decides on two fresh sets: the dialogue set DIALOGUE_FRESH.md and the SummEval
+summaries after ``--summeval-limit``.
 """
 
 from __future__ import annotations
