@@ -153,3 +153,11 @@ def claim_units(text: str) -> list[Unit]:
         parts = split_sentences(_normalised(sentence)) if not has_cjk(sentence) else [sentence]
         units += [_unit(part) for part in (parts if len(parts) > 1 else [sentence])]
     return units
+
+
+def checkable_claims(text: str) -> tuple[list[str], list[dict[str, str]]]:
+    """``(claims, set_aside)``: the claims of ``text``'s checkable units, and each unit holding none as
+    ``{"sentence", "kind"}``, so a metric can say what it left unchecked and why."""
+    units = claim_units(text)
+    return ([u.claim for u in units if u.claim],
+            [{"sentence": u.text.strip(), "kind": u.kind} for u in units if not u.claim])

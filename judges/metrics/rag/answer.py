@@ -2,7 +2,8 @@
 
 Scores (a judge never returns NaN; an undefined case gets 0.0 and an ``undefined_reason``, so
 ``evaluate()`` can count it apart):
-  Faithfulness        supported claims / claims                                 (never: falls back to sentences)
+  Faithfulness        supported claims / claims                  (never: falls back to sentences or, with
+                      fallback_claims="checkable", to checkable units; none of those: unclaimed_score)
   ResponseRelevancy   mean cos(user_input, generated question); 0 if noncommittal   no question generated
   NoiseSensitivity    incorrect response claims backed by (ir)relevant contexts / response claims   (never)
   AnswerCorrectness   (w1 * F1(TP, FP, FN) + w2 * similarity) / (w1 + w2)       (never)
@@ -11,6 +12,16 @@ Scores (a judge never returns NaN; an undefined case gets 0.0 and an ``undefined
 
 Owns: Faithfulness, ResponseRelevancy, NoiseSensitivity, SemanticSimilarity, AnswerCorrectness,
 FactualCorrectness. Must not define the claim steps (``judges.metrics.rag.claims``).
+
+The claim judges take ``fallback_claims`` and ``unclaimed_score`` (``judges.metrics.rag.claims``). The policy
+applies to every text a judge breaks into claims, the reference too: in dialogue data a reference is a reply
+as well, and its greetings would otherwise count as facts the response missed (``reference_set_aside`` lists
+what its fallback set aside). ``unclaimed_score`` stands in for a share over no claim: Faithfulness's and
+NoiseSensitivity's when the response has none (no reference claim or verify call is then needed). Its default
+is each judge's floor: 0.0, and 1.0 for NoiseSensitivity, where lower is better, so talk alone is never
+rewarded as a reply without an incorrect claim. FactualCorrectness's precision
+(response) or recall (reference), and AnswerCorrectness's F1 only when neither text has a claim: a reference's
+facts the response lacks still make its F1 0.
 """
 
 from __future__ import annotations
@@ -24,7 +35,13 @@ from judges.data.language import tokenize
 from judges.lm.schemas import output_constraints
 from judges.metrics.base import Judge, Metric
 from judges.metrics.grounding import token_support
-from judges.metrics.rag.claims import ClaimJudge, EmbeddingsMixin, join_contexts
+from judges.metrics.rag.claims import (
+    ClaimJudge,
+    EmbeddingsMixin,
+    join_contexts,
+    set_aside_feedback,
+    unclaimed_feedback,
+)
 
 
 class GenerateQuestion(dspy.Signature):
@@ -43,10 +60,7 @@ class Faithfulness(ClaimJudge):
     required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
 
     def forward(self, response: str, retrieved_contexts: list[str], user_input: str | None = None):
-        claims, source = self.claims_of(response, user_input)
-        rows, unverified = self.verify_claims(claims, join_contexts(retrieved_contexts))
-        return dspy.Prediction(score=self.supported_share(rows), claims=claims, claims_source=source,
-                               verdicts=rows, unverified=unverified, **self.unverified_degraded(unverified, claims))
+        return self.supported_result(self.claims_of(response, user_input), join_contexts(retrieved_contexts))
 
     def label_consistent_demos(self, inputs: dict[str, Any], steps: dict[str, dict[str, Any]],
                                label: float) -> dict[str, dict[str, Any]]:
@@ -111,15 +125,27 @@ class NoiseSensitivity(ClaimJudge):
     lower_is_better: ClassVar[bool] = True
     output_floor: ClassVar[float] = 1.0  # an answer of nothing is the worst, not the best, noise sensitivity
 
-    def __init__(self, *, lm: Any = None, mode: str = "relevant", adapter: Any = None, use_logprobs: bool = False):
-        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
+    #: A reply with nothing checkable scores the floor by default, as an empty one does: it is not rewarded
+    #: as a reply without an incorrect claim (lower is better here).
+    saved_before: ClassVar[dict[str, Any]] = {"fallback_claims": "sentences", "unclaimed_score": 1.0}
+
+    def __init__(self, *, lm: Any = None, mode: str = "relevant", adapter: Any = None, use_logprobs: bool = False,
+                 fallback_claims: str = "sentences", unclaimed_score: float = 1.0):
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs, fallback_claims=fallback_claims,
+                         unclaimed_score=unclaimed_score)
         if mode not in ("relevant", "irrelevant"):
             raise ValueError(f"noise_sensitivity: mode={mode!r} is not one of ['irrelevant', 'relevant']")
         self.mode = mode
 
     def forward(self, user_input: str, response: str, reference: str, retrieved_contexts: list[str]):
-        response_claims, _ = self.claims_of(response, user_input)
-        reference_claims, _ = self.claims_of(reference, user_input)
+        response_found = self.claims_of(response, user_input)
+        response_claims = response_found.claims
+        if response_found.unclaimed:  # no claim, so none incorrect: nothing to verify
+            return dspy.Prediction(score=self.unclaimed_score, response_claims=[], reference_claims=[], correct=[],
+                                   relevant_contexts=[], incorrect_claims=[], nothing_checkable=True,
+                                   **response_found.fields())
+        reference_found = self.claims_of(reference, user_input)
+        reference_claims = reference_found.claims
         correct_rows, _ = self.verify_claims(response_claims, reference)
         correct = np.array([r["supported"] for r in correct_rows], dtype=bool)
         relevant_context, backs = [], []
@@ -141,13 +167,16 @@ class NoiseSensitivity(ClaimJudge):
             correct=correct.tolist(),
             relevant_contexts=relevant_context,
             incorrect_claims=[c for c, bad in zip(response_claims, counted) if bad],
+            **response_found.fields(), **reference_found.fields("reference_"),
         )
 
     def feedback(self, result: dspy.Prediction) -> str:
         text = f"noise sensitivity ({self.mode}) = {result.score:.2f}"
+        if result.get("nothing_checkable"):
+            text += unclaimed_feedback(self.unclaimed_score)
         if result.incorrect_claims:
             text += "; incorrect claims taken from retrieved contexts: " + " | ".join(result.incorrect_claims)
-        return text
+        return text + set_aside_feedback(result)
 
 
 class SemanticSimilarity(EmbeddingsMixin, Metric):
@@ -205,8 +234,11 @@ class AnswerCorrectness(EmbeddingsMixin, ClaimJudge):
         threshold: float | None = None,
         adapter: Any = None,
         use_logprobs: bool = False,
+        fallback_claims: str = "sentences",
+        unclaimed_score: float = 0.0,
     ):
-        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs, fallback_claims=fallback_claims,
+                         unclaimed_score=unclaimed_score)
         if len(weights) != 2 or any(w < 0 for w in weights) or sum(weights) == 0:
             raise ValueError(f"answer_correctness: weights must be two non-negative numbers, not both 0; got {weights!r}")
         if threshold is not None and not 0.0 <= threshold <= 1.0:
@@ -216,28 +248,31 @@ class AnswerCorrectness(EmbeddingsMixin, ClaimJudge):
         self._init_embeddings(embeddings)
 
     def forward(self, user_input: str, response: str, reference: str):
-        response_claims, _ = self.claims_of(response, user_input)
-        reference_claims, _ = self.claims_of(reference, user_input)
-        precision_rows, _ = self.verify_claims(response_claims, reference)
-        recall_rows, _ = self.verify_claims(reference_claims, response)
+        response_found, reference_found = self.claims_of(response, user_input), self.claims_of(reference, user_input)
+        precision_rows, _ = self.verify_claims(response_found.claims, reference)  # no call for no claim
+        recall_rows, _ = self.verify_claims(reference_found.claims, response)
         tp = [r["claim"] for r in precision_rows if r["supported"]]
         fp = [r["claim"] for r in precision_rows if not r["supported"]]
         fn = [r["claim"] for r in recall_rows if not r["supported"]]
-        f1 = f1_from_counts(len(tp), len(fp), len(fn))
+        unclaimed = response_found.unclaimed and reference_found.unclaimed
+        f1 = self.unclaimed_score if unclaimed else f1_from_counts(len(tp), len(fp), len(fn))
         w_fact, w_sim = self.weights
         similarity = max(float(self.embedder.similarity([response], [reference])[0, 0]), 0.0) if w_sim else 0.0
         raw = (w_fact * f1 + w_sim * similarity) / (w_fact + w_sim)
         score = float(raw >= self.threshold) if self.threshold is not None else raw
         return dspy.Prediction(score=score, raw_score=raw, f1=f1, similarity=similarity, tp=tp, fp=fp, fn=fn,
-                               verdicts=precision_rows)
+                               verdicts=precision_rows, **({"nothing_checkable": True} if unclaimed else {}),
+                               **response_found.fields(), **reference_found.fields("reference_"))
 
     def feedback(self, result: dspy.Prediction) -> str:
         text = f"answer correctness = {result.score:.2f} (F1 {result.f1:.2f}, similarity {result.similarity:.2f})"
+        if result.get("nothing_checkable"):
+            text += unclaimed_feedback(self.unclaimed_score, ["F1"])
         if result.fp:
             text += "; claims the reference does not support: " + " | ".join(result.fp)
         if result.fn:
             text += "; reference facts missing: " + " | ".join(result.fn)
-        return text
+        return text + set_aside_feedback(result)
 
 
 _ATOMICITY = {"low": "Keep closely related facts together in one claim.",
@@ -255,8 +290,10 @@ class FactualCorrectness(ClaimJudge):
     reference_view: ClassVar[str] = "closest_to_response"
 
     def __init__(self, *, lm: Any = None, mode: str = "f1", atomicity: str = "low", coverage: str = "low",
-                 adapter: Any = None, use_logprobs: bool = False):
-        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
+                 adapter: Any = None, use_logprobs: bool = False, fallback_claims: str = "sentences",
+                 unclaimed_score: float = 0.0):
+        super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs, fallback_claims=fallback_claims,
+                         unclaimed_score=unclaimed_score)
         for name, value, allowed in (("mode", mode, ("precision", "recall", "f1")),
                                      ("atomicity", atomicity, ("low", "high")),
                                      ("coverage", coverage, ("low", "high"))):
@@ -264,27 +301,34 @@ class FactualCorrectness(ClaimJudge):
                 raise ValueError(f"factual_correctness: {name}={value!r} is not one of {sorted(allowed)}")
         self.mode, self.atomicity, self.coverage = mode, atomicity, coverage
 
-    def _decompose(self, text: str) -> list[str]:
-        guide = f"{_ATOMICITY[self.atomicity]} {_COVERAGE[self.coverage]}"
-        claims, _ = self.claims_of(text, question=guide)
-        return claims
+    def _share(self, share: str, text: str, against: str, result: dict[str, Any]) -> float:
+        """Precision (``text`` the response) or recall (the reference): the share of ``text``'s claims that
+        ``against`` supports, with its verdicts and set-aside units put in ``result``; ``unclaimed_score`` (named
+        in ``unclaimed_shares``) when the text has nothing checkable."""
+        found = self.claims_of(text, question=f"{_ATOMICITY[self.atomicity]} {_COVERAGE[self.coverage]}")
+        rows, _ = self.verify_claims(found.claims, against)
+        recall = share == "recall"
+        result.update({f"{'reference' if recall else 'response'}_verdicts": rows,
+                       **found.fields("reference_" if recall else "")})
+        if found.unclaimed:
+            result.setdefault("unclaimed_shares", []).append(share)
+            return self.unclaimed_score
+        return self.supported_share(rows)
 
     def forward(self, response: str, reference: str):
         result: dict[str, Any] = {}
         precision = recall = None
         if self.mode in ("precision", "f1"):
-            rows, _ = self.verify_claims(self._decompose(response), reference)
-            precision = self.supported_share(rows)
-            result["response_verdicts"] = rows
+            precision = self._share("precision", response, reference, result)
         if self.mode in ("recall", "f1"):
-            rows, _ = self.verify_claims(self._decompose(reference), response)
-            recall = self.supported_share(rows)
-            result["reference_verdicts"] = rows
+            recall = self._share("recall", reference, response, result)
         if self.mode == "precision":
             score = precision
         elif self.mode == "recall":
             score = recall
         else:
             score = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        if result.get("unclaimed_shares"):
+            result["nothing_checkable"] = True
         return dspy.Prediction(score=float(score), precision=precision, recall=recall,
                                verdicts=result.get("response_verdicts", []), **result)

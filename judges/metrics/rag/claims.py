@@ -1,7 +1,12 @@
 """The claim steps RAG judges share, and the helpers that turn their answers into scores.
 
   * ``extract_claims`` (:class:`ExtractClaims`): text -> short standalone claims. If it returns none, the
-    text's sentences (``judges.data.language.split_sentences``) are used instead and ``claims_source`` says so.
+    judge's ``fallback_claims`` policy gives them and ``claims_source`` says which: ``"sentences"`` (the
+    default) the text's sentences (``judges.data.language.split_sentences``); ``"checkable"`` the claims of
+    its checkable sentences (``judges.data.claim_units``), the others listed in ``set_aside`` with their kind.
+    A dialogue reply's greetings, questions, backchannels, opinions and own experiences are no facts, and
+    judged as claims they would pull a faithful reply down. A text left with no claim is ``nothing_checkable``
+    and its share of supported claims is ``unclaimed_score`` (validated in [0, 1]), with no verify call.
   * ``verify`` (:class:`VerifyClaims`): all claims against one text in a single call -> a verdict per
     claim. Verdicts are matched to claims by their copied text (position as a fallback); a claim left
     without a verdict counts as not supported and is listed in ``unverified``. Each claim not supported
@@ -9,17 +14,19 @@
     says one detail of it differently, the claim as the sentence puts it (``contrast``,
     ``judges.data.contrasts``): the feedback shows both, for a person or a reflection LM to act on.
 
-Owns: those two signatures, ``ClaimJudge`` (the base of every judge built from them), ``align_verdicts``
-and ``EmbeddingsMixin``. Must not define a metric of the catalogue (``answer`` and ``context`` do).
+Owns: those two signatures, ``ClaimJudge`` (the base of every judge built from them), ``align_verdicts``,
+``EmbeddingsMixin``, and the checks and feedback of ``unclaimed_score`` and ``set_aside`` (shared with
+``judges.metrics.rag.verified``). Must not define a metric of the catalogue (``answer`` and ``context`` do).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import dspy
 import pydantic
 
+from judges.data.claim_units import checkable_claims
 from judges.data.contrasts import contrasts
 from judges.data.language import split_sentences
 from judges.lm.embeddings import resolve_embedder
@@ -104,23 +111,74 @@ def align_verdicts(
     return rows, unverified
 
 
-class ClaimJudge(Judge):
-    """Judges built from ``extract_claims`` and ``verify`` share these two steps."""
+#: What the claims of a text are when the ``extract_claims`` step returns none (see the module docstring).
+FALLBACK_CLAIMS = ("sentences", "checkable")
 
-    def __init__(self, *, lm: Any = None, adapter: Any = None, use_logprobs: bool = False):
+
+def checked_unclaimed_score(owner: str, value: Any) -> float:
+    """``value`` as the score of a text with nothing checkable: a number in [0, 1], else ValueError naming
+    ``owner`` and the field."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{owner}: unclaimed_score must be in [0, 1], got {value!r}")
+    return float(value)
+
+
+class Claims(NamedTuple):
+    claims: list[str]
+    source: str  #: "extracted", "sentences" or "checkable"
+    set_aside: list[dict[str, str]]  #: the units the "checkable" fallback left unchecked: {"sentence", "kind"}
+
+    @property
+    def unclaimed(self) -> bool:
+        """The checkable fallback found nothing to check (``nothing_checkable``)."""
+        return self.source == "checkable" and not self.claims
+
+    def fields(self, prefix: str = "") -> dict[str, Any]:
+        """``{prefix + "set_aside": ...}`` when the checkable fallback gave the claims, else {} (a result is as
+        it always was when the LM's claims or the sentences are judged)."""
+        return {prefix + "set_aside": self.set_aside} if self.source == "checkable" else {}
+
+
+class ClaimJudge(Judge):
+    """Judges built from ``extract_claims`` and ``verify`` share these two steps, and the policy for a text
+    of which the LM extracts no claim (``fallback_claims``, ``unclaimed_score``: the module docstring)."""
+
+    #: Judges saved before the policy existed fell back to the sentences.
+    saved_before: ClassVar[dict[str, Any]] = {"fallback_claims": "sentences", "unclaimed_score": 0.0}
+
+    def __init__(self, *, lm: Any = None, adapter: Any = None, use_logprobs: bool = False,
+                 fallback_claims: str = "sentences", unclaimed_score: float = 0.0):
         super().__init__(lm=lm, adapter=adapter, use_logprobs=use_logprobs)
+        if fallback_claims not in FALLBACK_CLAIMS:
+            raise ValueError(f"{self.name}: fallback_claims={fallback_claims!r} is not one of {list(FALLBACK_CLAIMS)}")
+        self.fallback_claims = fallback_claims
+        self.unclaimed_score = checked_unclaimed_score(self.name, unclaimed_score)
         self.extract_claims = dspy.Predict(ExtractClaims)
         self.verify = dspy.Predict(VerifyClaims)
 
-    def claims_of(self, text: str, question: str | None = None) -> tuple[list[str], str]:
+    def claims_of(self, text: str, question: str | None = None) -> Claims:
         sentences = split_sentences(text)
         # A claim list longer than a few per sentence is a small model repeating itself.
         with output_constraints(claims={"maxItems": min(16, 3 * max(len(sentences), 1))}):
             extracted = self.extract_claims(question=question or "", text=text).claims
         claims = list(dict.fromkeys(c.strip() for c in extracted if c and c.strip()))
         if claims:
-            return claims, "extracted"
-        return sentences, "sentences"
+            return Claims(claims, "extracted", [])
+        if self.fallback_claims == "checkable":
+            checkable, set_aside = checkable_claims(text)
+            return Claims(checkable, "checkable", set_aside)
+        return Claims(sentences, "sentences", [])
+
+    def supported_result(self, found: Claims, context: str) -> dspy.Prediction:
+        """The share of ``found``'s claims that ``context`` supports, with the claims, their verdicts and where
+        they came from; ``unclaimed_score`` without a verify call when the fallback found nothing checkable."""
+        if found.unclaimed:
+            return dspy.Prediction(score=self.unclaimed_score, claims=[], claims_source=found.source, verdicts=[],
+                                   unverified=[], nothing_checkable=True, **found.fields())
+        rows, unverified = self.verify_claims(found.claims, context)
+        return dspy.Prediction(score=self.supported_share(rows), claims=found.claims, claims_source=found.source,
+                               verdicts=rows, unverified=unverified, **found.fields(),
+                               **self.unverified_degraded(unverified, found.claims))
 
     def verify_claims(self, claims: list[str], context: str) -> tuple[list[dict[str, Any]], list[int]]:
         if not claims:
@@ -155,9 +213,29 @@ class ClaimJudge(Judge):
     def feedback(self, result: dspy.Prediction) -> str:
         unsupported = [r for r in result.get("verdicts", []) if not r["supported"]]
         text = f"{self.name} = {result.score:.2f}"
+        if result.get("nothing_checkable"):
+            text += unclaimed_feedback(self.unclaimed_score, result.get("unclaimed_shares", ()))
         if unsupported:
             text += "; claims not supported: " + " | ".join(claim_feedback(r) for r in unsupported)
-        return text
+        return text + set_aside_feedback(result)
+
+
+def unclaimed_feedback(unclaimed_score: float, shares: Any = ()) -> str:
+    """What the feedback says of a result with nothing checkable; ``shares`` names the parts of the score
+    (precision, recall, F1) that took ``unclaimed_score`` when not all of it did."""
+    which = " and ".join(shares) + " " if shares else ""
+    return f" (nothing checkable: {which}scored unclaimed_score={unclaimed_score:g})"
+
+
+def set_aside_feedback(result: Any) -> str:
+    """The units a checkable-claims step left unchecked (``set_aside``, and a reference's
+    ``reference_set_aside``), each with its kind, as the feedback lists them; "" when there are none."""
+    text = ""
+    for key, where in (("set_aside", ""), ("reference_set_aside", " from the reference")):
+        if result.get(key):
+            text += f"; set aside{where}, not checked: " + " | ".join(
+                f"{u['sentence']!r} ({u['kind']})" for u in result.get(key))
+    return text
 
 
 def claim_feedback(row: dict[str, Any]) -> str:

@@ -6,7 +6,8 @@ their step signatures. Must not define the claim steps (``judges.metrics.rag.cla
 
 Scores (a judge never returns NaN; an undefined case gets 0.0 and an ``undefined_reason``):
   LLMContextPrecisionWith/WithoutReference  average precision of per-chunk usefulness verdicts   (never undefined)
-  LLMContextRecall      reference claims attributed to the contexts / claims                    (never undefined)
+  LLMContextRecall      reference claims attributed to the contexts / claims                    (never undefined;
+                        nothing checkable with fallback_claims="checkable": unclaimed_score)
   ContextEntityRecall   |entities(contexts) & entities(reference)| / |entities(reference)|      no entity in reference
   ContextRelevancy      extracted context sentences / context sentences                         (never undefined)
 """
@@ -95,16 +96,15 @@ ContextUtilization = LLMContextPrecisionWithoutReference
 
 class LLMContextRecall(ClaimJudge):
     """Share of the reference's claims that can be attributed to the retrieved contexts. With reference
-    alternatives, the one the contexts cover best is decomposed."""
+    alternatives, the one the contexts cover best is decomposed. ``fallback_claims`` applies to the reference,
+    the one text decomposed: with ``"checkable"``, its units set aside are ``set_aside`` and a reference with
+    nothing checkable scores ``unclaimed_score``."""
 
     required_fields: ClassVar[tuple[str, ...]] = ("retrieved_contexts", "reference")
     reference_view: ClassVar[str] = "closest_to_contexts"
 
     def forward(self, retrieved_contexts: list[str], reference: str, user_input: str | None = None):
-        claims, source = self.claims_of(reference, user_input)
-        rows, unverified = self.verify_claims(claims, join_contexts(retrieved_contexts))
-        return dspy.Prediction(score=self.supported_share(rows), claims=claims, claims_source=source,
-                               verdicts=rows, unverified=unverified, **self.unverified_degraded(unverified, claims))
+        return self.supported_result(self.claims_of(reference, user_input), join_contexts(retrieved_contexts))
 
 
 ContextRecall = LLMContextRecall

@@ -37,11 +37,17 @@ from typing import Any, ClassVar
 
 import dspy
 
-from judges.data.claim_units import claim_units
+from judges.data.claim_units import checkable_claims
 from judges.data.language import detect_language, split_sentences
 from judges.lm.verifier import Verifier, resolve_verifier, verifier_identity
 from judges.metrics.base import Judge
-from judges.metrics.rag.claims import ClaimJudge, ExtractClaims
+from judges.metrics.rag.claims import (
+    ClaimJudge,
+    ExtractClaims,
+    checked_unclaimed_score,
+    set_aside_feedback,
+    unclaimed_feedback,
+)
 
 
 class VerifierStep:
@@ -170,10 +176,7 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         super().__init__(lm=lm, adapter=adapter)
         if claims not in CLAIM_SOURCES:
             raise ValueError(f"faithfulness_with_verifier: claims={claims!r} is not one of {list(CLAIM_SOURCES)}")
-        if isinstance(unclaimed_score, bool) or not isinstance(unclaimed_score, (int, float)) \
-                or not 0.0 <= unclaimed_score <= 1.0:
-            raise ValueError(f"faithfulness_with_verifier: unclaimed_score must be in [0, 1], got {unclaimed_score!r}")
-        self.unclaimed_score = float(unclaimed_score)
+        self.unclaimed_score = checked_unclaimed_score("faithfulness_with_verifier", unclaimed_score)
         if aggregate not in AGGREGATES:
             raise ValueError(f"faithfulness_with_verifier: aggregate={aggregate!r} is not one of {list(AGGREGATES)}")
         self.aggregate = aggregate
@@ -183,6 +186,8 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         self.extract_claims = dspy.Predict(ExtractClaims)  # used with claims="lm" only
 
     claims_of = ClaimJudge.claims_of
+    #: With ``claims="lm"``, a response the LM finds no claim in is judged by its sentences.
+    fallback_claims: ClassVar[str] = "sentences"
 
     def _score(self, sample) -> dspy.Prediction:
         if not (sample.response or "").strip():
@@ -198,11 +203,9 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
             return dspy.Prediction(score=0.0, claims=[], verdicts=[], **verifier)
         set_aside: list[dict[str, str]] = []
         if self.claims == "lm":
-            claims, source = self.claims_of(response, user_input)
+            claims, source, set_aside = self.claims_of(response, user_input)
         elif self.claims == "checkable":
-            units = claim_units(response)
-            claims, source = [u.claim for u in units if u.claim], "checkable"
-            set_aside = [{"sentence": u.text.strip(), "kind": u.kind} for u in units if not u.claim]
+            (claims, set_aside), source = checkable_claims(response), "checkable"
             if not claims:
                 value = self.unclaimed_score
                 return dspy.Prediction(score=value, supported_share=float(value >= self.threshold), claims=[],
@@ -221,10 +224,9 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         text = f"{self.name} = {result.score:.2f}"
         if result.get("undefined_reason"):
             return f"{text} ({result.undefined_reason})"
-        aside = "; set aside, not checked: " + " | ".join(
-            f"{u['sentence']!r} ({u['kind']})" for u in result.set_aside) if result.get("set_aside") else ""
+        aside = set_aside_feedback(result)
         if result.get("nothing_checkable"):
-            return f"{text} (nothing checkable: scored unclaimed_score={self.unclaimed_score:g}){aside}"
+            return text + unclaimed_feedback(self.unclaimed_score) + aside
         rows = result.verdicts
         return (text + f" ({self.aggregate}; {sum(r['supported'] for r in rows)} of {len(rows)} claims at "
                 f"P >= {self.threshold:g})" + unsupported_feedback(rows) + f"; weakest claim P={result.weakest:.2f}"
