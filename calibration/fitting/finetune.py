@@ -14,7 +14,7 @@ Two options adapt with fewer labels in mind:
 
   * ``top_blocks=k`` trains only the last k encoder blocks, the pooler and the head. The lower blocks keep
     the shipped weights, so what enters block L-k is computed once per pair and reused by every epoch and by
-    every fit of the same process (cross-fitting fits k+1 times on the same items): an epoch then costs the
+    every fit of the same process (cross-fitting fits once per fold on the same items): an epoch then costs the
     top blocks alone. ``None`` (the default) trains every layer but the word embeddings.
   * ``contrast_pairs=True`` adds, for each training item labelled supported, a copy with one fact changed
     (``calibration.verifier.perturb.one_fact_changed``), labelled not supported, same evidence: labels of
