@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from calibration.verifier.compress import compress_sentence
 from judges.data.language import split_sentences
@@ -336,6 +336,14 @@ POSITIVE_KINDS = ("copy", "trim", "compressed")
 MIN_WORDS = 4
 
 
+def fact_changes(evidence: str, rng: random.Random, name_pool: Sequence[str]) -> dict[str, Callable[[str], str | None]]:
+    """The four rules of ``NEGATIVE_KINDS``, each sentence -> the sentence with that fact changed, or None; a
+    changed number or name never one that ``evidence`` already holds."""
+    return {"number": lambda s: change_number(s, rng, avoid=evidence),
+            "name": lambda s: swap_name(s, rng, name_pool, avoid=evidence),
+            "negation": lambda s: flip_negation(s, rng), "direction": lambda s: flip_direction(s, rng)}
+
+
 def perturbed_pairs(evidence: str, rng: random.Random, name_pool: Sequence[str],
                     compress: float = 0.0, compress_negatives: bool = True) -> list[tuple[str, int, str]]:
     """(claim, label, kind) pairs made from ``evidence``'s sentences (those of ``MIN_WORDS`` words or
@@ -361,12 +369,7 @@ def perturbed_pairs(evidence: str, rng: random.Random, name_pool: Sequence[str],
                 shorter = compress_sentence(sentence, rng, trim_sentence)
                 if shorter:
                     sentences[index], shortened[index] = shorter, True
-    rules = {
-        "number": lambda s: change_number(s, rng, avoid=evidence),
-        "name": lambda s: swap_name(s, rng, name_pool, avoid=evidence),
-        "negation": lambda s: flip_negation(s, rng),
-        "direction": lambda s: flip_direction(s, rng),
-    }
+    rules = fact_changes(evidence, rng, name_pool)
     changed = sentences if compress_negatives else originals  # the sentences whose facts are changed
     pairs: list[tuple[str, int, str]] = []
     for kind in NEGATIVE_KINDS:
@@ -402,9 +405,7 @@ def one_fact_changed(text: str, evidence: str, rng: random.Random, name_pool: Se
     the first of the four, in an order drawn from ``rng``, that applies to some sentence), the rest as it
     stands; None when no rule applies. The contrast pair made from a reply labelled faithful: the same words
     with one fact wrong, so a model trained on it cannot learn "copies the evidence, so supported"."""
-    rules = {"number": lambda s: change_number(s, rng, avoid=evidence),
-             "name": lambda s: swap_name(s, rng, name_pool, avoid=evidence),
-             "negation": lambda s: flip_negation(s, rng), "direction": lambda s: flip_direction(s, rng)}
+    rules = fact_changes(evidence, rng, name_pool)
     sentences = split_sentences(text)
     order, kinds = list(range(len(sentences))), list(rules)
     rng.shuffle(order)

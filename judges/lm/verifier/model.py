@@ -116,7 +116,7 @@ class Verifier:
                             ("closest_when_unsupported", closest_when_unsupported)):
             if not isinstance(value, bool):
                 raise ValueError(f"Verifier: {name} must be True or False, got {value!r}")
-        if check_swaps not in (False, True, "names") or check_swaps in (0, 1) and not isinstance(check_swaps, bool):
+        if not (isinstance(check_swaps, bool) or check_swaps == "names"):
             raise ValueError(f"Verifier: check_swaps must be True, False or 'names', got {check_swaps!r}")
         self.check_opposites, self.check_contradictions = check_opposites, check_contradictions
         self.closest_when_unsupported, self.check_swaps = closest_when_unsupported, check_swaps

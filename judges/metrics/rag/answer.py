@@ -17,11 +17,11 @@ The claim judges take ``fallback_claims`` and ``unclaimed_score`` (``judges.metr
 applies to every text a judge breaks into claims, the reference too: in dialogue data a reference is a reply
 as well, and its greetings would otherwise count as facts the response missed (``reference_set_aside`` lists
 what its fallback set aside). ``unclaimed_score`` stands in for a share over no claim: Faithfulness's and
-NoiseSensitivity's when the response has none (no reference claim or verify call is then needed). Its default
-is each judge's floor: 0.0, and 1.0 for NoiseSensitivity, where lower is better, so talk alone is never
-rewarded as a reply without an incorrect claim. FactualCorrectness's precision
-(response) or recall (reference), and AnswerCorrectness's F1 only when neither text has a claim: a reference's
-facts the response lacks still make its F1 0.
+NoiseSensitivity's when the response has none (no reference claim or verify call is then needed),
+FactualCorrectness's precision (response) or recall (reference), and AnswerCorrectness's F1 only when neither
+text has a claim: a reference's facts the response lacks still make its F1 0. Its default is each judge's
+floor: 0.0, and 1.0 for NoiseSensitivity, where lower is better, so talk alone is never rewarded as a reply
+without an incorrect claim.
 """
 
 from __future__ import annotations
