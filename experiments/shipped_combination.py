@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.fitting.signals import feature_matrix  # noqa: E402
 from calibration.data.loaders import load_summeval  # noqa: E402
-from calibration.verifier.contrastive import CONTRASTIVE_SETS, load_contrastive, load_dialogue_fresh  # noqa: E402
+from calibration.verifier.contrastive import CONTRASTIVE_SETS, load_contrastive, load_dialogue  # noqa: E402
 from calibration.verifier.perturb import names_in, one_fact_changed  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from claim_units import all_sets  # noqa: E402
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data = all_sets(args.summeval_limit)
     if args.own:  # round 4's fresh sets: a dialogue set made for it, and the SummEval summaries no round read
-        fresh = load_dialogue_fresh()
+        fresh = load_dialogue("fresh")
         data["dialogue-fresh"] = ([SingleTurnSample(user_input=r["user_input"], response=r["reply"],
                                                     retrieved_contexts=[r["knowledge"]]) for r in fresh],
                                   [int(r["label"]) for r in fresh])

@@ -36,7 +36,7 @@ from calibration.verifier.contrastive import (  # noqa: E402
     CONTRASTIVE_SETS,
     DISTRACTOR_SETS,
     load_contrastive,
-    load_dialogue_fresh,
+    load_dialogue,
     load_distractors,
     load_swaps,
 )
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     agreement = sets(args.summeval_limit)
     agreement.pop("contrastive")
     if args.dialogue:
-        fresh = load_dialogue_fresh()
+        fresh = load_dialogue("fresh")
         agreement["dialogue-fresh"] = ([SingleTurnSample(user_input=r["user_input"], response=r["reply"],
                                                          retrieved_contexts=[r["knowledge"]]) for r in fresh],
                                        [int(r["label"]) for r in fresh])

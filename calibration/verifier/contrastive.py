@@ -7,7 +7,8 @@ it, how, and what it decided:
                                      the evidence alone and with three same-topic sentences that do neither
   swap sets (SWAPS.md)               claims that swap one entity or quantity within the same relation, with a
                                      shared-word sentence about another subject beside each
-  the fresh dialogue set (DIALOGUE_FRESH.md)  chat replies to a knowledge text, faithful or not, talk mixed in
+  dialogue sets (DIALOGUE_FRESH.md, ...)     chat replies to a knowledge text, faithful or not, talk mixed in
+  the fresh summary set (SUMMARIES_FRESH.md) summaries of written articles, faithful or changed in one fact
 
 Owns: reading those sets. Must not fit or train on them: they are tests only (the first contrastive set is
 watched while the verifier trains, never trained on).
@@ -22,6 +23,7 @@ CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
     w: f"contrastive_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh")}
 DISTRACTOR_SETS = {"first": "distractors.jsonl", "second": "distractors_second.jsonl"}
 SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl"}
+DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth")}
 
 
 def _read(name: str) -> list[dict]:
@@ -51,7 +53,15 @@ def load_swaps(which: str = "first") -> list[dict]:
     return _read(SWAP_SETS[which])
 
 
-def load_dialogue_fresh() -> list[dict]:
-    """The fresh dialogue set (DIALOGUE_FRESH.md): id, topic, knowledge, user_input, reply, label, kind. Talk
+def load_dialogue(which: str = "fresh") -> list[dict]:
+    """A dialogue set (DIALOGUE_FRESH.md; the third and fourth, DIALOGUE_THIRD.md and DIALOGUE_FOURTH.md, written
+    for the rounds after the fresh one was read): id, topic, knowledge, user_input, reply, label, kind. Talk
     passes there: a reply is faithful when every fact it states is in the knowledge."""
-    return _read("dialogue_fresh.jsonl")
+    if which not in DIALOGUE_SETS:
+        raise ValueError(f"load_dialogue: which must be one of {sorted(DIALOGUE_SETS)}, got {which!r}")
+    return _read(DIALOGUE_SETS[which])
+
+
+def load_summaries_fresh() -> list[dict]:
+    """The fresh summary set (SUMMARIES_FRESH.md): id, article_id, article, summary, label, kind."""
+    return _read("summaries_fresh.jsonl")

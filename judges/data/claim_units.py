@@ -30,12 +30,15 @@ Owns: the unit kinds and the rules. Must not score (``judges.metrics.rag.verifie
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from judges.data.language import has_cjk, split_sentences
 
 #: The kinds a unit can be; only "claim" is checked.
 KINDS = ("claim", "question", "greeting", "backchannel", "opinion", "experience")
+#: The kind of a unit the rules took for a claim and a learned classifier set aside.
+LEARNED_TALK = "talk"
 
 
 class Unit(NamedTuple):
@@ -155,9 +158,19 @@ def claim_units(text: str) -> list[Unit]:
     return units
 
 
-def checkable_claims(text: str) -> tuple[list[str], list[dict[str, str]]]:
+def checkable_claims(text: str, checkable: Callable[[list[str]], Sequence[bool]] | None = None
+                     ) -> tuple[list[str], list[dict[str, str]]]:
     """``(claims, set_aside)``: the claims of ``text``'s checkable units, and each unit holding none as
-    ``{"sentence", "kind"}``, so a metric can say what it left unchecked and why."""
+    ``{"sentence", "kind"}``, so a metric can say what it left unchecked and why.
+
+    ``checkable`` (sentences -> one bool each; ``judges.lm.talk.TalkClassifier.checkable``) decides instead of
+    the rules which units hold a claim. A unit it keeps checks the rules' claim where they found one (the fact
+    inside a hedge), else the sentence; a unit it sets aside that the rules took for a claim is kind "talk"."""
     units = claim_units(text)
-    return ([u.claim for u in units if u.claim],
-            [{"sentence": u.text.strip(), "kind": u.kind} for u in units if not u.claim])
+    if checkable is None:
+        return ([u.claim for u in units if u.claim],
+                [{"sentence": u.text.strip(), "kind": u.kind} for u in units if not u.claim])
+    decided = list(checkable([u.text.strip() for u in units])) if units else []
+    claims = [u.claim or u.text.strip() for u, keep in zip(units, decided) if keep]
+    return claims, [{"sentence": u.text.strip(), "kind": LEARNED_TALK if u.claim else u.kind}
+                    for u, keep in zip(units, decided) if not keep]

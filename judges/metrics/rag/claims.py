@@ -3,7 +3,8 @@
   * ``extract_claims`` (:class:`ExtractClaims`): text -> short standalone claims. If it returns none, the
     judge's ``fallback_claims`` policy gives them and ``claims_source`` says which: ``"sentences"`` (the
     default) the text's sentences (``judges.data.language.split_sentences``); ``"checkable"`` the claims of
-    its checkable sentences (``judges.data.claim_units``), the others listed in ``set_aside`` with their kind.
+    its checkable sentences (``judges.data.claim_units``), the others listed in ``set_aside`` with their kind;
+    ``"checkable-learned"`` the same with talk decided by a learned sentence classifier (``judges.lm.talk``).
     A dialogue reply's greetings, questions, backchannels, opinions and own experiences are no facts, and
     judged as claims they would pull a faithful reply down. A text left with no claim is ``nothing_checkable``
     and its share of supported claims is ``unclaimed_score`` (validated in [0, 1]), with no verify call.
@@ -112,7 +113,19 @@ def align_verdicts(
 
 
 #: What the claims of a text are when the ``extract_claims`` step returns none (see the module docstring).
-FALLBACK_CLAIMS = ("sentences", "checkable")
+FALLBACK_CLAIMS = ("sentences", "checkable", "checkable-learned")
+#: The claim sources that set units aside: the rules decide talk, or the learned classifier does.
+CHECKABLE_SOURCES = ("checkable", "checkable-learned")
+
+
+def units_checked(text: str, source: str) -> tuple[list[str], list[dict[str, str]]]:
+    """``checkable_claims`` of ``text`` with talk decided as ``source`` (``CHECKABLE_SOURCES``) says: by the
+    rules, or by the shipped talk classifier (``judges.lm.talk``)."""
+    if source == "checkable-learned":
+        from judges.lm.talk import shipped_talk_classifier
+
+        return checkable_claims(text, shipped_talk_classifier().checkable)
+    return checkable_claims(text)
 
 
 def checked_unclaimed_score(owner: str, value: Any) -> float:
@@ -125,18 +138,18 @@ def checked_unclaimed_score(owner: str, value: Any) -> float:
 
 class Claims(NamedTuple):
     claims: list[str]
-    source: str  #: "extracted", "sentences" or "checkable"
+    source: str  #: "extracted", "sentences", "checkable" or "checkable-learned"
     set_aside: list[dict[str, str]]  #: the units the "checkable" fallback left unchecked: {"sentence", "kind"}
 
     @property
     def unclaimed(self) -> bool:
         """The checkable fallback found nothing to check (``nothing_checkable``)."""
-        return self.source == "checkable" and not self.claims
+        return self.source in CHECKABLE_SOURCES and not self.claims
 
     def fields(self, prefix: str = "") -> dict[str, Any]:
         """``{prefix + "set_aside": ...}`` when the checkable fallback gave the claims, else {} (a result is as
         it always was when the LM's claims or the sentences are judged)."""
-        return {prefix + "set_aside": self.set_aside} if self.source == "checkable" else {}
+        return {prefix + "set_aside": self.set_aside} if self.source in CHECKABLE_SOURCES else {}
 
 
 class ClaimJudge(Judge):
@@ -164,9 +177,9 @@ class ClaimJudge(Judge):
         claims = list(dict.fromkeys(c.strip() for c in extracted if c and c.strip()))
         if claims:
             return Claims(claims, "extracted", [])
-        if self.fallback_claims == "checkable":
-            checkable, set_aside = checkable_claims(text)
-            return Claims(checkable, "checkable", set_aside)
+        if self.fallback_claims in CHECKABLE_SOURCES:
+            checkable, set_aside = units_checked(text, self.fallback_claims)
+            return Claims(checkable, self.fallback_claims, set_aside)
         return Claims(sentences, "sentences", [])
 
     def supported_result(self, found: Claims, context: str) -> dspy.Prediction:

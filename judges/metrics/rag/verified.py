@@ -6,9 +6,10 @@
 
 Claims are the response's sentences (``claims="sentences"``, no LM at all), the checkable ones among them
 (``claims="checkable"``, no LM: ``judges.data.claim_units`` sets aside questions, greetings, backchannels,
-opinions and the speaker's own experiences, and checks the fact inside a hedge or a presupposing question), or
+opinions and the speaker's own experiences, and checks the fact inside a hedge or a presupposing question; with
+``claims="checkable-learned"`` a learned sentence classifier, ``judges.lm.talk``, decides what is talk), or
 what the ``extract_claims`` step returns (``claims="lm"``, as in Faithfulness). Each claim takes its best
-evidence chunk (``judges.lm.verifier``); P >= ``threshold`` counts as supported. With ``claims="checkable"``
+evidence chunk (``judges.lm.verifier``); P >= ``threshold`` counts as supported. With checkable claims
 a response with nothing checkable scores ``unclaimed_score`` (``nothing_checkable`` says so), and the result
 lists what was set aside and why (``set_aside``).
 
@@ -37,16 +38,17 @@ from typing import Any, ClassVar
 
 import dspy
 
-from judges.data.claim_units import checkable_claims
 from judges.data.language import detect_language, split_sentences
 from judges.lm.verifier import Verifier, resolve_verifier, verifier_identity
 from judges.metrics.base import Judge
 from judges.metrics.rag.claims import (
+    CHECKABLE_SOURCES,
     ClaimJudge,
     ExtractClaims,
     checked_unclaimed_score,
     set_aside_feedback,
     unclaimed_feedback,
+    units_checked,
 )
 
 
@@ -153,7 +155,7 @@ def unsupported_feedback(verdicts: list[dict[str, Any]]) -> str:
 
 
 #: Where FaithfulnessWithVerifier's claims come from (see the module docstring).
-CLAIM_SOURCES = ("sentences", "checkable", "lm")
+CLAIM_SOURCES = ("sentences", "checkable", "checkable-learned", "lm")
 #: How FaithfulnessWithVerifier makes one score of its claims' probabilities (see the module docstring).
 AGGREGATES = ("mean", "share", "weakest")
 
@@ -204,8 +206,8 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         set_aside: list[dict[str, str]] = []
         if self.claims == "lm":
             claims, source, set_aside = self.claims_of(response, user_input)
-        elif self.claims == "checkable":
-            (claims, set_aside), source = checkable_claims(response), "checkable"
+        elif self.claims in CHECKABLE_SOURCES:
+            (claims, set_aside), source = units_checked(response, self.claims), self.claims
             if not claims:
                 value = self.unclaimed_score
                 return dspy.Prediction(score=value, supported_share=float(value >= self.threshold), claims=[],

@@ -1,0 +1,197 @@
+"""Round 5 of the shipped combination: chosen on the sets earlier rounds read, decided on sets none read.
+
+    .venv/bin/python experiments/combination_fresh.py signals            # every set's signals, cached (~25 min)
+    .venv/bin/python experiments/combination_fresh.py choose             # leave one family out, read sets only
+    .venv/bin/python experiments/combination_fresh.py decide --candidate C
+
+``signals`` computes each reply's inputs once (the verifier's own signals with talk decided by the rules and by
+the learned classifier, and the cheap signals) into ``--out``/signals. ``choose`` fits each candidate
+(``CANDIDATES``) on all read natural sets but one and measures the one left out, with the seven contrastive
+sets as a guard; nothing unread is touched. ``decide`` fits the named candidate on every read set and applies
+the rule in docs/verifier-log.md ("A shipped combination, round 5") to the unread sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibration.data.labelled import without_shipped_training  # noqa: E402
+from calibration.data.loaders import load_begin, load_summeval  # noqa: E402
+from calibration.fitting.signals import feature_matrix  # noqa: E402
+from calibration.verifier.contrastive import (  # noqa: E402
+    CONTRASTIVE_SETS,
+    load_contrastive,
+    load_dialogue,
+    load_summaries_fresh,
+)
+from calibration.verifier.training import roc_auc  # noqa: E402
+from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
+from shipped_combination import CHEAP, made_pairs  # noqa: E402
+from verifier_agreement import sets  # noqa: E402
+
+OWN = ("verifier_mean", "verifier_weakest")
+TALK = ("checkable_mean", "set_aside_share", "nothing_checkable")
+COLUMNS = (*OWN, *TALK, *(f"learned_{t}" for t in TALK), *CHEAP)
+#: The natural sets earlier rounds read: fitted on, and each left out once by ``choose``.
+READ = ("begin-wow", "q2", "summeval", "dialogue-fresh")
+#: Sets no round has scored with a combination: ``decide`` decides on the first two, reports the third.
+UNREAD = ("dialogue-fourth", "summaries-fresh", "dialogue-third")
+GUARDS = ("begin-cmu-tc", *(f"contrastive-{w}" for w in CONTRASTIVE_SETS))
+#: Candidate -> (inputs, gated): each a logistic regression over standardised inputs, L2 (C=1), every set
+#: weighted equally; gated multiplies its probability by min(1, verifier weakest / 0.5) (round 3's gate).
+CANDIDATES = {
+    "A": (("verifier_mean", "verifier_weakest", "checkable_mean", "set_aside_share", "nothing_checkable"), False),
+    "B": (("verifier_mean", "verifier_weakest", "checkable_mean", "set_aside_share", "nothing_checkable",
+           "specifics_supported"), False),
+    "C": (("verifier_mean", "verifier_weakest", "checkable_mean", "set_aside_share", "nothing_checkable",
+           "specifics_supported", "bigram_support"), True),
+    "D": (("verifier_mean", "verifier_weakest", "learned_checkable_mean", "learned_set_aside_share",
+           "learned_nothing_checkable", "specifics_supported"), False),
+    "E": (("verifier_mean", "verifier_weakest", "learned_checkable_mean", "learned_set_aside_share",
+           "learned_nothing_checkable", "specifics_supported", "bigram_support"), True),
+}
+
+
+def dialogue(which: str) -> tuple[list, list[int]]:
+    rows = load_dialogue(which)
+    return ([SingleTurnSample(user_input=r["user_input"], response=r["reply"], retrieved_contexts=[r["knowledge"]])
+             for r in rows], [int(r["label"]) for r in rows])
+
+
+def summaries_fresh() -> tuple[list, list[int]]:
+    rows = load_summaries_fresh()
+    return ([SingleTurnSample(response=r["summary"], retrieved_contexts=[r["article"]]) for r in rows],
+            [int(r["label"]) for r in rows])
+
+
+def contrastive(which: str) -> tuple[list, list[int]]:
+    rows = load_contrastive(which)
+    return ([SingleTurnSample(response=r["response"], retrieved_contexts=[r["evidence"]]) for r in rows],
+            [int(r["label"]) for r in rows])
+
+
+def begin_rest() -> tuple[list, list[int]]:
+    rest, _ = without_shipped_training(load_begin(parts=("cmu", "tc")))
+    return list(rest.dataset), [int(y) for y in rest.labels]
+
+
+def load_sets(names) -> dict[str, tuple[list, list[int]]]:
+    """The named sets (``READ``, ``UNREAD``, ``GUARDS`` and "made"), each loaded only when asked for."""
+    natural = {k: v for k, v in sets(None).items() if k != "contrastive"}  # the whole of SummEval
+    loaders = {"dialogue-fresh": lambda: dialogue("fresh"), "dialogue-third": lambda: dialogue("third"),
+               "dialogue-fourth": lambda: dialogue("fourth"), "summaries-fresh": summaries_fresh,
+               "begin-cmu-tc": begin_rest} | {f"contrastive-{w}": (lambda w=w: contrastive(w)) for w in CONTRASTIVE_SETS}
+    data = {name: natural[name] if name in natural else loaders[name]() for name in names if name != "made"}
+    if "made" in names:  # a copy with one fact changed of each faithful reply of the read sets, label 0
+        made = []
+        for name in READ:
+            samples, labels = data[name] if name in data else natural.get(name) or loaders[name]()
+            made += made_pairs(samples, labels, range(len(samples)))
+        data["made"] = (made, [0] * len(made))
+    return data
+
+
+def signals(samples) -> np.ndarray:
+    judges = [FaithfulnessWithVerifier(),
+              FaithfulnessWithVerifier(claims="checkable", unclaimed_score=1.0),
+              FaithfulnessWithVerifier(claims="checkable-learned", unclaimed_score=1.0)]
+    rows = []
+    for sample in samples:
+        a, *talk = [judge.score(sample) for judge in judges]
+        row = [a.mean_probability, a.weakest]
+        for b in talk:
+            aside = len(b.get("set_aside") or [])
+            row += [b.mean_probability, aside / max(aside + len(b.get("claims") or []), 1),
+                    float(bool(b.get("nothing_checkable")))]
+        rows.append(row)
+    return np.column_stack([np.asarray(rows, float), feature_matrix(CHEAP, samples)])
+
+
+def cached_signals(out: Path, data: dict, names) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    found = {}
+    for name in names:
+        path = out / "signals" / f"{name}.npz"
+        samples, labels = data[name]
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(path, x=signals(samples), y=np.asarray(labels))
+            print(f"{name}: {len(samples)} replies", flush=True)
+        loaded = np.load(path)
+        found[name] = (loaded["x"], loaded["y"])
+    return found
+
+
+def fit(candidate: str, parts: list[tuple[np.ndarray, np.ndarray]]):
+    inputs, gated = CANDIDATES[candidate]
+    at = [COLUMNS.index(i) for i in inputs]
+    x = np.vstack([p[0][:, at] for p in parts])
+    y = np.concatenate([p[1] for p in parts])
+    weights = np.concatenate([np.full(len(p[1]), len(y) / (len(p[1]) * len(parts))) for p in parts])
+    scaler = StandardScaler().fit(x)
+    model = LogisticRegression(C=1.0, max_iter=2000).fit(scaler.transform(x), y, sample_weight=weights)
+    weakest = COLUMNS.index("verifier_weakest")
+
+    def score(xs: np.ndarray) -> np.ndarray:
+        p = model.predict_proba(scaler.transform(xs[:, at]))[:, 1]
+        return p * np.minimum(1.0, xs[:, weakest] / 0.5) if gated else p
+
+    return score, dict(zip(inputs, model.coef_[0].round(3).tolist()))
+
+
+def bar(x: np.ndarray, y: np.ndarray) -> tuple[float, str]:
+    """The best of the verifier mean and every cheap signal on a set: the bar a combination must clear."""
+    named = {c: roc_auc(y, x[:, COLUMNS.index(c)]) for c in ("verifier_mean", *CHEAP)}
+    best = max(named, key=lambda c: named[c])
+    return named[best], best
+
+
+def choose(found: dict) -> None:
+    print("| candidate | " + " | ".join(f"{s} (left out)" for s in READ) + " | mean over bar | seven contrastive, "
+          "fit on all read |\n|---|" + "---:|" * (len(READ) + 2))
+    verifier_guard = np.mean([roc_auc(found[g][1], found[g][0][:, 0]) for g in GUARDS[1:]])
+    for candidate in CANDIDATES:
+        cells, over = [], []
+        for left in READ:
+            score, _ = fit(candidate, [found[s] for s in READ if s != left] + [found["made"]])
+            value = roc_auc(found[left][1], score(found[left][0]))
+            best, which = bar(*found[left])
+            cells.append(f"{value:.4f} ({value - best:+.4f} vs {which})")
+            over.append(value - best)
+        score, _ = fit(candidate, [found[s] for s in READ] + [found["made"]])
+        guard = np.mean([roc_auc(found[g][1], score(found[g][0])) for g in GUARDS[1:]])
+        print(f"| {candidate} | " + " | ".join(cells) + f" | {np.mean(over):+.4f} | {guard:.4f} "
+              f"({guard - verifier_guard:+.4f}) |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("step", choices=("signals", "choose", "decide"))
+    parser.add_argument("--candidate", choices=sorted(CANDIDATES))
+    parser.add_argument("--sets", nargs="*", help="with signals: only these sets")
+    parser.add_argument("--out", default="runs/combination_fresh")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    if args.step == "signals":
+        names = args.sets or [*READ, "made", *GUARDS, *UNREAD]
+        cached_signals(out, load_sets(names), names)
+        return 0
+    names = [*READ, "made", *GUARDS]
+    found = cached_signals(out, load_sets(names), names)
+    if args.step == "choose":
+        choose(found)
+        return 0
+    raise SystemExit("decide: the rule is written first (docs/verifier-log.md)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
