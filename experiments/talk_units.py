@@ -66,7 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summeval-limit", type=int, default=320)
     parser.add_argument("--out", default="runs/talk_units")
     args = parser.parse_args(argv)
-    units = sentence_table(load_units("test"))
+    test, seen = load_units("test"), {r["sentence"].strip().lower() for r in load_units("train")}
+    units = sentence_table(test)
+    unseen = sentence_table([r for r in test if r["sentence"].strip().lower() not in seen])
+    units |= {f"{k}, unseen": v for k, v in unseen.items()}  # the rule reads the whole set, as written
+    print(f"{len(test) - sum(r['sentence'].strip().lower() in seen for r in test)} of {len(test)} test sentences "
+          "are not in the training set (the 'unseen' columns)")
     print("| sentences (units_test) | " + " | ".join(units) + " |\n|---|" + "---:|" * len(units))
     for measure in units["rules"]:
         print(f"| {measure} | " + " | ".join(f"{units[d][measure]:.3f}" for d in units) + " |")

@@ -504,3 +504,43 @@ def test_the_swap_set_is_whole_and_typed():
         assert all(isinstance(it[k], str) and it[k].strip() for k in ("evidence", "contradicted", "supported",
                                                                        "distractor"))
         assert it["contradicted"] != it["supported"] and it["distractor"] != it["evidence"]
+
+
+@pytest.mark.parametrize("which, prefix", [("fresh", "dlg-"), ("third", "d3-"), ("fourth", "d4-")])
+def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
+    """DIALOGUE_*.md: 160 replies, 80 of each label, unique ids, every text field a sentence."""
+    from calibration.verifier.contrastive import load_dialogue
+
+    items = load_dialogue(which)
+    assert len(items) == 160 and len({it["id"] for it in items}) == 160
+    assert all(it["id"].startswith(prefix) for it in items)
+    assert sum(it["label"] for it in items) == 80
+    assert all(isinstance(it[k], str) and it[k].strip() for it in items for k in ("knowledge", "user_input", "reply"))
+    with pytest.raises(ValueError, match="load_dialogue: which must be one of"):
+        load_dialogue("fifth")
+
+
+def test_the_fresh_summary_set_has_two_faithful_and_two_changed_summaries_an_article():
+    from collections import Counter
+
+    from calibration.verifier.contrastive import load_summaries_fresh
+
+    items = load_summaries_fresh()
+    assert len(items) == 160 and len({it["id"] for it in items}) == 160
+    per_article = Counter((it["article_id"], it["label"]) for it in items)
+    assert len({a for a, _ in per_article}) == 40 and set(per_article.values()) == {2}
+
+
+@pytest.mark.parametrize("which, size", [("train", 1000), ("test", 400)])
+def test_the_unit_sets_label_each_sentence_talk_or_checkable(which, size):
+    """UNITS_TRAIN.md / UNITS_TEST.md: a claim exactly where a sentence is checkable; a sentence both writers
+    wrote (short reactions, well-known facts) carries the same label in both."""
+    from calibration.verifier.talk_units import load_units
+
+    rows = load_units(which)
+    assert len(rows) == size and len({r["sentence"] for r in rows}) == size
+    assert all((r["claim"] is None) == (r["checkable"] == 0) for r in rows)
+    other = {r["sentence"].strip().lower(): r["checkable"] for r in load_units("test" if which == "train" else "train")}
+    assert all(other.get(r["sentence"].strip().lower(), r["checkable"]) == r["checkable"] for r in rows)
+    with pytest.raises(ValueError, match="load_units: which must be one of"):
+        load_units("dev")
