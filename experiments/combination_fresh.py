@@ -159,6 +159,7 @@ def choose(found: dict) -> None:
     print("| candidate | " + " | ".join(f"{s} (left out)" for s in READ) + " | mean over bar | seven contrastive, "
           "fit on all read |\n|---|" + "---:|" * (len(READ) + 2))
     verifier_guard = np.mean([roc_auc(found[g][1], found[g][0][:, 0]) for g in GUARDS[1:]])
+    kept = {}
     for candidate in CANDIDATES:
         cells, over = [], []
         for left in READ:
@@ -171,6 +172,13 @@ def choose(found: dict) -> None:
         guard = np.mean([roc_auc(found[g][1], score(found[g][0])) for g in GUARDS[1:]])
         print(f"| {candidate} | " + " | ".join(cells) + f" | {np.mean(over):+.4f} | {guard:.4f} "
               f"({guard - verifier_guard:+.4f}) |")
+        if guard >= verifier_guard - 0.02:
+            kept[candidate] = float(np.mean(over))
+    best = max(kept.values())
+    near = [c for c in kept if kept[c] >= best - 0.002]
+    chosen = min(near, key=lambda c: (len(CANDIDATES[c][0]), -kept[c]))
+    print(f"\nchosen: {chosen} (the contrastive guard keeps {', '.join(kept)}; within 0.002 of the best: "
+          f"{', '.join(near)}; fewest inputs among them)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,7 +198,44 @@ def main(argv: list[str] | None = None) -> int:
     if args.step == "choose":
         choose(found)
         return 0
-    raise SystemExit("decide: the rule is written first (docs/verifier-log.md)")
+    if not args.candidate:
+        raise SystemExit("decide needs --candidate (the one choose printed as chosen)")
+    found |= cached_signals(out, load_sets(UNREAD), UNREAD)
+    score, coefficients = fit(args.candidate, [found[s] for s in READ] + [found["made"]])
+    print(f"candidate {args.candidate}, fitted on {', '.join(READ)} and the made pairs; standardised coefficients: "
+          + ", ".join(f"{k} {v:+.3f}" for k, v in coefficients.items()))
+    table = {name: {c: roc_auc(found[name][1], found[name][0][:, COLUMNS.index(c)]) for c in ("verifier_mean", *CHEAP)}
+             | {"combined": roc_auc(found[name][1], score(found[name][0]))} for name in (*UNREAD, *GUARDS)}
+    print("\n| signal | " + " | ".join(table) + " |\n|---|" + "---:|" * len(table))
+    for signal in ("verifier_mean", *CHEAP, "combined"):
+        print(f"| {signal} | " + " | ".join(f"{table[n][signal]:.4f}" for n in table) + " |")
+    blocked, target = round_five(table)
+    print(f"\nrule: candidate {args.candidate} {'becomes' if not blocked else 'does not become'} the shipped score"
+          + ("" if not blocked else "; blocked by: " + "; ".join(blocked)))
+    print("target (at or above every cheap signal, within 0.005, on each unread set): "
+          + ("met" if not target else "not met: " + "; ".join(target)))
+    (out / "decision.json").write_text(json.dumps({"candidate": args.candidate, "coefficients": coefficients,
+                                                   "roc_auc": table, "blocked": blocked, "target_missed": target},
+                                                  indent=1), encoding="utf-8")
+    return 0
+
+
+def round_five(table: dict) -> tuple[list[str], list[str]]:
+    """The rule in docs/verifier-log.md ("A shipped combination, round 5"): (blocking reasons, target misses)."""
+    blocked, target = [], []
+    for name in UNREAD[:2]:
+        row = table[name]
+        if row["combined"] < row["verifier_mean"] + 0.005:
+            blocked.append(f"{name}: {row['combined']:.4f}, not 0.005 above the verifier mean {row['verifier_mean']:.4f}")
+        target += [f"{name}: under {c} by {row[c] - row['combined']:.4f}" for c in CHEAP
+                   if row["combined"] < row[c] - 0.005]
+    sevens = [g for g in GUARDS if g.startswith("contrastive")]
+    for label, names in (("the seven contrastive sets' mean", sevens), ("contrastive-first", ["contrastive-first"]),
+                         ("begin-cmu-tc", ["begin-cmu-tc"])):
+        fall = float(np.mean([table[n]["verifier_mean"] - table[n]["combined"] for n in names]))
+        if fall > 0.02:
+            blocked.append(f"{label}: {fall:.4f} under the verifier mean")
+    return blocked, target
 
 
 if __name__ == "__main__":
