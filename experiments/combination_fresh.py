@@ -30,9 +30,11 @@ from calibration.data.loaders import load_begin, load_summeval  # noqa: E402
 from calibration.fitting.signals import feature_matrix  # noqa: E402
 from calibration.verifier.contrastive import (  # noqa: E402
     CONTRASTIVE_SETS,
+    DIALOGUE_SETS,
+    SUMMARY_SETS,
     load_contrastive,
     load_dialogue,
-    load_summaries_fresh,
+    load_summaries,
 )
 from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
@@ -41,14 +43,16 @@ from verifier_agreement import sets  # noqa: E402
 
 OWN = ("verifier_mean", "verifier_weakest")
 TALK = ("checkable_mean", "set_aside_share", "nothing_checkable")
-COLUMNS = (*OWN, *TALK, *(f"learned_{t}" for t in TALK), *CHEAP)
+#: learned_checkable_weakest was added for round 6, after round 5's signals were cached: it comes last.
+COLUMNS = (*OWN, *TALK, *(f"learned_{t}" for t in TALK), *CHEAP, "learned_checkable_weakest")
 #: The natural sets earlier rounds read: fitted on, and each left out once by ``choose``.
 READ = ("begin-wow", "q2", "summeval", "dialogue-fresh")
 #: Sets no round has scored with a combination: ``decide`` decides on the first two, reports the third.
 UNREAD = ("dialogue-fourth", "summaries-fresh", "dialogue-third")
 GUARDS = ("begin-cmu-tc", *(f"contrastive-{w}" for w in CONTRASTIVE_SETS))
-#: Candidate -> (inputs, gated): each a logistic regression over standardised inputs, L2 (C=1), every set
-#: weighted equally; gated multiplies its probability by min(1, verifier weakest / 0.5) (round 3's gate).
+#: Candidate -> (inputs, gate): each a logistic regression over standardised inputs, L2 (C=1), every set
+#: weighted equally; a gate multiplies its probability by min(1, verifier weakest / 0.5) (round 3's gate; a
+#: column's name instead of True reads that column).
 CANDIDATES = {
     "A": (("verifier_mean", "verifier_weakest", "checkable_mean", "set_aside_share", "nothing_checkable"), False),
     "B": (("verifier_mean", "verifier_weakest", "checkable_mean", "set_aside_share", "nothing_checkable",
@@ -60,6 +64,11 @@ CANDIDATES = {
     "E": (("verifier_mean", "verifier_weakest", "learned_checkable_mean", "learned_set_aside_share",
            "learned_nothing_checkable", "specifics_supported", "bigram_support"), True),
 }
+#: Round 6: E's inputs and fit, gated by the weakest checkable claim (the learned classifier's) instead.
+CANDIDATES["F"] = (CANDIDATES["E"][0], "learned_checkable_weakest")
+#: Round 6's unread sets, and the dialogue sets whose faithful replies with talk it reads by kind.
+ROUND_SIX = ("dialogue-fifth", "summaries-second")
+TALKING = ("faithful_with_talk", "faithful_talk_only", "faithful_hedged")
 
 
 def dialogue(which: str) -> tuple[list, list[int]]:
@@ -68,8 +77,8 @@ def dialogue(which: str) -> tuple[list, list[int]]:
              for r in rows], [int(r["label"]) for r in rows])
 
 
-def summaries_fresh() -> tuple[list, list[int]]:
-    rows = load_summaries_fresh()
+def summaries(which: str) -> tuple[list, list[int]]:
+    rows = load_summaries(which)
     return ([SingleTurnSample(response=r["summary"], retrieved_contexts=[r["article"]]) for r in rows],
             [int(r["label"]) for r in rows])
 
@@ -88,9 +97,8 @@ def begin_rest() -> tuple[list, list[int]]:
 def load_sets(names) -> dict[str, tuple[list, list[int]]]:
     """The named sets (``READ``, ``UNREAD``, ``GUARDS`` and "made"), each loaded only when asked for."""
     natural = {k: v for k, v in sets(None).items() if k != "contrastive"}  # the whole of SummEval
-    loaders = {"dialogue-fresh": lambda: dialogue("fresh"), "dialogue-third": lambda: dialogue("third"),
-               "dialogue-fourth": lambda: dialogue("fourth"), "summaries-fresh": summaries_fresh,
-               "begin-cmu-tc": begin_rest} | {f"contrastive-{w}": (lambda w=w: contrastive(w)) for w in CONTRASTIVE_SETS}
+    loaders = {f"dialogue-{w}": (lambda w=w: dialogue(w)) for w in DIALOGUE_SETS} | {
+        f"summaries-{w}": (lambda w=w: summaries(w)) for w in SUMMARY_SETS} | {"begin-cmu-tc": begin_rest} | {f"contrastive-{w}": (lambda w=w: contrastive(w)) for w in CONTRASTIVE_SETS}
     data = {name: natural[name] if name in natural else loaders[name]() for name in names if name != "made"}
     if "made" in names:  # a copy with one fact changed of each faithful reply of the read sets, label 0
         made = []
@@ -113,8 +121,9 @@ def signals(samples) -> np.ndarray:
             aside = len(b.get("set_aside") or [])
             row += [b.mean_probability, aside / max(aside + len(b.get("claims") or []), 1),
                     float(bool(b.get("nothing_checkable")))]
-        rows.append(row)
-    return np.column_stack([np.asarray(rows, float), feature_matrix(CHEAP, samples)])
+        rows.append(row + [talk[-1].weakest])
+    rows = np.asarray(rows, float)
+    return np.column_stack([rows[:, :-1], feature_matrix(CHEAP, samples), rows[:, -1:]])
 
 
 def cached_signals(out: Path, data: dict, names) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -139,12 +148,15 @@ def fit(candidate: str, parts: list[tuple[np.ndarray, np.ndarray]]):
     weights = np.concatenate([np.full(len(p[1]), len(y) / (len(p[1]) * len(parts))) for p in parts])
     scaler = StandardScaler().fit(x)
     model = LogisticRegression(C=1.0, max_iter=2000).fit(scaler.transform(x), y, sample_weight=weights)
-    weakest = COLUMNS.index("verifier_weakest")
+    weakest = COLUMNS.index(gated if isinstance(gated, str) else "verifier_weakest")
 
     def score(xs: np.ndarray) -> np.ndarray:
         p = model.predict_proba(scaler.transform(xs[:, at]))[:, 1]
         return p * np.minimum(1.0, xs[:, weakest] / 0.5) if gated else p
 
+    score.shipped = {"inputs": list(inputs), "mean": scaler.mean_.tolist(), "scale": scaler.scale_.tolist(),
+                     "coef": model.coef_[0].tolist(), "intercept": float(model.intercept_[0]),
+                     "gate": f"{COLUMNS[weakest]} / 0.5" if gated else None}
     return score, dict(zip(inputs, model.coef_[0].round(3).tolist()))
 
 
@@ -183,16 +195,21 @@ def choose(found: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=("signals", "choose", "decide"))
+    parser.add_argument("step", choices=("signals", "choose", "decide", "gate"))
     parser.add_argument("--candidate", choices=sorted(CANDIDATES))
     parser.add_argument("--sets", nargs="*", help="with signals: only these sets")
     parser.add_argument("--out", default="runs/combination_fresh")
+    parser.add_argument("--write", help="with decide: write the fitted combination here (the shipped file is "
+                        "judges/lm/weights/faithfulness-combination.json)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.step == "signals":
         names = args.sets or [*READ, "made", *GUARDS, *UNREAD]
         cached_signals(out, load_sets(names), names)
         return 0
+    if args.step == "gate":
+        names = [*READ, "made", *GUARDS, "dialogue-third", "dialogue-fourth", *ROUND_SIX]
+        return round_six(cached_signals(out, load_sets(names), names), out, args.write)
     names = [*READ, "made", *GUARDS]
     found = cached_signals(out, load_sets(names), names)
     if args.step == "choose":
@@ -214,9 +231,74 @@ def main(argv: list[str] | None = None) -> int:
           + ("" if not blocked else "; blocked by: " + "; ".join(blocked)))
     print("target (at or above every cheap signal, within 0.005, on each unread set): "
           + ("met" if not target else "not met: " + "; ".join(target)))
+    if args.write:
+        Path(args.write).write_text(json.dumps(score.shipped | {
+            "candidate": args.candidate, "fitted_on": [*READ, "made contrast pairs"],
+            "decided_on": list(UNREAD[:2]), "rule": 'docs/verifier-log.md, "A shipped combination, round 5"'},
+            indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.write}")
     (out / "decision.json").write_text(json.dumps({"candidate": args.candidate, "coefficients": coefficients,
                                                    "roc_auc": table, "blocked": blocked, "target_missed": target},
                                                   indent=1), encoding="utf-8")
+    return 0
+
+
+def round_six(found: dict, out: Path, write: str | None) -> int:
+    """Round 6 (docs/verifier-log.md, "A shipped combination, round 6"): F against E on two unread sets."""
+    fitted = {c: fit(c, [found[s] for s in READ] + [found["made"]]) for c in ("E", "F")}
+    shown = (*ROUND_SIX, *GUARDS)
+    table = {n: {c: roc_auc(found[n][1], found[n][0][:, COLUMNS.index(c)]) for c in ("verifier_mean", *CHEAP)}
+             | {c: roc_auc(found[n][1], fitted[c][0](found[n][0])) for c in fitted} for n in shown}
+    print("| signal | " + " | ".join(shown) + " |\n|---|" + "---:|" * len(shown))
+    for signal in ("verifier_mean", *CHEAP, "E", "F"):
+        print(f"| {signal} | " + " | ".join(f"{table[n][signal]:.4f}" for n in shown) + " |")
+    for name in ROUND_SIX:
+        y = found[name][1]
+        print(f"Brier, {name}: " + ", ".join(f"{c} {np.mean((fitted[c][0](found[name][0]) - y) ** 2):.4f}"
+                                              for c in fitted))
+    talking = {c: [] for c in fitted}
+    print("\n| dialogue set | kind | n | E | F |\n|---|---|---:|---:|---:|")
+    for which in ("third", "fourth", "fifth"):
+        kinds = np.array([r["kind"] for r in load_dialogue(which)])
+        scores = {c: fitted[c][0](found[f"dialogue-{which}"][0]) for c in fitted}
+        for kind in sorted(set(kinds)):
+            at = kinds == kind
+            print(f"| {which} | {kind} | {at.sum()} | {scores['E'][at].mean():.3f} | {scores['F'][at].mean():.3f} |")
+            if kind in TALKING:
+                for c in fitted:
+                    talking[c] += scores[c][at].tolist()
+    lift = float(np.mean(talking["F"]) - np.mean(talking["E"]))
+    print(f"\nfaithful replies with talk ({len(talking['E'])}): E {np.mean(talking['E']):.3f}, F {np.mean(talking['F']):.3f}")
+    blocked = [f"{n}: F {table[n]['F']:.4f} under E {table[n]['E']:.4f} by more than 0.005" for n in ROUND_SIX
+               if table[n]["F"] < table[n]["E"] - 0.005]
+    if np.mean([table[n]["F"] for n in ROUND_SIX]) < np.mean([table[n]["E"] for n in ROUND_SIX]):
+        blocked.append("F's mean over the unread sets is under E's")
+    sevens = [g for g in GUARDS if g.startswith("contrastive")]
+    for label, names in (("seven contrastive sets", sevens), ("contrastive-first", ["contrastive-first"]),
+                         ("begin-cmu-tc", ["begin-cmu-tc"])):
+        fall = float(np.mean([table[n]["verifier_mean"] - table[n]["F"] for n in names]))
+        if fall > 0.02:
+            blocked.append(f"{label}: F {fall:.4f} under the verifier mean")
+    if lift < 0.05:
+        blocked.append(f"faithful replies with talk: F {lift:+.3f} over E, not +0.05")
+    shipped = "E" if blocked else "F"
+    print(f"\nrule: F {'replaces' if not blocked else 'does not replace'} E" + (
+        "" if not blocked else "; blocked by: " + "; ".join(blocked)))
+    reverts = [n for n in ROUND_SIX if table[n][shipped] < table[n]["verifier_mean"] - 0.005]
+    print(f"safeguard: the shipped combination ({shipped}) " + (
+        f"is more than 0.005 under the verifier mean on {', '.join(reverts)}: the default goes back to the mean"
+        if reverts else "is not under the verifier mean on either unread set: it stays the default"))
+    print("target (every cheap signal, within 0.005): " + "; ".join(
+        f"{n}: " + (", ".join(f"under {c} by {table[n][c] - table[n][shipped]:.4f}" for c in CHEAP
+                              if table[n][shipped] < table[n][c] - 0.005) or "met") for n in ROUND_SIX))
+    if write:
+        Path(write).write_text(json.dumps(fitted[shipped][0].shipped | {
+            "candidate": shipped, "fitted_on": [*READ, "made contrast pairs"],
+            "decided_on": list(ROUND_SIX), "rule": 'docs/verifier-log.md, "A shipped combination, round 6"'},
+            indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {write}")
+    (out / "round_six.json").write_text(json.dumps({"roc_auc": table, "blocked": blocked, "reverts": reverts},
+                                                   indent=1), encoding="utf-8")
     return 0
 
 

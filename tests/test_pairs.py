@@ -523,9 +523,9 @@ def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
 def test_the_fresh_summary_set_has_two_faithful_and_two_changed_summaries_an_article():
     from collections import Counter
 
-    from calibration.verifier.contrastive import load_summaries_fresh
+    from calibration.verifier.contrastive import load_summaries
 
-    items = load_summaries_fresh()
+    items = load_summaries("fresh")
     assert len(items) == 160 and len({it["id"] for it in items}) == 160
     per_article = Counter((it["article_id"], it["label"]) for it in items)
     assert len({a for a, _ in per_article}) == 40 and set(per_article.values()) == {2}

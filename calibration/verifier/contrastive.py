@@ -8,7 +8,7 @@ it, how, and what it decided:
   swap sets (SWAPS.md)               claims that swap one entity or quantity within the same relation, with a
                                      shared-word sentence about another subject beside each
   dialogue sets (DIALOGUE_FRESH.md, ...)     chat replies to a knowledge text, faithful or not, talk mixed in
-  the fresh summary set (SUMMARIES_FRESH.md) summaries of written articles, faithful or changed in one fact
+  summary sets (SUMMARIES_FRESH.md, ...)     summaries of written articles, faithful or changed in one fact
 
 Owns: reading those sets. Must not fit or train on them: they are tests only (the first contrastive set is
 watched while the verifier trains, never trained on).
@@ -23,7 +23,8 @@ CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
     w: f"contrastive_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh")}
 DISTRACTOR_SETS = {"first": "distractors.jsonl", "second": "distractors_second.jsonl"}
 SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl"}
-DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth")}
+DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth")}
+SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second")}
 
 
 def _read(name: str) -> list[dict]:
@@ -54,14 +55,17 @@ def load_swaps(which: str = "first") -> list[dict]:
 
 
 def load_dialogue(which: str = "fresh") -> list[dict]:
-    """A dialogue set (DIALOGUE_FRESH.md; the third and fourth, DIALOGUE_THIRD.md and DIALOGUE_FOURTH.md, written
-    for the rounds after the fresh one was read): id, topic, knowledge, user_input, reply, label, kind. Talk
+    """A dialogue set (DIALOGUE_FRESH.md; the third to fifth, DIALOGUE_THIRD.md to DIALOGUE_FIFTH.md, each written
+    for a round after the sets before it were read): id, topic, knowledge, user_input, reply, label, kind. Talk
     passes there: a reply is faithful when every fact it states is in the knowledge."""
     if which not in DIALOGUE_SETS:
         raise ValueError(f"load_dialogue: which must be one of {sorted(DIALOGUE_SETS)}, got {which!r}")
     return _read(DIALOGUE_SETS[which])
 
 
-def load_summaries_fresh() -> list[dict]:
-    """The fresh summary set (SUMMARIES_FRESH.md): id, article_id, article, summary, label, kind."""
-    return _read("summaries_fresh.jsonl")
+def load_summaries(which: str = "fresh") -> list[dict]:
+    """A summary set (SUMMARIES_FRESH.md; the second, SUMMARIES_SECOND.md, for the round after the first was
+    read): id, article_id, article, summary, label, kind."""
+    if which not in SUMMARY_SETS:
+        raise ValueError(f"load_summaries: which must be one of {sorted(SUMMARY_SETS)}, got {which!r}")
+    return _read(SUMMARY_SETS[which])
