@@ -506,7 +506,7 @@ def test_the_swap_set_is_whole_and_typed():
         assert it["contradicted"] != it["supported"] and it["distractor"] != it["evidence"]
 
 
-@pytest.mark.parametrize("which, prefix", [("fresh", "dlg-"), ("third", "d3-"), ("fourth", "d4-")])
+@pytest.mark.parametrize("which, prefix", [("fresh", "dlg-"), ("third", "d3-"), ("fourth", "d4-"), ("fifth", "d5-")])
 def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
     """DIALOGUE_*.md: 160 replies, 80 of each label, unique ids, every text field a sentence."""
     from calibration.verifier.contrastive import load_dialogue
@@ -520,12 +520,13 @@ def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
         load_dialogue("fifth")
 
 
-def test_the_fresh_summary_set_has_two_faithful_and_two_changed_summaries_an_article():
+@pytest.mark.parametrize("which", ["fresh", "second"])
+def test_each_summary_set_has_two_faithful_and_two_changed_summaries_an_article(which):
     from collections import Counter
 
     from calibration.verifier.contrastive import load_summaries
 
-    items = load_summaries("fresh")
+    items = load_summaries(which)
     assert len(items) == 160 and len({it["id"] for it in items}) == 160
     per_article = Counter((it["article_id"], it["label"]) for it in items)
     assert len({a for a, _ in per_article}) == 40 and set(per_article.values()) == {2}
