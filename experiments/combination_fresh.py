@@ -3,12 +3,17 @@
     .venv/bin/python experiments/combination_fresh.py signals            # every set's signals, cached (~25 min)
     .venv/bin/python experiments/combination_fresh.py choose             # leave one family out, read sets only
     .venv/bin/python experiments/combination_fresh.py decide --candidate C
+    .venv/bin/python experiments/combination_fresh.py gate --out runs/combination_round6   # round 6: F against E
+    .venv/bin/python experiments/combination_fresh.py report --out runs/combination_round6 # the shipped one, by set
 
 ``signals`` computes each reply's inputs once (the verifier's own signals with talk decided by the rules and by
 the learned classifier, and the cheap signals) into ``--out``/signals. ``choose`` fits each candidate
 (``CANDIDATES``) on all read natural sets but one and measures the one left out, with the seven contrastive
 sets as a guard; nothing unread is touched. ``decide`` fits the named candidate on every read set and applies
-the rule in docs/verifier-log.md ("A shipped combination, round 5") to the unread sets.
+the rule in docs/verifier-log.md ("A shipped combination, round 5") to the unread sets. ``gate`` applies round
+6's rule (F, gated by the weakest checkable claim, against E) to two sets written after round 5; with
+``--write`` it writes the winner to the shipped file. ``report`` prints the shipped candidate by set: never
+fitted on, a read set's test half left out of the fit, and a whole read set left out.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from calibration.verifier.contrastive import (  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 from shipped_combination import CHEAP, made_pairs  # noqa: E402
-from verifier_agreement import sets  # noqa: E402
+from verifier_agreement import halves, sets  # noqa: E402
 
 OWN = ("verifier_mean", "verifier_weakest")
 TALK = ("checkable_mean", "set_aside_share", "nothing_checkable")
@@ -69,6 +74,8 @@ CANDIDATES["F"] = (CANDIDATES["E"][0], "learned_checkable_weakest")
 #: Round 6's unread sets, and the dialogue sets whose faithful replies with talk it reads by kind.
 ROUND_SIX = ("dialogue-fifth", "summaries-second")
 TALKING = ("faithful_with_talk", "faithful_talk_only", "faithful_hedged")
+#: Round 7's unread sets: chat, and summaries in a news corpus's tokenised lower case.
+ROUND_SEVEN = ("dialogue-sixth", "summaries-third")
 
 
 def dialogue(which: str) -> tuple[list, list[int]]:
@@ -195,7 +202,8 @@ def choose(found: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=("signals", "choose", "decide", "gate"))
+    parser.add_argument("step", choices=("signals", "choose", "decide", "gate", "report", "news"))
+    parser.add_argument("--talk-weights", help="score with this talk classifier instead of the shipped one")
     parser.add_argument("--candidate", choices=sorted(CANDIDATES))
     parser.add_argument("--sets", nargs="*", help="with signals: only these sets")
     parser.add_argument("--out", default="runs/combination_fresh")
@@ -203,10 +211,20 @@ def main(argv: list[str] | None = None) -> int:
                         "judges/lm/weights/faithfulness-combination.json)")
     args = parser.parse_args(argv)
     out = Path(args.out)
+    if args.talk_weights:  # every judge built here asks judges.lm.talk for its classifier
+        import judges.lm.talk as talk
+
+        chosen = talk.TalkClassifier(args.talk_weights)
+        talk.shipped_talk_classifier = lambda: chosen
+    if args.step == "news":
+        return round_seven(out, args.talk_weights)
     if args.step == "signals":
         names = args.sets or [*READ, "made", *GUARDS, *UNREAD]
         cached_signals(out, load_sets(names), names)
         return 0
+    if args.step == "report":
+        names = [*READ, "made", *GUARDS, *UNREAD, *ROUND_SIX]
+        return report(cached_signals(out, load_sets(names), names), args.candidate or "F")
     if args.step == "gate":
         names = [*READ, "made", *GUARDS, "dialogue-third", "dialogue-fourth", *ROUND_SIX]
         return round_six(cached_signals(out, load_sets(names), names), out, args.write)
@@ -240,6 +258,93 @@ def main(argv: list[str] | None = None) -> int:
     (out / "decision.json").write_text(json.dumps({"candidate": args.candidate, "coefficients": coefficients,
                                                    "roc_auc": table, "blocked": blocked, "target_missed": target},
                                                   indent=1), encoding="utf-8")
+    return 0
+
+
+def report(found: dict, candidate: str) -> int:
+    """The shipped candidate against the verifier mean and the best cheap signal: on every set never fitted on;
+    on each read set's test half with that half left out of the fit; and with the whole set left out."""
+
+    def row(name: str, score, at=None) -> str:
+        x, y = found[name]
+        at = np.arange(len(y)) if at is None else at
+        cheap = {c: roc_auc(y[at], x[at, COLUMNS.index(c)]) for c in CHEAP}
+        best = max(cheap, key=lambda c: cheap[c])
+        return (f"| {name} | {roc_auc(y[at], score(x[at])):.4f} | {roc_auc(y[at], x[at, 0]):.4f} | "
+                f"{best} {cheap[best]:.4f} |")
+
+    print(f"| never fitted on | {candidate} | verifier mean | best cheap signal |\n|---|---:|---:|---|")
+    shipped, _ = fit(candidate, [found[s] for s in READ] + [found["made"]])
+    for name in (*UNREAD, *ROUND_SIX, "begin-cmu-tc"):
+        print(row(name, shipped))
+    print(f"\n| test half left out of the fit | {candidate} | verifier mean | best cheap signal |\n|---|---:|---:|---|")
+    for name in READ:
+        y = found[name][1]
+        parts = halves(name if name != "dialogue-fresh" else "begin-wow", list(y))  # any name: a seeded split
+        held = (found[name][0][parts["train"]], y[parts["train"]])
+        score, _ = fit(candidate, [found[s] for s in READ if s != name] + [held, found["made"]])
+        print(row(name, score, parts["test"]))
+    print(f"\n| whole set left out of the fit | {candidate} | verifier mean | best cheap signal |\n|---|---:|---:|---|")
+    for name in READ:
+        score, _ = fit(candidate, [found[s] for s in READ if s != name] + [found["made"]])
+        print(row(name, score))
+    return 0
+
+
+def round_seven(out: Path, talk_weights: str | None) -> int:
+    """Round 7 (docs/verifier-log.md, "Talk classifier round 2"): G, the classifier refitted with news
+    sentences and F's combination refitted on its inputs (signals in ``out``), against F (the shipped classifier's
+    signals in runs/combination_round6)."""
+    if not talk_weights:
+        raise SystemExit("news needs --talk-weights (the refitted classifier)")
+    import judges.lm.talk as talk
+
+    names = [*READ, "made", *GUARDS, *ROUND_SEVEN]
+    data = load_sets(names)
+    new = cached_signals(out, data, names)
+    shipped = talk.TalkClassifier()
+    talk.shipped_talk_classifier = lambda: shipped  # F's inputs: the shipped classifier's
+    old = cached_signals(Path("runs/combination_round6"), data, names)
+    scores = {}
+    for label, found in (("F", old), ("G", new)):
+        score, _ = fit("F", [found[s] for s in READ] + [found["made"]])
+        scores[label] = {n: roc_auc(found[n][1], score(found[n][0])) for n in (*ROUND_SEVEN, *GUARDS)}
+        y = found["summeval"][1]
+        parts = halves("summeval", list(y))
+        held, _ = fit("F", [found[s] for s in READ if s != "summeval"]
+                      + [(found["summeval"][0][parts["train"]], y[parts["train"]]), found["made"]])
+        scores[label]["summeval test half"] = roc_auc(y[parts["test"]], held(found["summeval"][0][parts["test"]]))
+    mean = {n: roc_auc(old[n][1], old[n][0][:, 0]) for n in (*ROUND_SEVEN, *GUARDS)}
+    cheap = {n: max(roc_auc(old[n][1], old[n][0][:, COLUMNS.index(c)]) for c in CHEAP) for n in ROUND_SEVEN}
+    from calibration.verifier.talk_units import load_units
+
+    test = load_units("test")
+    truth = np.array([r["checkable"] for r in test], dtype=bool)
+    accuracy = {label: float(np.mean(classifier.checkable([r["sentence"] for r in test]) == truth))
+                for label, classifier in (("F", talk.TalkClassifier()), ("G", talk.TalkClassifier(talk_weights)))}
+    shown = (*ROUND_SEVEN, "summeval test half", *GUARDS)
+    print("| | " + " | ".join(shown) + " | units_test accuracy |\n|---|" + "---:|" * (len(shown) + 1))
+    print("| verifier mean | " + " | ".join(f"{mean[n]:.4f}" if n in mean else "" for n in shown) + " | |")
+    print("| best cheap signal | " + " | ".join(f"{cheap[n]:.4f}" if n in cheap else "" for n in shown) + " | |")
+    for label in ("F", "G"):
+        print(f"| {label} | " + " | ".join(f"{scores[label][n]:.4f}" for n in shown) + f" | {accuracy[label]:.4f} |")
+    blocked = [f"{n}: G {scores['G'][n]:.4f} under F {scores['F'][n]:.4f} - 0.005 or the verifier mean "
+               f"{mean[n]:.4f} + 0.005" for n in ROUND_SEVEN
+               if scores["G"][n] < scores["F"][n] - 0.005 or scores["G"][n] < mean[n] + 0.005]
+    if scores["G"]["summeval test half"] < scores["F"]["summeval test half"] + 0.01:
+        blocked.append("SummEval's test half: G not 0.01 above F")
+    if accuracy["G"] < accuracy["F"] - 0.01 - 1e-9:  # 4 of 400 fewer is 0.01 exactly, not under the rule's floor
+        blocked.append(f"units_test accuracy {accuracy['G']:.4f}, more than 0.01 under {accuracy['F']:.4f}")
+    sevens = [g for g in GUARDS if g.startswith("contrastive")]
+    for label, group in (("seven contrastive sets", sevens), ("contrastive-first", ["contrastive-first"]),
+                         ("begin-cmu-tc", ["begin-cmu-tc"])):
+        fall = float(np.mean([mean[n] - scores["G"][n] for n in group]))
+        if fall > 0.02:
+            blocked.append(f"{label}: G {fall:.4f} under the verifier mean")
+    print(f"\nrule: G {'replaces' if not blocked else 'does not replace'} F"
+          + ("" if not blocked else "; blocked by: " + "; ".join(blocked)))
+    (out / "round_seven.json").write_text(json.dumps({"roc_auc": scores, "verifier_mean": mean, "accuracy": accuracy,
+                                                     "blocked": blocked}, indent=1), encoding="utf-8")
     return 0
 
 

@@ -506,7 +506,8 @@ def test_the_swap_set_is_whole_and_typed():
         assert it["contradicted"] != it["supported"] and it["distractor"] != it["evidence"]
 
 
-@pytest.mark.parametrize("which, prefix", [("fresh", "dlg-"), ("third", "d3-"), ("fourth", "d4-"), ("fifth", "d5-")])
+@pytest.mark.parametrize("which, prefix", [("fresh", "dlg-"), ("third", "d3-"), ("fourth", "d4-"), ("fifth", "d5-"),
+                                             ("sixth", "d6-")])
 def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
     """DIALOGUE_*.md: 160 replies, 80 of each label, unique ids, every text field a sentence."""
     from calibration.verifier.contrastive import load_dialogue
@@ -517,10 +518,10 @@ def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
     assert sum(it["label"] for it in items) == 80
     assert all(isinstance(it[k], str) and it[k].strip() for it in items for k in ("knowledge", "user_input", "reply"))
     with pytest.raises(ValueError, match="load_dialogue: which must be one of"):
-        load_dialogue("fifth")
+        load_dialogue("seventh")
 
 
-@pytest.mark.parametrize("which", ["fresh", "second"])
+@pytest.mark.parametrize("which", ["fresh", "second", "third"])
 def test_each_summary_set_has_two_faithful_and_two_changed_summaries_an_article(which):
     from collections import Counter
 
@@ -532,7 +533,7 @@ def test_each_summary_set_has_two_faithful_and_two_changed_summaries_an_article(
     assert len({a for a, _ in per_article}) == 40 and set(per_article.values()) == {2}
 
 
-@pytest.mark.parametrize("which, size", [("train", 1000), ("test", 400)])
+@pytest.mark.parametrize("which, size", [("train", 1000), ("test", 400), ("news", 600)])
 def test_the_unit_sets_label_each_sentence_talk_or_checkable(which, size):
     """UNITS_TRAIN.md / UNITS_TEST.md: a claim exactly where a sentence is checkable; a sentence both writers
     wrote (short reactions, well-known facts) carries the same label in both."""

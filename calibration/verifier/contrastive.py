@@ -23,8 +23,8 @@ CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
     w: f"contrastive_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh")}
 DISTRACTOR_SETS = {"first": "distractors.jsonl", "second": "distractors_second.jsonl"}
 SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl"}
-DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth")}
-SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second")}
+DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth", "sixth")}
+SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third")}
 
 
 def _read(name: str) -> list[dict]:
@@ -55,7 +55,7 @@ def load_swaps(which: str = "first") -> list[dict]:
 
 
 def load_dialogue(which: str = "fresh") -> list[dict]:
-    """A dialogue set (DIALOGUE_FRESH.md; the third to fifth, DIALOGUE_THIRD.md to DIALOGUE_FIFTH.md, each written
+    """A dialogue set (DIALOGUE_FRESH.md; the third to sixth, DIALOGUE_THIRD.md to DIALOGUE_SIXTH.md, each written
     for a round after the sets before it were read): id, topic, knowledge, user_input, reply, label, kind. Talk
     passes there: a reply is faithful when every fact it states is in the knowledge."""
     if which not in DIALOGUE_SETS:
@@ -64,8 +64,8 @@ def load_dialogue(which: str = "fresh") -> list[dict]:
 
 
 def load_summaries(which: str = "fresh") -> list[dict]:
-    """A summary set (SUMMARIES_FRESH.md; the second, SUMMARIES_SECOND.md, for the round after the first was
-    read): id, article_id, article, summary, label, kind."""
+    """A summary set (SUMMARIES_FRESH.md; the second and third, SUMMARIES_SECOND.md and SUMMARIES_THIRD.md, each
+    for a round after the sets before it were read): id, article_id, article, summary, label, kind."""
     if which not in SUMMARY_SETS:
         raise ValueError(f"load_summaries: which must be one of {sorted(SUMMARY_SETS)}, got {which!r}")
     return _read(SUMMARY_SETS[which])

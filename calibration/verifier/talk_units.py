@@ -4,7 +4,8 @@
     .venv/bin/python -m calibration.verifier.talk_units --out /tmp/talk.json
 
 The sentences are ``sets/units_train.jsonl`` (UNITS_TRAIN.md): each a sentence of a chat reply, labelled
-checkable (it states a fact about the world) or talk. ``sets/units_test.jsonl`` (UNITS_TEST.md), written by
+checkable (it states a fact about the world) or talk; ``--sets train news`` adds ``sets/units_news.jsonl``
+(UNITS_NEWS.md), sentences of summaries and reports. ``sets/units_test.jsonl`` (UNITS_TEST.md), written by
 another hand, only measures. The model is scikit-learn's logistic regression over the embedded embedder's
 sentence vector and the rules' verdict, its C chosen by 5-fold cross-validation on the training sentences.
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from judges.lm.talk import TALK_WEIGHTS, TalkClassifier, rule_feature
 
-UNIT_SETS = {"train": "units_train.jsonl", "test": "units_test.jsonl"}
+UNIT_SETS = {"train": "units_train.jsonl", "test": "units_test.jsonl", "news": "units_news.jsonl"}
 #: The regularisation strengths cross-validation chooses from.
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 
@@ -61,14 +62,16 @@ def fit_talk_classifier(rows: list[dict], embedder, seed: int = 0) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(TALK_WEIGHTS))
+    parser.add_argument("--sets", nargs="+", default=["train"], choices=sorted(set(UNIT_SETS) - {"test"}),
+                        help="the unit sets fitted on (default: the chat sentences)")
     args = parser.parse_args(argv)
     from judges.lm.embeddings import sentence_transformer_embedder
 
-    rows = load_units("train")
+    rows = [row for which in args.sets for row in load_units(which)]
     weights = fit_talk_classifier(rows, sentence_transformer_embedder())
-    raw = _set_file("train").read_bytes()
-    weights["trained_on"] = {"file": UNIT_SETS["train"], "sha256": hashlib.sha256(raw).hexdigest(),
-                             "sentences": len(rows), "checkable": sum(r["checkable"] for r in rows)}
+    weights["trained_on"] = [{"file": UNIT_SETS[w], "sha256": hashlib.sha256(_set_file(w).read_bytes()).hexdigest(),
+                              "sentences": len(load_units(w)), "checkable": sum(r["checkable"] for r in load_units(w))}
+                             for w in args.sets]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(weights, indent=None) + "\n", encoding="utf-8")
