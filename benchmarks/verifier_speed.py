@@ -6,8 +6,10 @@
     .venv/bin/python benchmarks/verifier_speed.py --top-units 0                 # each claim against every unit
     .venv/bin/python benchmarks/verifier_speed.py --stop-at 0                   # every shortlisted unit scored
     .venv/bin/python benchmarks/verifier_speed.py --check-opposites off         # no check against opposites
+    .venv/bin/python benchmarks/verifier_speed.py --aggregate mean              # the raw mean, not the combination
 
-FaithfulnessWithVerifier with sentence claims (no LM), one item at a time as ``evaluate`` scores it, after a
+FaithfulnessWithVerifier with sentence claims (no LM; its default score, the shipped combination, unless
+``--aggregate`` names another), one item at a time as ``evaluate`` scores it, after a
 warm-up of 5 items (the model's load is timed apart). Each set is timed twice: as a run reads it (a text read
 before, such as an article behind several summaries, is split into sentences once:
 ``judges.data.language.split_sentences`` keeps its sentences), and with that cache emptied before each item.
@@ -35,6 +37,7 @@ from memory import rss_mb  # noqa: E402 - benchmarks/memory.py
 
 from calibration.data.loaders import load_begin, load_summeval  # noqa: E402
 from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
+from judges.metrics.rag.verified import AGGREGATES  # noqa: E402
 from judges.data.language import clear_sentence_cache  # noqa: E402
 from judges.lm.files import EMBEDDED  # noqa: E402
 from judges.lm.verifier import RUNTIMES, Verifier  # noqa: E402
@@ -79,13 +82,15 @@ def main() -> int:
     checked = inspect.signature(Verifier).parameters["check_opposites"].default
     parser.add_argument("--check-opposites", default="on" if checked else "off", choices=("on", "off"),
                         help="on: a claim is also scored against its opposite (default %(default)s, as Verifier)")
+    parser.add_argument("--aggregate", default=None, choices=AGGREGATES,
+                        help="the metric's aggregate (default: the metric's own, the combination)")
     args = parser.parse_args()
     started = time.perf_counter()
     verifier = Verifier(None if args.verifier == EMBEDDED else args.verifier, runtime=args.runtime,
                         top_units=args.top_units or None, stop_at=args.stop_at or None,
                         check_opposites=args.check_opposites == "on")
     load = time.perf_counter() - started
-    metric = FaithfulnessWithVerifier(verifier=args.verifier)
+    metric = FaithfulnessWithVerifier(verifier=args.verifier, aggregate=args.aggregate)
     metric.model = lambda: verifier  # this Verifier's runtime and settings (the metric names models by string)
     metric.score(SingleTurnSample(response="It was completed in 1889.", retrieved_contexts=["It was built in 1889."]))
     memory = [f"{rss_mb():.0f} MB with the library and the model loaded, one item scored, no data read"]
@@ -95,7 +100,7 @@ def main() -> int:
         return [SingleTurnSample(response=s.response, retrieved_contexts=list(s.reference_contexts))
                 for s in load_summeval(limit=args.summeval + 5).dataset]
 
-    print(f"\nFaithfulnessWithVerifier (sentence claims, no LM), {verifier.name} on {verifier.runtime} "
+    print(f"\nFaithfulnessWithVerifier (sentence claims, no LM, aggregate={metric.aggregate}), {verifier.name} on {verifier.runtime} "
           f"({runtime_version(verifier.runtime)}), top_units={verifier.top_units}, stop_at={verifier.stop_at}, "
           f"check_opposites={verifier.check_opposites}; "
           f"{os.cpu_count()} CPUs; model load {load:.1f} s; torch imported: {'torch' in sys.modules}\n")

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     aside: dict[str, Counter] = {}
     seconds: dict[str, float] = {}
     for name, (samples, labels) in data.items():
-        sentences, _, seconds[f"{name} sentences"] = scored(samples, FaithfulnessWithVerifier())
+        sentences, _, seconds[f"{name} sentences"] = scored(samples, FaithfulnessWithVerifier(aggregate="mean"))
         checkable, results, seconds[f"{name} checkable"] = scored(samples, FaithfulnessWithVerifier(claims="checkable"))
         nothing = np.array([bool(r.get("nothing_checkable")) for r in results])
         aside[name] = Counter(u["kind"] for r in results for u in (r.get("set_aside") or []))

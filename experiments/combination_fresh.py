@@ -13,7 +13,8 @@ sets as a guard; nothing unread is touched. ``decide`` fits the named candidate 
 the rule in docs/verifier-log.md ("A shipped combination, round 5") to the unread sets. ``gate`` applies round
 6's rule (F, gated by the weakest checkable claim, against E) to two sets written after round 5; with
 ``--write`` it writes the winner to the shipped file. ``report`` prints the shipped candidate by set: never
-fitted on, a read set's test half left out of the fit, and a whole read set left out.
+fitted on, a read set's test half left out of the fit, and a whole read set left out; and the shipped file
+against the verifier mean on the two distractor sets.
 """
 
 from __future__ import annotations
@@ -24,154 +25,31 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibration.data.labelled import without_shipped_training  # noqa: E402
-from calibration.data.loaders import load_begin, load_summeval  # noqa: E402
-from calibration.fitting.signals import feature_matrix  # noqa: E402
-from calibration.verifier.contrastive import (  # noqa: E402
-    CONTRASTIVE_SETS,
-    DIALOGUE_SETS,
-    SUMMARY_SETS,
-    load_contrastive,
-    load_dialogue,
-    load_summaries,
-)
+from calibration.verifier.contrastive import DISTRACTOR_SETS, load_dialogue, load_distractors  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
-from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
-from shipped_combination import CHEAP, made_pairs  # noqa: E402
-from verifier_agreement import halves, sets  # noqa: E402
+from combination_signals import (  # noqa: E402
+    CANDIDATES,
+    CHEAP,
+    COLUMNS,
+    GUARDS,
+    READ,
+    ROUND_SEVEN,
+    ROUND_SIX,
+    TALKING,
+    UNREAD,
+    bar,
+    cached_signals,
+    fit,
+    load_sets,
+)
+from judges import FaithfulnessWithVerifier  # noqa: E402
+from judges.lm.talk import TalkClassifier  # noqa: E402
+from verifier_agreement import halves  # noqa: E402
 
-OWN = ("verifier_mean", "verifier_weakest")
-TALK = ("checkable_mean", "set_aside_share", "nothing_checkable")
-#: learned_checkable_weakest was added for round 6, after round 5's signals were cached: it comes last.
-COLUMNS = (*OWN, *TALK, *(f"learned_{t}" for t in TALK), *CHEAP, "learned_checkable_weakest")
-#: The natural sets earlier rounds read: fitted on, and each left out once by ``choose``.
-READ = ("begin-wow", "q2", "summeval", "dialogue-fresh")
-#: Sets no round has scored with a combination: ``decide`` decides on the first two, reports the third.
-UNREAD = ("dialogue-fourth", "summaries-fresh", "dialogue-third")
-GUARDS = ("begin-cmu-tc", *(f"contrastive-{w}" for w in CONTRASTIVE_SETS))
-#: Candidate -> (inputs, gate): each a logistic regression over standardised inputs, L2 (C=1), every set
-#: weighted equally; a gate multiplies its probability by min(1, verifier weakest / 0.5) (round 3's gate; a
-#: column's name instead of True reads that column).
-CANDIDATES = {
-    "A": (("verifier_mean", "verifier_weakest", "checkable_mean", "set_aside_share", "nothing_checkable"), False),
-    "B": (("verifier_mean", "verifier_weakest", "checkable_mean", "set_aside_share", "nothing_checkable",
-           "specifics_supported"), False),
-    "C": (("verifier_mean", "verifier_weakest", "checkable_mean", "set_aside_share", "nothing_checkable",
-           "specifics_supported", "bigram_support"), True),
-    "D": (("verifier_mean", "verifier_weakest", "learned_checkable_mean", "learned_set_aside_share",
-           "learned_nothing_checkable", "specifics_supported"), False),
-    "E": (("verifier_mean", "verifier_weakest", "learned_checkable_mean", "learned_set_aside_share",
-           "learned_nothing_checkable", "specifics_supported", "bigram_support"), True),
-}
-#: Round 6: E's inputs and fit, gated by the weakest checkable claim (the learned classifier's) instead.
-CANDIDATES["F"] = (CANDIDATES["E"][0], "learned_checkable_weakest")
-#: Round 6's unread sets, and the dialogue sets whose faithful replies with talk it reads by kind.
-ROUND_SIX = ("dialogue-fifth", "summaries-second")
-TALKING = ("faithful_with_talk", "faithful_talk_only", "faithful_hedged")
-#: Round 7's unread sets: chat, and summaries in a news corpus's tokenised lower case.
-ROUND_SEVEN = ("dialogue-sixth", "summaries-third")
-
-
-def dialogue(which: str) -> tuple[list, list[int]]:
-    rows = load_dialogue(which)
-    return ([SingleTurnSample(user_input=r["user_input"], response=r["reply"], retrieved_contexts=[r["knowledge"]])
-             for r in rows], [int(r["label"]) for r in rows])
-
-
-def summaries(which: str) -> tuple[list, list[int]]:
-    rows = load_summaries(which)
-    return ([SingleTurnSample(response=r["summary"], retrieved_contexts=[r["article"]]) for r in rows],
-            [int(r["label"]) for r in rows])
-
-
-def contrastive(which: str) -> tuple[list, list[int]]:
-    rows = load_contrastive(which)
-    return ([SingleTurnSample(response=r["response"], retrieved_contexts=[r["evidence"]]) for r in rows],
-            [int(r["label"]) for r in rows])
-
-
-def begin_rest() -> tuple[list, list[int]]:
-    rest, _ = without_shipped_training(load_begin(parts=("cmu", "tc")))
-    return list(rest.dataset), [int(y) for y in rest.labels]
-
-
-def load_sets(names) -> dict[str, tuple[list, list[int]]]:
-    """The named sets (``READ``, ``UNREAD``, ``GUARDS`` and "made"), each loaded only when asked for."""
-    natural = {k: v for k, v in sets(None).items() if k != "contrastive"}  # the whole of SummEval
-    loaders = {f"dialogue-{w}": (lambda w=w: dialogue(w)) for w in DIALOGUE_SETS} | {
-        f"summaries-{w}": (lambda w=w: summaries(w)) for w in SUMMARY_SETS} | {"begin-cmu-tc": begin_rest} | {f"contrastive-{w}": (lambda w=w: contrastive(w)) for w in CONTRASTIVE_SETS}
-    data = {name: natural[name] if name in natural else loaders[name]() for name in names if name != "made"}
-    if "made" in names:  # a copy with one fact changed of each faithful reply of the read sets, label 0
-        made = []
-        for name in READ:
-            samples, labels = data[name] if name in data else natural.get(name) or loaders[name]()
-            made += made_pairs(samples, labels, range(len(samples)))
-        data["made"] = (made, [0] * len(made))
-    return data
-
-
-def signals(samples) -> np.ndarray:
-    judges = [FaithfulnessWithVerifier(),
-              FaithfulnessWithVerifier(claims="checkable", unclaimed_score=1.0),
-              FaithfulnessWithVerifier(claims="checkable-learned", unclaimed_score=1.0)]
-    rows = []
-    for sample in samples:
-        a, *talk = [judge.score(sample) for judge in judges]
-        row = [a.mean_probability, a.weakest]
-        for b in talk:
-            aside = len(b.get("set_aside") or [])
-            row += [b.mean_probability, aside / max(aside + len(b.get("claims") or []), 1),
-                    float(bool(b.get("nothing_checkable")))]
-        rows.append(row + [talk[-1].weakest])
-    rows = np.asarray(rows, float)
-    return np.column_stack([rows[:, :-1], feature_matrix(CHEAP, samples), rows[:, -1:]])
-
-
-def cached_signals(out: Path, data: dict, names) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    found = {}
-    for name in names:
-        path = out / "signals" / f"{name}.npz"
-        samples, labels = data[name]
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(path, x=signals(samples), y=np.asarray(labels))
-            print(f"{name}: {len(samples)} replies", flush=True)
-        loaded = np.load(path)
-        found[name] = (loaded["x"], loaded["y"])
-    return found
-
-
-def fit(candidate: str, parts: list[tuple[np.ndarray, np.ndarray]]):
-    inputs, gated = CANDIDATES[candidate]
-    at = [COLUMNS.index(i) for i in inputs]
-    x = np.vstack([p[0][:, at] for p in parts])
-    y = np.concatenate([p[1] for p in parts])
-    weights = np.concatenate([np.full(len(p[1]), len(y) / (len(p[1]) * len(parts))) for p in parts])
-    scaler = StandardScaler().fit(x)
-    model = LogisticRegression(C=1.0, max_iter=2000).fit(scaler.transform(x), y, sample_weight=weights)
-    weakest = COLUMNS.index(gated if isinstance(gated, str) else "verifier_weakest")
-
-    def score(xs: np.ndarray) -> np.ndarray:
-        p = model.predict_proba(scaler.transform(xs[:, at]))[:, 1]
-        return p * np.minimum(1.0, xs[:, weakest] / 0.5) if gated else p
-
-    score.shipped = {"inputs": list(inputs), "mean": scaler.mean_.tolist(), "scale": scaler.scale_.tolist(),
-                     "coef": model.coef_[0].tolist(), "intercept": float(model.intercept_[0]),
-                     "gate": f"{COLUMNS[weakest]} / 0.5" if gated else None}
-    return score, dict(zip(inputs, model.coef_[0].round(3).tolist()))
-
-
-def bar(x: np.ndarray, y: np.ndarray) -> tuple[float, str]:
-    """The best of the verifier mean and every cheap signal on a set: the bar a combination must clear."""
-    named = {c: roc_auc(y, x[:, COLUMNS.index(c)]) for c in ("verifier_mean", *CHEAP)}
-    best = max(named, key=lambda c: named[c])
-    return named[best], best
 
 
 def choose(found: dict) -> None:
@@ -179,7 +57,7 @@ def choose(found: dict) -> None:
           "fit on all read |\n|---|" + "---:|" * (len(READ) + 2))
     verifier_guard = np.mean([roc_auc(found[g][1], found[g][0][:, 0]) for g in GUARDS[1:]])
     kept = {}
-    for candidate in CANDIDATES:
+    for candidate in "ABCDE":  # round 5's candidates (F came in round 6)
         cells, over = [], []
         for left in READ:
             score, _ = fit(candidate, [found[s] for s in READ if s != left] + [found["made"]])
@@ -211,11 +89,11 @@ def main(argv: list[str] | None = None) -> int:
                         "judges/lm/weights/faithfulness-combination.json)")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    if args.talk_weights:  # every judge built here asks judges.lm.talk for its classifier
-        import judges.lm.talk as talk
+    if args.talk_weights:  # every judge built here takes its classifier from judges.metrics.rag.claims
+        import judges.metrics.rag.claims as claims
 
-        chosen = talk.TalkClassifier(args.talk_weights)
-        talk.shipped_talk_classifier = lambda: chosen
+        chosen = TalkClassifier(args.talk_weights)
+        claims.shipped_talk_classifier = lambda: chosen
     if args.step == "news":
         return round_seven(out, args.talk_weights)
     if args.step == "signals":
@@ -223,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         cached_signals(out, load_sets(names), names)
         return 0
     if args.step == "report":
-        names = [*READ, "made", *GUARDS, *UNREAD, *ROUND_SIX]
+        names = [*READ, "made", *GUARDS, *UNREAD, *ROUND_SIX, *ROUND_SEVEN]
         return report(cached_signals(out, load_sets(names), names), args.candidate or "F")
     if args.step == "gate":
         names = [*READ, "made", *GUARDS, "dialogue-third", "dialogue-fourth", *ROUND_SIX]
@@ -275,7 +153,7 @@ def report(found: dict, candidate: str) -> int:
 
     print(f"| never fitted on | {candidate} | verifier mean | best cheap signal |\n|---|---:|---:|---|")
     shipped, _ = fit(candidate, [found[s] for s in READ] + [found["made"]])
-    for name in (*UNREAD, *ROUND_SIX, "begin-cmu-tc"):
+    for name in (*UNREAD, *ROUND_SIX, *ROUND_SEVEN, "begin-cmu-tc"):
         print(row(name, shipped))
     print(f"\n| test half left out of the fit | {candidate} | verifier mean | best cheap signal |\n|---|---:|---:|---|")
     for name in READ:
@@ -288,6 +166,18 @@ def report(found: dict, candidate: str) -> int:
     for name in READ:
         score, _ = fit(candidate, [found[s] for s in READ if s != name] + [found["made"]])
         print(row(name, score))
+    from verifier_swaps import pairs_table
+
+    print("\n| distractor set, arrangement | shipped file: ROC-AUC, lifted | verifier mean: ROC-AUC, lifted |\n|---|---|---|")
+    judges = {"shipped": FaithfulnessWithVerifier(), "mean": FaithfulnessWithVerifier(aggregate="mean")}
+    for which in sorted(DISTRACTOR_SETS):
+        tables = {k: pairs_table(j, load_distractors(which), {
+            "alone": lambda it: [it["evidence"]],
+            "one passage": lambda it: [" ".join([it["distractors"][0], it["evidence"], *it["distractors"][1:]])],
+            "four contexts": lambda it: [it["evidence"], *it["distractors"]]}) for k, j in judges.items()}
+        for arrangement in tables["mean"]:
+            print(f"| {which}, {arrangement} | " + " | ".join(
+                f"{tables[k][arrangement]['roc_auc']:.4f}, {tables[k][arrangement]['lifted']}" for k in judges) + " |")
     return 0
 
 
@@ -297,13 +187,13 @@ def round_seven(out: Path, talk_weights: str | None) -> int:
     signals in runs/combination_round6)."""
     if not talk_weights:
         raise SystemExit("news needs --talk-weights (the refitted classifier)")
-    import judges.lm.talk as talk
+    import judges.metrics.rag.claims as claims
 
     names = [*READ, "made", *GUARDS, *ROUND_SEVEN]
     data = load_sets(names)
     new = cached_signals(out, data, names)
-    shipped = talk.TalkClassifier()
-    talk.shipped_talk_classifier = lambda: shipped  # F's inputs: the shipped classifier's
+    shipped = TalkClassifier()
+    claims.shipped_talk_classifier = lambda: shipped  # F's inputs: the shipped classifier's
     old = cached_signals(Path("runs/combination_round6"), data, names)
     scores = {}
     for label, found in (("F", old), ("G", new)):
@@ -321,7 +211,7 @@ def round_seven(out: Path, talk_weights: str | None) -> int:
     test = load_units("test")
     truth = np.array([r["checkable"] for r in test], dtype=bool)
     accuracy = {label: float(np.mean(classifier.checkable([r["sentence"] for r in test]) == truth))
-                for label, classifier in (("F", talk.TalkClassifier()), ("G", talk.TalkClassifier(talk_weights)))}
+                for label, classifier in (("F", shipped), ("G", TalkClassifier(talk_weights)))}
     shown = (*ROUND_SEVEN, "summeval test half", *GUARDS)
     print("| | " + " | ".join(shown) + " | units_test accuracy |\n|---|" + "---:|" * (len(shown) + 1))
     print("| verifier mean | " + " | ".join(f"{mean[n]:.4f}" if n in mean else "" for n in shown) + " | |")

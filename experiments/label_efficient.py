@@ -23,6 +23,7 @@ bootstrap 95% CI of each recipe minus the best cheap signal. The decision rules 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -39,6 +40,9 @@ from calibration.fitting.heldout import compare_on_heldout  # noqa: E402
 from calibration.verifier.contrastive import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import EvaluationDataset, FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
+
+#: The judge as it shipped when this trial ran: the verifier's mean over sentences (the combination came later).
+MEAN_JUDGE = functools.partial(FaithfulnessWithVerifier, aggregate="mean")
 from verifier_agreement import halves, sets  # noqa: E402
 
 RECIPES = {
@@ -91,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                     options = RECIPES[recipe]
                     clock = time.perf_counter()
                     compiled, run = compare_on_heldout(
-                        FaithfulnessWithVerifier, train, test, calibrator="stacked", seed=draw, progress=False,
+                        MEAN_JUDGE, train, test, calibrator="stacked", seed=draw, progress=False,
                         n_bootstrap=1, optimizers=[None] if options is None else ["finetune"], **(options or {}))
                     seconds = time.perf_counter() - clock
                     y = np.asarray(run.labels) >= 0.5

@@ -33,7 +33,7 @@ from judges.data.claim_units import claim_units  # noqa: E402
 from judges.lm.talk import shipped_talk_classifier  # noqa: E402
 from verifier_agreement import halves, sets  # noqa: E402
 
-VARIANTS = {"sentences": {}, "checkable": {"claims": "checkable", "unclaimed_score": 1.0},
+VARIANTS = {"sentences": {"aggregate": "mean"}, "checkable": {"claims": "checkable", "unclaimed_score": 1.0},
             "checkable-learned": {"claims": "checkable-learned", "unclaimed_score": 1.0}}
 
 

@@ -6,7 +6,7 @@ without costing the other sets? Printed as tables; the decision by the rule in d
     .venv/bin/python experiments/verifier_swaps.py --candidate names --swap-set second --dialogue   # round 2
     .venv/bin/python experiments/verifier_swaps.py --summeval-limit 80
 
-Each way (``check_swaps`` off, as shipped, and on) scores with ``FaithfulnessWithVerifier()`` (the mean over
+Each way (``check_swaps`` off, as shipped, and on) scores with ``FaithfulnessWithVerifier(aggregate="mean")`` (the mean over
 a claim's sentences):
   - the swap set (``calibration/verifier/sets/swaps.jsonl``, SWAPS.md): each contradicted and supported
     claim against the evidence alone, and against one passage "distractor, evidence" (the distractor is a
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         agreement["dialogue-fresh"] = ([SingleTurnSample(user_input=r["user_input"], response=r["reply"],
                                                          retrieved_contexts=[r["knowledge"]]) for r in fresh],
                                        [int(r["label"]) for r in fresh])
-    verifier, judge = resolve_verifier(None), FaithfulnessWithVerifier()
+    verifier, judge = resolve_verifier(None), FaithfulnessWithVerifier(aggregate="mean")
     results: dict[str, dict] = {}
     for way in ("shipped", "check_swaps"):
         verifier.check_swaps = CANDIDATES[args.candidate] if way == "check_swaps" else False

@@ -139,7 +139,7 @@ def test_factual_correctness_gives_unclaimed_score_to_the_share_over_no_claim():
 
 @pytest.mark.parametrize("cls", CLAIM_JUDGES)
 def test_the_policy_is_checked_up_front_naming_the_metric_and_the_field(cls):
-    with pytest.raises(ValueError, match=rf"^{cls().name}: fallback_claims='words' is not one of \['sentences', 'checkable'\]"):
+    with pytest.raises(ValueError, match=rf"^{cls().name}: fallback_claims='words' is not one of \['sentences', 'checkable', 'checkable-learned'\]"):
         cls(fallback_claims="words")
     for bad in (1.5, -0.1, True, "0.5"):
         with pytest.raises(ValueError, match=rf"^{cls().name}: unclaimed_score must be in \[0, 1\]"):

@@ -563,7 +563,7 @@ def test_agreement_measures_several_judges_in_one_table_and_compares_every_pair(
                 "--out", str(tmp_path / "v")]
     assert main(variants) == 0  # each variant's row names the setting that tells it apart
     printed = capsys.readouterr().out
-    assert "faithfulness_with_verifier (aggregate='mean')" in printed
+    assert "faithfulness_with_verifier (aggregate='combined')" in printed
     assert "faithfulness_with_verifier (aggregate='share')" in printed
     assert main(["agreement", str(data), str(data), "--judge", "novel_bigram_support", "--no-mlflow"]) == 2
     assert "give only the labelled DATA" in capsys.readouterr().err

@@ -81,10 +81,10 @@ def test_checkable_learned_is_a_claim_source_checked_up_front():
 
 
 def test_the_llm_judges_fall_back_to_the_learned_units(monkeypatch, tmp_path):
-    import judges.lm.talk as talk
+    import judges.metrics.rag.claims as claims
 
     classifier = TalkClassifier(weights_file(tmp_path, [-4.0, 3.0, 0.0, 1.0], intercept=-0.5), embeddings=fake_embedder())
-    monkeypatch.setattr(talk, "shipped_talk_classifier", lambda: classifier)
+    monkeypatch.setattr(claims, "shipped_talk_classifier", lambda: classifier)
     lm = WordLM()
     judge = Faithfulness(lm=lm.lm, fallback_claims="checkable-learned")
     result = judge.score(SingleTurnSample(user_input="q", response="Oh wow, so cool! The Eiffel Tower was finished in 1889.",
@@ -92,12 +92,15 @@ def test_the_llm_judges_fall_back_to_the_learned_units(monkeypatch, tmp_path):
     assert result.claims_source == "checkable-learned"
     assert result.set_aside == [{"sentence": "Oh wow, so cool!", "kind": "backchannel"}]
     assert lm.verified == [["The Eiffel Tower was finished in 1889."]] and result.score == 1.0
+    # A run file names the classifier's weights, so it refuses to resume with other ones.
+    assert judge.model_identity()["talk_classifier"].startswith("sha256:")
+    assert "talk_classifier" not in Faithfulness(lm=lm.lm, fallback_claims="checkable").model_identity()
 
 
 @pytest.mark.integration
 def test_the_shipped_weights_load_and_tell_fresh_talk_from_a_fact():
     manifest = json.loads(TALK_WEIGHTS.read_text(encoding="utf-8"))
-    assert manifest["trained_on"]["file"] == "units_train.jsonl" and len(manifest["coef"]) == 385
+    assert manifest["trained_on"][0]["file"] == "units_train.jsonl" and len(manifest["coef"]) == 385
     classifier = TalkClassifier()
     found = classifier.checkable(["Oh no, poor little thing!", "Have you ever tried it?",
                                   "The bridge is over two kilometres long.", "It was finished in 1889."])

@@ -447,7 +447,7 @@ def test_a_claim_the_evidence_says_the_other_way_round_is_checked_against_its_op
 
 
 def test_the_metric_scores_sentences_without_an_lm_and_names_the_failed_claim():
-    metric = FaithfulnessWithVerifier()
+    metric = FaithfulnessWithVerifier(aggregate="mean")
     assert FaithfulnesswithHHEM is FaithfulnessWithVerifier and not metric.needs_lm
     sample = SingleTurnSample(response="The Eiffel Tower was completed in 1889. It is 950 metres tall.",
                               retrieved_contexts=[EVIDENCE])
@@ -480,9 +480,42 @@ def test_a_judge_saved_before_aggregate_existed_loads_scoring_as_it_was_saved():
     del body["judge"]["params"]["aggregate"]
     body["checksum"] = checksum({k: v for k, v in body.items() if k != "checksum"})
     assert CompiledJudge.from_dict(body).judge.aggregate == "share"
-    assert FaithfulnessWithVerifier().aggregate == "mean"
+    assert FaithfulnessWithVerifier().aggregate == "combined"  # None resolves where the combination fits
     assert checked_params(FaithfulnessWithVerifier, {"threshold": 0.7}) == {"aggregate": "share", "unclaimed_score": 0.0,
                                                                          "threshold": 0.7}
+
+
+def test_the_default_score_is_the_shipped_combination_of_named_inputs():
+    """The combination's formula, read from its file by hand; the raw aggregates stay available by name."""
+    from judges.metrics.rag.verified import COMBINATION, shipped_combination
+
+    metric = FaithfulnessWithVerifier()
+    sample = SingleTurnSample(user_input="Is it old?", response="Oh wow, so cool! The Eiffel Tower was completed in "
+                              "1889. It is 950 metres tall.", retrieved_contexts=[EVIDENCE])
+    result = metric.score(sample)
+    shipped = json.loads(COMBINATION.read_text(encoding="utf-8"))
+    inputs = result.combination
+    assert set(shipped["inputs"]) <= set(inputs)
+    assert inputs["verifier_mean"] == result.mean_probability and inputs["verifier_weakest"] == result.weakest
+    # "950" is not in the evidence; "Eiffel Tower" and "1889" are.
+    assert inputs["learned_set_aside_share"] == pytest.approx(1 / 3) and inputs["specifics_supported"] == pytest.approx(2 / 3)
+    z = sum(c * (inputs[n] - m) / s for n, m, s, c in zip(shipped["inputs"], shipped["mean"], shipped["scale"],
+                                                           shipped["coef"])) + shipped["intercept"]
+    gate = min(1.0, inputs[shipped["gate"].split(" / ")[0]] / 0.5) if shipped["gate"] else 1.0
+    assert result.score == pytest.approx(gate / (1 + np.exp(-z)))
+    assert result.set_aside == [{"sentence": "Oh wow, so cool!", "kind": "backchannel"}]
+    text = metric.feedback(result)
+    assert "(combined: verifier mean" in text and "'It is 950 metres tall.'" in text
+    assert "read as talk, not capping the score: 'Oh wow, so cool!' (backchannel)" in text
+    assert metric.model_identity()["combination"] == "sha256:" + shipped_combination()["sha256"]
+    assert "combination" not in FaithfulnessWithVerifier(aggregate="mean").model_identity()
+    assert FaithfulnessWithVerifier(aggregate="mean").score(sample).score == result.mean_probability
+    # Fitted on the shipped verifier over the sentences: elsewhere the mean is the score, and "combined" is refused.
+    assert FaithfulnessWithVerifier(claims="checkable").aggregate == "mean"
+    assert FaithfulnessWithVerifier(verifier="/models/hhem").aggregate == "mean"
+    for bad in ({"claims": "lm"}, {"verifier": "/models/hhem"}):
+        with pytest.raises(ValueError, match="faithfulness_with_verifier: aggregate='combined' needs claims='sentences'"):
+            FaithfulnessWithVerifier(aggregate="combined", **bad)
 
 
 def test_text_out_of_the_verifiers_language_is_flagged_or_goes_to_the_multilingual_model(tmp_path):
@@ -493,6 +526,7 @@ def test_text_out_of_the_verifiers_language_is_flagged_or_goes_to_the_multilingu
     folder = tiny_folder(tmp_path / "multilingual")
     switched = FaithfulnessWithVerifier(multilingual_verifier=str(folder)).score(sample)
     assert switched.verifier == "multilingual" and not switched.get("undefined_reason")
+    assert not switched.get("combination") and switched.score == switched.mean_probability  # fitted on English
     english = FaithfulnessWithVerifier(multilingual_verifier=str(folder)).score(
         {"response": "It was completed in 1889.", "retrieved_contexts": [EVIDENCE]})
     assert english.verifier == "groundedness-minilm"
@@ -901,7 +935,13 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     assert metric_config(ResponseGroundedness(verifier="embedded"))["models"] == {"verifier": shipped}  # no LM
     from calibration.fitting.compiled import CompiledJudge
 
-    assert metric_config(CompiledJudge(FaithfulnessWithVerifier()))["models"] == {"verifier": shipped}
+    from judges.lm.talk import talk_identity
+    from judges.metrics.rag.verified import shipped_combination
+
+    # The default score is the shipped combination, which reads the talk classifier: both are named too.
+    around = {"combination": "sha256:" + shipped_combination()["sha256"], "talk_classifier": talk_identity()}
+    assert metric_config(CompiledJudge(FaithfulnessWithVerifier()))["models"] == {"verifier": shipped} | around
+    assert metric_config(FaithfulnessWithVerifier(aggregate="mean"))["models"] == {"verifier": shipped}
 
     folder = tiny_folder(tmp_path / "mine")
     first = verifier_identity(str(folder))["weights"]
@@ -911,7 +951,7 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     with pytest.raises(VerifierError, match="no config.json"):
         verifier_identity(str(tmp_path))
     both = FaithfulnessWithVerifier(multilingual_verifier=str(folder))
-    assert set(metric_config(both)["models"]) == {"verifier", "multilingual_verifier"}
+    assert set(metric_config(both)["models"]) == {"verifier", "multilingual_verifier", "combination", "talk_classifier"}
 
     metric, path = FaithfulnessWithVerifier(), tmp_path / "run.jsonl"
     with RunFile(path, run_header(["a"], [metric.name], [metric])):
@@ -1016,7 +1056,11 @@ def test_files_saved_before_the_verifier_moved_still_resume_and_load(tmp_path, m
     run = tmp_path / "run.jsonl"
     shutil.copy(data / "run_before_the_move.jsonl", run)
     monkeypatch.setattr(Moved, "support", lambda *a, **k: pytest.fail("a resumed run scored again"))
-    result = evaluate(samples, [FaithfulnessWithVerifier(), ExactMatch()], run_file=run)
+    # The file was scored by the mean, the default then: it resumes with the mean, and is refused with the
+    # combination, the default since (a run never mixes the two kinds of score).
+    with pytest.raises(ValueError, match=r"settings\.aggregate: \"mean\" in the file, \"combined\" now"):
+        evaluate(samples, [FaithfulnessWithVerifier(), ExactMatch()], run_file=run)
+    result = evaluate(samples, [FaithfulnessWithVerifier(aggregate="mean"), ExactMatch()], run_file=run)
     assert result.summary()["faithfulness_with_verifier"]["mean"] == pytest.approx(0.6238380973854895)
     monkeypatch.undo()
     from calibration.fitting.compiled import CompiledJudge

@@ -244,4 +244,6 @@ def finetune_verifier(judge: Any, data: LabelledSet, targets: np.ndarray, *, out
                           f"the shipped one on {len(held)} items ({what})")
     report["folder"] = str(folder)  # absolute: the judge loads from any working directory
     params = {**judge.get_params(), "verifier": str(folder)}
+    if params.get("aggregate") == "combined":  # fitted on the shipped verifier: a fine-tuned one scores the mean
+        params["aggregate"] = None
     return FaithfulnessWithVerifier(**params, lm=judge.judge_lm, adapter=judge.judge_adapter), report

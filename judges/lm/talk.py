@@ -15,6 +15,7 @@ Owns: loading the weights and scoring sentences. Must not split replies (``claim
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,12 @@ class TalkClassifier:
 
     def checkable(self, sentences: list[str]) -> np.ndarray:
         return self.probability(sentences) >= self.threshold
+
+
+@functools.lru_cache(maxsize=1)
+def talk_identity() -> str:
+    """What a run file records of the shipped classifier: its weights' SHA-256."""
+    return "sha256:" + hashlib.sha256(TALK_WEIGHTS.read_bytes()).hexdigest()
 
 
 @functools.lru_cache(maxsize=2)

@@ -32,6 +32,7 @@ from judges.data.contrasts import contrasts
 from judges.data.language import split_sentences
 from judges.lm.embeddings import resolve_embedder
 from judges.lm.schemas import output_constraints
+from judges.lm.talk import shipped_talk_classifier, talk_identity
 from judges.lm.verifier.units import best_sentence
 from judges.metrics.base import Judge
 from judges.metrics.logprobs import verdict_probabilities
@@ -122,8 +123,6 @@ def units_checked(text: str, source: str) -> tuple[list[str], list[dict[str, str
     """``checkable_claims`` of ``text`` with talk decided as ``source`` (``CHECKABLE_SOURCES``) says: by the
     rules, or by the shipped talk classifier (``judges.lm.talk``)."""
     if source == "checkable-learned":
-        from judges.lm.talk import shipped_talk_classifier
-
         return checkable_claims(text, shipped_talk_classifier().checkable)
     return checkable_claims(text)
 
@@ -168,6 +167,14 @@ class ClaimJudge(Judge):
         self.unclaimed_score = checked_unclaimed_score(self.name, unclaimed_score)
         self.extract_claims = dspy.Predict(ExtractClaims)
         self.verify = dspy.Predict(VerifyClaims)
+
+    def model_identity(self) -> dict[str, Any]:
+        """The learned talk classifier's weights, when the fallback uses it (a run file then refuses to resume
+        with other weights)."""
+        identity = super().model_identity()
+        if self.fallback_claims == "checkable-learned":
+            identity["talk_classifier"] = talk_identity()
+        return identity
 
     def claims_of(self, text: str, question: str | None = None) -> Claims:
         sentences = split_sentences(text)

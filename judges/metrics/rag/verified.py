@@ -1,6 +1,7 @@
 """Faithfulness checked by a trained verifier instead of an LM's verdicts (Ragas: ``FaithfulnesswithHHEM``).
 
-    FaithfulnessWithVerifier().score(sample)                    # response sentences, the shipped verifier
+    FaithfulnessWithVerifier().score(sample)                    # the shipped combination over the verifier's signals
+    FaithfulnessWithVerifier(aggregate="mean").score(sample)    # the verifier's mean over the sentences, raw
     FaithfulnessWithVerifier(claims="lm", lm="openai/gpt-4o-mini")   # claims from the LM's extract_claims step
     FaithfulnessWithVerifier(verifier="/models/hhem", supported_label="consistent")
 
@@ -13,17 +14,24 @@ evidence chunk (``judges.lm.verifier``); P >= ``threshold`` counts as supported.
 a response with nothing checkable scores ``unclaimed_score`` (``nothing_checkable`` says so), and the result
 lists what was set aside and why (``set_aside``).
 
-    score              by ``aggregate``: "mean" (the default) the mean claim probability, that is the expected
-                       share of supported claims (AlignScore's and SummaC's aggregation); "share" supported
-                       claims / claims (Ragas's formula); "weakest" the lowest claim probability
+    score              by ``aggregate``: "combined" (the default where it fits: sentence claims and the shipped
+                       verifier) the shipped combination's probability; "mean" (the default elsewhere) the mean
+                       claim probability, that is the expected share of supported claims (AlignScore's and
+                       SummaC's aggregation); "share" supported claims / claims (Ragas's formula); "weakest"
+                       the lowest claim probability
+    combination        with "combined": its inputs, by name (below)
     supported_share    supported claims / claims, whatever ``aggregate`` is
     weakest            the lowest claim probability (one invented sentence among grounded ones shows here)
     mean_probability   the mean claim probability
 
-Why the mean by default: a response has one or two sentences in dialogue, so the thresholded share takes
-two or three values and ranks poorly against people's labels. The mean was chosen over the share and the
-weakest claim on the train halves of the agreement table's sets (docs/verifier-log.md, "The mean as the
-metric's score").
+The combination (``COMBINATION``, a logistic model fitted on public labels only: BEGIN WoW, Q2, SummEval and
+a dialogue set written for the project, plus made contrast pairs) reads the verifier's mean and weakest claim
+over the sentences; its mean over the units a learned classifier keeps as checkable (``judges.lm.talk``), the
+share it sets aside and whether nothing was checkable; the share of the response's names and numbers found in
+the contexts; and of its word pairs. Its probability is capped by the weakest claim the classifier keeps (times
+min(1, P / 0.5)), so that overlap cannot lift a claim the verifier rejects, while talk does not cap it. Why it is
+the default, and where it loses, is in docs/verifier.md; how it was chosen and decided is in
+docs/verifier-log.md ("A shipped combination", rounds 5 to 7).
 
 Language: the shipped verifier knows English only. On a response or evidence in another language
 (``judges.data.language.detect_language``) ``multilingual_verifier`` scores it when given; without one the
@@ -34,12 +42,19 @@ Owns: the metric. Must not load models itself (``judges.lm.verifier.resolve_veri
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
+import math
+from pathlib import Path
 from typing import Any, ClassVar
 
 import dspy
 
 from judges.data.language import detect_language, split_sentences
-from judges.lm.verifier import Verifier, resolve_verifier, verifier_identity
+from judges.lm.talk import talk_identity
+from judges.lm.verifier import EMBEDDED_INT8, Verifier, resolve_verifier, verifier_identity
+from judges.metrics.grounding import novel_bigrams, supported_specifics
 from judges.metrics.base import Judge
 from judges.metrics.rag.claims import (
     CHECKABLE_SOURCES,
@@ -157,12 +172,34 @@ def unsupported_feedback(verdicts: list[dict[str, Any]]) -> str:
 #: Where FaithfulnessWithVerifier's claims come from (see the module docstring).
 CLAIM_SOURCES = ("sentences", "checkable", "checkable-learned", "lm")
 #: How FaithfulnessWithVerifier makes one score of its claims' probabilities (see the module docstring).
-AGGREGATES = ("mean", "share", "weakest")
+AGGREGATES = ("combined", "mean", "share", "weakest")
+#: The shipped combination (``aggregate="combined"``): its inputs, their standardisation, the logistic
+#: coefficients and the gate, fitted on public labels by experiments/combination_fresh.py.
+COMBINATION = Path(__file__).resolve().parents[2] / "lm" / "weights" / "faithfulness-combination.json"
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_combination() -> dict[str, Any]:
+    found = json.loads(COMBINATION.read_text(encoding="utf-8"))
+    return found | {"sha256": hashlib.sha256(COMBINATION.read_bytes()).hexdigest()}
+
+
+def combined_probability(inputs: dict[str, float], combination: dict[str, Any]) -> float:
+    """The combination's probability that the response is faithful: a logistic model over the standardised
+    inputs, times min(1, weakest claim / 0.5) when gated ("<input> / 0.5" names the weakest claim it reads), so
+    overlap cannot lift a claim the verifier rejects."""
+    z = sum(c * (inputs[name] - m) / s for name, m, s, c in zip(
+        combination["inputs"], combination["mean"], combination["scale"], combination["coef"]))
+    p = 1.0 / (1.0 + math.exp(-(z + combination["intercept"])))
+    gate = combination.get("gate")
+    return p * min(1.0, inputs[gate.split(" / ")[0]] / 0.5) if gate else p
 
 
 class FaithfulnessWithVerifier(VerifierStep, Judge):
-    """Expected share of the response's claims a trained verifier finds supported by the retrieved contexts
-    (``aggregate="share"``: the share at ``threshold``, Ragas's formula; ``"weakest"``: the weakest claim)."""
+    """How faithful the response is to the retrieved contexts, by a trained verifier: as built, the shipped
+    combination of its claims' probabilities, the talk it sets aside and two cheap signals (``aggregate=
+    "combined"``); ``"mean"`` the expected share of supported claims, ``"share"`` the share at ``threshold``
+    (Ragas's formula), ``"weakest"`` the weakest claim."""
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
     needs_verifier: ClassVar[bool] = True
@@ -172,17 +209,25 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
     saved_before: ClassVar[dict[str, Any]] = {"aggregate": "share", "unclaimed_score": 0.0}
 
     def __init__(self, *, verifier: str | None = None, supported_label: str | int | None = None,
-                 claims: str = "sentences", threshold: float = 0.5, aggregate: str = "mean",
+                 claims: str = "sentences", threshold: float = 0.5, aggregate: str | None = None,
                  multilingual_verifier: str | None = None, multilingual_supported_label: str | int | None = None,
                  unclaimed_score: float = 0.0, lm: Any = None, adapter: Any = None):
         super().__init__(lm=lm, adapter=adapter)
         if claims not in CLAIM_SOURCES:
             raise ValueError(f"faithfulness_with_verifier: claims={claims!r} is not one of {list(CLAIM_SOURCES)}")
         self.unclaimed_score = checked_unclaimed_score("faithfulness_with_verifier", unclaimed_score)
-        if aggregate not in AGGREGATES:
+        if aggregate is not None and aggregate not in AGGREGATES:
             raise ValueError(f"faithfulness_with_verifier: aggregate={aggregate!r} is not one of {list(AGGREGATES)}")
-        self.aggregate = aggregate
         self._set_verifier(verifier, supported_label, threshold, multilingual_verifier, multilingual_supported_label)
+        # The combination was fitted on the shipped verifier's probabilities of the response's sentences.
+        fits = claims == "sentences" and verifier in (None, "embedded", EMBEDDED_INT8)
+        if aggregate == "combined" and not fits:
+            raise ValueError(f"faithfulness_with_verifier: aggregate='combined' needs claims='sentences' and the "
+                             f"shipped verifier (got claims={claims!r}, verifier={verifier!r}); choose 'mean', "
+                             "'share' or 'weakest'")
+        #: What the score is: ``aggregate`` as given, or for None the combination where it fits and the mean
+        #: elsewhere (kept resolved, so a saved judge and a run file name the score they hold).
+        self.aggregate = aggregate or ("combined" if fits else "mean")
         self.claims = claims
         self.needs_lm = claims == "lm"
         self.extract_claims = dspy.Predict(ExtractClaims)  # used with claims="lm" only
@@ -218,9 +263,40 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         checked = self.verify_claims(verifier, claims, retrieved_contexts)
         rows = checked["verdicts"]
         share = sum(r["supported"] for r in rows) / len(rows)
-        score = {"mean": checked["mean_probability"], "share": share, "weakest": checked["weakest"]}[self.aggregate]
+        if self.aggregate == "combined" and verifier is self.model():
+            inputs, set_aside = self.combination_inputs(verifier, response, retrieved_contexts, checked)
+            return dspy.Prediction(score=combined_probability(inputs, shipped_combination()), supported_share=share,
+                                   claims=claims, claims_source=source, set_aside=set_aside, combination=inputs,
+                                   **checked)
+        scoring = "mean" if self.aggregate == "combined" else self.aggregate  # another language's verifier: the mean
+        score = {"mean": checked["mean_probability"], "share": share, "weakest": checked["weakest"]}[scoring]
         return dspy.Prediction(score=score, supported_share=share, claims=claims, claims_source=source,
                                set_aside=set_aside, **checked)
+
+    def combination_inputs(self, verifier: Verifier, response: str, contexts: list[str], checked: dict[str, Any]
+                           ) -> tuple[dict[str, float], list[dict[str, str]]]:
+        """The combination's inputs (the names in its file) and the units its talk input set aside: the verifier
+        over the sentences (``checked``), over the checkable units the learned classifier keeps (1.0 when it
+        keeps none), and the share of the response's names and numbers, and of its word pairs, in the contexts."""
+        kept, set_aside = units_checked(response, "checkable-learned")
+        learned = self.verify_claims(verifier, kept, contexts) if kept else {"mean_probability": 1.0, "weakest": 1.0}
+        evidence = "\n".join(contexts)
+        found, missing = supported_specifics(response, evidence)
+        pairs, novel = novel_bigrams(response, evidence)
+        return {"verifier_mean": checked["mean_probability"], "verifier_weakest": checked["weakest"],
+                "learned_checkable_mean": learned["mean_probability"], "learned_checkable_weakest": learned["weakest"],
+                "learned_set_aside_share": len(set_aside) / max(len(set_aside) + len(kept), 1),
+                "learned_nothing_checkable": float(not kept),
+                "specifics_supported": len(found) / (len(found) + len(missing)) if found or missing else 1.0,
+                "bigram_support": 1.0 - len(novel) / pairs if pairs else 1.0}, set_aside
+
+    def model_identity(self) -> dict[str, Any]:
+        identity = super().model_identity()
+        if self.aggregate == "combined":  # a run file refuses to resume once the shipped combination changed
+            identity["combination"] = "sha256:" + shipped_combination()["sha256"]
+        if self.aggregate == "combined" or self.claims == "checkable-learned":
+            identity["talk_classifier"] = talk_identity()
+        return identity
 
     def feedback(self, result: dspy.Prediction) -> str:
         text = f"{self.name} = {result.score:.2f}"
@@ -230,7 +306,13 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         if result.get("nothing_checkable"):
             return text + unclaimed_feedback(self.unclaimed_score) + aside
         rows = result.verdicts
-        return (text + f" ({self.aggregate}; {sum(r['supported'] for r in rows)} of {len(rows)} claims at "
+        if result.get("combination"):
+            text += " (combined: " + ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in result.combination.items())
+            talk = " | ".join(f"{u['sentence']!r} ({u['kind']})" for u in result.get("set_aside") or [])
+            return (text + f"; {sum(r['supported'] for r in rows)} of {len(rows)} sentences at P >= {self.threshold:g})"
+                    + unsupported_feedback(rows) + (f"; read as talk, not capping the score: {talk}" if talk else ""))
+        scoring = "mean" if self.aggregate == "combined" else self.aggregate
+        return (text + f" ({scoring}; {sum(r['supported'] for r in rows)} of {len(rows)} claims at "
                 f"P >= {self.threshold:g})" + unsupported_feedback(rows) + f"; weakest claim P={result.weakest:.2f}"
                 + aside)
 
