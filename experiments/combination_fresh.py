@@ -225,12 +225,7 @@ def round_seven(out: Path, talk_weights: str | None) -> int:
         blocked.append("SummEval's test half: G not 0.01 above F")
     if accuracy["G"] < accuracy["F"] - 0.01 - 1e-9:  # 4 of 400 fewer is 0.01 exactly, not under the rule's floor
         blocked.append(f"units_test accuracy {accuracy['G']:.4f}, more than 0.01 under {accuracy['F']:.4f}")
-    sevens = [g for g in GUARDS if g.startswith("contrastive")]
-    for label, group in (("seven contrastive sets", sevens), ("contrastive-first", ["contrastive-first"]),
-                         ("begin-cmu-tc", ["begin-cmu-tc"])):
-        fall = float(np.mean([mean[n] - scores["G"][n] for n in group]))
-        if fall > 0.02:
-            blocked.append(f"{label}: G {fall:.4f} under the verifier mean")
+    blocked += guard_blocks(mean, scores["G"], "G")
     print(f"\nrule: G {'replaces' if not blocked else 'does not replace'} F"
           + ("" if not blocked else "; blocked by: " + "; ".join(blocked)))
     (out / "round_seven.json").write_text(json.dumps({"roc_auc": scores, "verifier_mean": mean, "accuracy": accuracy,
@@ -268,12 +263,7 @@ def round_six(found: dict, out: Path, write: str | None) -> int:
                if table[n]["F"] < table[n]["E"] - 0.005]
     if np.mean([table[n]["F"] for n in ROUND_SIX]) < np.mean([table[n]["E"] for n in ROUND_SIX]):
         blocked.append("F's mean over the unread sets is under E's")
-    sevens = [g for g in GUARDS if g.startswith("contrastive")]
-    for label, names in (("seven contrastive sets", sevens), ("contrastive-first", ["contrastive-first"]),
-                         ("begin-cmu-tc", ["begin-cmu-tc"])):
-        fall = float(np.mean([table[n]["verifier_mean"] - table[n]["F"] for n in names]))
-        if fall > 0.02:
-            blocked.append(f"{label}: F {fall:.4f} under the verifier mean")
+    blocked += guard_blocks({n: table[n]["verifier_mean"] for n in GUARDS}, {n: table[n]["F"] for n in GUARDS}, "F")
     if lift < 0.05:
         blocked.append(f"faithful replies with talk: F {lift:+.3f} over E, not +0.05")
     shipped = "E" if blocked else "F"
@@ -306,13 +296,22 @@ def round_five(table: dict) -> tuple[list[str], list[str]]:
             blocked.append(f"{name}: {row['combined']:.4f}, not 0.005 above the verifier mean {row['verifier_mean']:.4f}")
         target += [f"{name}: under {c} by {row[c] - row['combined']:.4f}" for c in CHEAP
                    if row["combined"] < row[c] - 0.005]
+    blocked += guard_blocks({n: table[n]["verifier_mean"] for n in GUARDS}, {n: table[n]["combined"] for n in GUARDS},
+                            "the combination")
+    return blocked, target
+
+
+def guard_blocks(mean: dict[str, float], candidate: dict[str, float], name: str) -> list[str]:
+    """Every round's guard: the seven contrastive sets' mean, the first set and BEGIN CMU + TC may each fall at
+    most 0.02 under the verifier mean (ROC-AUC by set name in ``mean`` and ``candidate``)."""
     sevens = [g for g in GUARDS if g.startswith("contrastive")]
+    blocked = []
     for label, names in (("the seven contrastive sets' mean", sevens), ("contrastive-first", ["contrastive-first"]),
                          ("begin-cmu-tc", ["begin-cmu-tc"])):
-        fall = float(np.mean([table[n]["verifier_mean"] - table[n]["combined"] for n in names]))
+        fall = float(np.mean([mean[n] - candidate[n] for n in names]))
         if fall > 0.02:
-            blocked.append(f"{label}: {fall:.4f} under the verifier mean")
-    return blocked, target
+            blocked.append(f"{label}: {name} {fall:.4f} under the verifier mean")
+    return blocked
 
 
 if __name__ == "__main__":
