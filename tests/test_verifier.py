@@ -513,8 +513,9 @@ def test_the_default_score_is_the_shipped_combination_of_named_inputs():
     # Fitted on the shipped verifier over the sentences: elsewhere the mean is the score, and "combined" is refused.
     assert FaithfulnessWithVerifier(claims="checkable").aggregate == "mean"
     assert FaithfulnessWithVerifier(verifier="/models/hhem").aggregate == "mean"
-    for bad in ({"claims": "lm"}, {"verifier": "/models/hhem"}):
-        with pytest.raises(ValueError, match="faithfulness_with_verifier: aggregate='combined' needs claims='sentences'"):
+    assert FaithfulnessWithVerifier(verifier="embedded-int8").aggregate == "mean"
+    for bad in ({"claims": "lm"}, {"verifier": "/models/hhem"}, {"verifier": "embedded-int8"}):
+        with pytest.raises(ValueError, match="faithfulness_with_verifier: aggregate='combined' needs claims='sentences' and the shipped float32"):
             FaithfulnessWithVerifier(aggregate="combined", **bad)
 
 

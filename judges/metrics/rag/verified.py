@@ -15,7 +15,7 @@ a response with nothing checkable scores ``unclaimed_score`` (``nothing_checkabl
 lists what was set aside and why (``set_aside``).
 
     score              by ``aggregate``: "combined" (the default where it fits: sentence claims and the shipped
-                       verifier) the shipped combination's probability; "mean" (the default elsewhere) the mean
+                       float32 verifier) the shipped combination's probability; "mean" (the default elsewhere) the mean
                        claim probability, that is the expected share of supported claims (AlignScore's and
                        SummaC's aggregation); "share" supported claims / claims (Ragas's formula); "weakest"
                        the lowest claim probability
@@ -53,7 +53,7 @@ import dspy
 
 from judges.data.language import detect_language, split_sentences
 from judges.lm.talk import talk_identity
-from judges.lm.verifier import EMBEDDED_INT8, Verifier, resolve_verifier, verifier_identity
+from judges.lm.verifier import Verifier, resolve_verifier, verifier_identity
 from judges.metrics.grounding import novel_bigrams, supported_specifics
 from judges.metrics.base import Judge
 from judges.metrics.rag.claims import (
@@ -219,11 +219,12 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         if aggregate is not None and aggregate not in AGGREGATES:
             raise ValueError(f"faithfulness_with_verifier: aggregate={aggregate!r} is not one of {list(AGGREGATES)}")
         self._set_verifier(verifier, supported_label, threshold, multilingual_verifier, multilingual_supported_label)
-        # The combination was fitted on the shipped verifier's probabilities of the response's sentences.
-        fits = claims == "sentences" and verifier in (None, "embedded", EMBEDDED_INT8)
+        # The combination was fitted on the shipped float32 verifier's probabilities of the response's sentences
+        # (int8 moves a probability by up to 0.64).
+        fits = claims == "sentences" and verifier in (None, "embedded")
         if aggregate == "combined" and not fits:
             raise ValueError(f"faithfulness_with_verifier: aggregate='combined' needs claims='sentences' and the "
-                             f"shipped verifier (got claims={claims!r}, verifier={verifier!r}); choose 'mean', "
+                             f"shipped float32 verifier (got claims={claims!r}, verifier={verifier!r}); choose 'mean', "
                              "'share' or 'weakest'")
         #: What the score is: ``aggregate`` as given, or for None the combination where it fits and the mean
         #: elsewhere (kept resolved, so a saved judge and a run file name the score they hold).
