@@ -510,6 +510,13 @@ def test_the_default_score_is_the_shipped_combination_of_named_inputs():
     assert metric.model_identity()["combination"] == "sha256:" + shipped_combination()["sha256"]
     assert "combination" not in FaithfulnessWithVerifier(aggregate="mean").model_identity()
     assert FaithfulnessWithVerifier(aggregate="mean").score(sample).score == result.mean_probability
+    # Talk has a low P of its own but does not cap the score; a changed fact does.
+    faithful = metric.score(SingleTurnSample(response="Oh wow, I love Paris! The Eiffel Tower was completed in 1889. "
+                                             "Have you been?", retrieved_contexts=[EVIDENCE]))
+    changed = metric.score(SingleTurnSample(response="The Eiffel Tower was completed in 1899.",
+                                            retrieved_contexts=[EVIDENCE]))
+    assert faithful.weakest < 0.5 <= faithful.combination["learned_checkable_weakest"]
+    assert faithful.score > changed.score
     # Fitted on the shipped verifier over the sentences: elsewhere the mean is the score, and "combined" is refused.
     assert FaithfulnessWithVerifier(claims="checkable").aggregate == "mean"
     assert FaithfulnessWithVerifier(verifier="/models/hhem").aggregate == "mean"
