@@ -67,11 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from judges.lm.embeddings import sentence_transformer_embedder
 
-    rows = [row for which in args.sets for row in load_units(which)]
-    weights = fit_talk_classifier(rows, sentence_transformer_embedder())
+    sets = {which: load_units(which) for which in args.sets}
+    weights = fit_talk_classifier([row for rows in sets.values() for row in rows], sentence_transformer_embedder())
     weights["trained_on"] = [{"file": UNIT_SETS[w], "sha256": hashlib.sha256(_set_file(w).read_bytes()).hexdigest(),
-                              "sentences": len(load_units(w)), "checkable": sum(r["checkable"] for r in load_units(w))}
-                             for w in args.sets]
+                              "sentences": len(rows), "checkable": sum(r["checkable"] for r in rows)}
+                             for w, rows in sets.items()]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(weights, indent=None) + "\n", encoding="utf-8")

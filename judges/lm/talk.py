@@ -84,7 +84,7 @@ def talk_identity() -> str:
     return "sha256:" + hashlib.sha256(TALK_WEIGHTS.read_bytes()).hexdigest()
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=1)
 def shipped_talk_classifier() -> TalkClassifier:
     """The shipped classifier on the embedded embedder, made once per process."""
     return TalkClassifier()
