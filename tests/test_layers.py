@@ -4,24 +4,31 @@ are read with ast (nothing is run); a lower floor importing a higher one fails t
 import sits (module top, inside a function, under TYPE_CHECKING)."""
 
 import ast
+import gc
 import re
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 
 def parse_source(text: str) -> ast.Module:
-    """``ast.parse`` in a fresh thread. In one full run CPython 3.11 failed here with "AST constructor recursion
-    depth mismatch", which it raises when the thread's recursion count is off; other tests in the same process
-    provoke RecursionErrors on purpose (deeply nested JSON). A new thread starts with a clean count."""
-    parsed: dict[str, ast.Module] = {}
-    thread = threading.Thread(target=lambda: parsed.setdefault("tree", ast.parse(text)))
-    thread.start()
-    thread.join()
-    return parsed["tree"]
+    """``ast.parse`` with garbage collection held off while it runs.
+
+    CPython 3.11 before 3.11.8 keeps the AST constructor's recursion count in state every thread shares
+    (gh-106905). The constructor runs no Python code, except when an allocation starts a collection: the
+    finalizers it calls may hand the GIL to a thread that parses too (3.11 formats a traceback's carets
+    with ``ast.parse``). That thread resets the shared count, and this parse then fails with
+    "AST constructor recursion depth mismatch" on a sound tree; a full run hit it twice. With collection
+    off, no other thread runs until the tree is built. Every other error is raised as it comes."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(text)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -339,3 +346,37 @@ def test_the_measurement_check_sees_what_it_looks_for(tmp_path):
         (tmp_path / package).mkdir()
     found = measurements_in_docstrings(tmp_path)
     assert found == ["judges/m.py:1 <module>: ['2026-11-27', 'ROC-AUC 0.94', '42 ms', '1.6x faster', 'P 0.44']"]
+
+
+class _ParsesWhenCollected:
+    """Cyclic garbage whose finalizer parses source, as a thread formatting a traceback would."""
+
+    def __init__(self):
+        self.cycle = self
+
+    def __del__(self):
+        ast.parse("x = [[[1]]]\n" * 50)
+
+
+def test_a_parse_survives_a_collection_that_parses_too():
+    """A collection inside the constructor that parses again (the race above, made deterministic in one thread)
+    does not break ``parse_source``; a plain ``ast.parse`` breaks on the interpreters that have the race."""
+    text = (ROOT / "judges" / "metrics" / "rag" / "claims.py").read_text(encoding="utf-8")
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)
+    try:
+        plain_failed = False
+        for _ in range(20):
+            [_ParsesWhenCollected() for _ in range(50)]
+            try:
+                ast.parse(text)
+            except SystemError as error:
+                plain_failed = "recursion depth mismatch" in str(error)
+                break
+        for _ in range(20):
+            [_ParsesWhenCollected() for _ in range(50)]
+            assert isinstance(parse_source(text), ast.Module)
+    finally:
+        gc.set_threshold(*threshold)
+        gc.collect()
+    assert plain_failed == ((3, 11) <= sys.version_info[:3] < (3, 11, 8))
