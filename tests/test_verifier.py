@@ -526,6 +526,24 @@ def test_the_default_score_is_the_shipped_combination_of_named_inputs():
             FaithfulnessWithVerifier(aggregate="combined", **bad)
 
 
+def test_the_combinations_word_signals_read_the_whole_evidence_or_only_the_verifiers_units():
+    """``words_read="units"``: the names, numbers and word pairs of a claim count as found only in the units the
+    verifier read it against, so a distractor context holding its wrong number does not lift it."""
+    metric = FaithfulnessWithVerifier()
+    claim = "The Eiffel Tower is 93 metres tall."
+    distractor = "The Statue of Liberty is 93 metres tall."
+    checked = {"verdicts": [{"claim": claim, "probability": 0.1, "chunk": EVIDENCE}], "weakest": 0.1,
+               "mean_probability": 0.1}
+    whole, _ = metric.combination_inputs(metric.model(), claim, [EVIDENCE, distractor], checked)
+    units, _ = metric.combination_inputs(metric.model(), claim, [EVIDENCE, distractor], checked, words_read="units")
+    assert whole["specifics_supported"] == 1.0 and units["specifics_supported"] == pytest.approx(1 / 2)
+    assert units["bigram_support"] < whole["bigram_support"] == 1.0
+    assert {k: v for k, v in units.items() if k not in ("specifics_supported", "bigram_support")} == {
+        k: v for k, v in whole.items() if k not in ("specifics_supported", "bigram_support")}
+    with pytest.raises(ValueError, match="combination's words_read='sentences' is not one of"):
+        metric.combination_inputs(metric.model(), claim, [EVIDENCE], checked, words_read="sentences")
+
+
 def test_text_out_of_the_verifiers_language_is_flagged_or_goes_to_the_multilingual_model(tmp_path):
     sample = SingleTurnSample(response="埃菲尔铁塔于1889年建成。", retrieved_contexts=["埃菲尔铁塔于1889年为巴黎世界博览会建成。"])
     assert detect_language(sample.response) == "zh"

@@ -176,6 +176,9 @@ AGGREGATES = ("combined", "mean", "share", "weakest")
 #: The shipped combination (``aggregate="combined"``): its inputs, their standardisation, the logistic
 #: coefficients and the gate, fitted on public labels by experiments/combination_fresh.py.
 COMBINATION = Path(__file__).resolve().parents[2] / "lm" / "weights" / "faithfulness-combination.json"
+#: What the combination's word signals (specifics supported, bigram support) read, named by its file's
+#: ``words_read`` ("evidence" when absent): the whole contexts, or the units the verifier read.
+WORDS_READ = ("evidence", "units")
 
 
 @functools.lru_cache(maxsize=1)
@@ -265,8 +268,10 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         rows = checked["verdicts"]
         share = sum(r["supported"] for r in rows) / len(rows)
         if self.aggregate == "combined" and verifier is self.model():
-            inputs, set_aside = self.combination_inputs(verifier, response, retrieved_contexts, checked)
-            return dspy.Prediction(score=combined_probability(inputs, shipped_combination()), supported_share=share,
+            combination = shipped_combination()
+            inputs, set_aside = self.combination_inputs(verifier, response, retrieved_contexts, checked,
+                                                        words_read=combination.get("words_read", "evidence"))
+            return dspy.Prediction(score=combined_probability(inputs, combination), supported_share=share,
                                    claims=claims, claims_source=source, set_aside=set_aside, combination=inputs,
                                    **checked)
         scoring = "mean" if self.aggregate == "combined" else self.aggregate  # another language's verifier: the mean
@@ -274,14 +279,20 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         return dspy.Prediction(score=score, supported_share=share, claims=claims, claims_source=source,
                                set_aside=set_aside, **checked)
 
-    def combination_inputs(self, verifier: Verifier, response: str, contexts: list[str], checked: dict[str, Any]
-                           ) -> tuple[dict[str, float], list[dict[str, str]]]:
+    def combination_inputs(self, verifier: Verifier, response: str, contexts: list[str], checked: dict[str, Any],
+                           words_read: str = "evidence") -> tuple[dict[str, float], list[dict[str, str]]]:
         """The combination's inputs (the names in its file) and the units its talk input set aside: the verifier
         over the sentences (``checked``), over the checkable units the learned classifier keeps (1.0 when it
-        keeps none), and the share of the response's names and numbers, and of its word pairs, in the contexts."""
+        keeps none), and the share of the response's names and numbers, and of its word pairs, found in the
+        contexts (``words_read="evidence"``) or only in the units the verifier read each sentence against
+        (``"units"``: a distractor sentence sharing a claim's words does not lift it)."""
+        if words_read not in WORDS_READ:
+            raise ValueError(f"faithfulness_with_verifier: the combination's words_read={words_read!r} is not one of "
+                             f"{list(WORDS_READ)}")
         kept, set_aside = units_checked(response, "checkable-learned")
         learned = self.verify_claims(verifier, kept, contexts) if kept else {"mean_probability": 1.0, "weakest": 1.0}
-        evidence = "\n".join(contexts)
+        evidence = ("\n".join(contexts) if words_read == "evidence"
+                    else "\n".join(dict.fromkeys(row["chunk"] for row in checked["verdicts"])))
         found, missing = supported_specifics(response, evidence)
         pairs, novel = novel_bigrams(response, evidence)
         return {"verifier_mean": checked["mean_probability"], "verifier_weakest": checked["weakest"],
