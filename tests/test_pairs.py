@@ -506,8 +506,22 @@ def test_the_swap_set_is_whole_and_typed():
         assert it["contradicted"] != it["supported"] and it["distractor"] != it["evidence"]
 
 
+@pytest.mark.parametrize("which, prefix", [("first", "d"), ("second", "e"), ("third", "h")])
+def test_each_distractor_set_has_eight_of_each_kind_and_three_distractors_a_row(which, prefix):
+    """DISTRACTORS*.md: 48 rows, 8 of each kind, ids in order; three distractors a row, none the evidence."""
+    from calibration.verifier.contrastive import load_distractors
+
+    items = load_distractors(which)
+    assert [it["id"] for it in items] == [f"{prefix}{i:02d}" for i in range(1, 49)]
+    kinds = ("number", "date", "name", "direction", "negation", "relation")
+    assert sorted(it["kind"] for it in items) == sorted(k for k in kinds for _ in range(8))
+    for it in items:
+        assert len(it["distractors"]) == 3 and it["evidence"] not in it["distractors"]
+        assert it["contradicted"] != it["supported"]
+
+
 @pytest.mark.parametrize("which, prefix", [("fresh", "dlg-"), ("third", "d3-"), ("fourth", "d4-"), ("fifth", "d5-"),
-                                             ("sixth", "d6-")])
+                                             ("sixth", "d6-"), ("seventh", "d7-")])
 def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
     """DIALOGUE_*.md: 160 replies, 80 of each label, unique ids, every text field a sentence."""
     from calibration.verifier.contrastive import load_dialogue
@@ -518,10 +532,10 @@ def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
     assert sum(it["label"] for it in items) == 80
     assert all(isinstance(it[k], str) and it[k].strip() for it in items for k in ("knowledge", "user_input", "reply"))
     with pytest.raises(ValueError, match="load_dialogue: which must be one of"):
-        load_dialogue("seventh")
+        load_dialogue("eighth")
 
 
-@pytest.mark.parametrize("which", ["fresh", "second", "third"])
+@pytest.mark.parametrize("which", ["fresh", "second", "third", "fourth", "fifth"])
 def test_each_summary_set_has_two_faithful_and_two_changed_summaries_an_article(which):
     from collections import Counter
 

@@ -21,10 +21,10 @@ from importlib import resources
 
 CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
     w: f"contrastive_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh")}
-DISTRACTOR_SETS = {"first": "distractors.jsonl", "second": "distractors_second.jsonl"}
+DISTRACTOR_SETS = {"first": "distractors.jsonl"} | {w: f"distractors_{w}.jsonl" for w in ("second", "third")}
 SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl"}
-DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth", "sixth")}
-SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third")}
+DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth", "sixth", "seventh")}
+SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third", "fourth", "fifth")}
 
 
 def _read(name: str) -> list[dict]:
@@ -40,7 +40,8 @@ def load_contrastive(which: str = "first") -> list[dict]:
 
 
 def load_distractors(which: str = "first") -> list[dict]:
-    """A distractor set (DISTRACTORS.md): id, evidence, contradicted, kind, supported, distractors."""
+    """A distractor set (DISTRACTORS.md; the second and third, DISTRACTORS_SECOND.md and DISTRACTORS_THIRD.md, each
+    for a round after the sets before it were read): id, evidence, contradicted, kind, supported, distractors."""
     if which not in DISTRACTOR_SETS:
         raise ValueError(f"load_distractors: which must be one of {sorted(DISTRACTOR_SETS)}, got {which!r}")
     return _read(DISTRACTOR_SETS[which])
@@ -55,7 +56,7 @@ def load_swaps(which: str = "first") -> list[dict]:
 
 
 def load_dialogue(which: str = "fresh") -> list[dict]:
-    """A dialogue set (DIALOGUE_FRESH.md; the third to sixth, DIALOGUE_THIRD.md to DIALOGUE_SIXTH.md, each written
+    """A dialogue set (DIALOGUE_FRESH.md; the third to seventh, DIALOGUE_THIRD.md to DIALOGUE_SEVENTH.md, each written
     for a round after the sets before it were read): id, topic, knowledge, user_input, reply, label, kind. Talk
     passes there: a reply is faithful when every fact it states is in the knowledge."""
     if which not in DIALOGUE_SETS:
@@ -64,7 +65,7 @@ def load_dialogue(which: str = "fresh") -> list[dict]:
 
 
 def load_summaries(which: str = "fresh") -> list[dict]:
-    """A summary set (SUMMARIES_FRESH.md; the second and third, SUMMARIES_SECOND.md and SUMMARIES_THIRD.md, each
+    """A summary set (SUMMARIES_FRESH.md; the second to fifth, SUMMARIES_SECOND.md to SUMMARIES_FIFTH.md, each
     for a round after the sets before it were read): id, article_id, article, summary, label, kind."""
     if which not in SUMMARY_SETS:
         raise ValueError(f"load_summaries: which must be one of {sorted(SUMMARY_SETS)}, got {which!r}")

@@ -1,0 +1,161 @@
+"""Round 8 of the shipped combination: do its word signals read the units the verifier read, or all the evidence?
+
+    .venv/bin/python experiments/combination_units.py run       # every set scored by F and H, cached (~15 min)
+    .venv/bin/python experiments/combination_units.py decide    # the rule in docs/verifier-log.md, round 8
+
+F is the shipped combination: its two word signals (specifics supported, bigram support) read the whole evidence.
+H is the same file and weights, its word signals read only the units the verifier scored each sentence against
+(``words_read="units"``), so that a distractor sentence sharing a contradicted claim's words cannot lift it.
+``run`` scores every natural set once with the shipped judge and derives H's inputs from the same verdicts; the
+verifier mean and the cheap signals come along. It also scores the three distractor sets in their three
+arrangements. ``decide`` applies the round's rule to the sets written for it and prints every set's numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibration.fitting.signals import feature_matrix  # noqa: E402
+from calibration.verifier.contrastive import CONTRASTIVE_SETS, DISTRACTOR_SETS, load_distractors  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
+from combination_signals import CHEAP, load_sets  # noqa: E402
+from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
+from judges.metrics.rag.verified import combined_probability, shipped_combination  # noqa: E402
+from verifier_swaps import pairs_table  # noqa: E402
+
+#: The natural sets written for this round (unread), and the ones every earlier round read.
+UNREAD = ("dialogue-seventh", "summaries-fourth", "summaries-fifth")
+READ = ("begin-wow", "q2", "summeval", "dialogue-fresh", "dialogue-third", "dialogue-fourth", "dialogue-fifth",
+        "dialogue-sixth", "summaries-fresh", "summaries-second", "summaries-third", "begin-cmu-tc",
+        *(f"contrastive-{w}" for w in CONTRASTIVE_SETS))
+ARRANGEMENTS = {
+    "alone": lambda it: [it["evidence"]],
+    "one passage": lambda it: [" ".join([it["distractors"][0], it["evidence"], *it["distractors"][1:]])],
+    "four contexts": lambda it: [it["evidence"], *it["distractors"]]}
+SCORES = ("F", "H", "verifier_mean")
+
+
+class Scorer:
+    """The shipped judge once per (response, contexts): F's score, H's (the same verdicts, the word signals read
+    from the verifier's units) and the verifier mean."""
+
+    def __init__(self):
+        self.judge = FaithfulnessWithVerifier()
+        self.memo: dict[tuple, dict[str, float]] = {}
+
+    def scores(self, sample) -> dict[str, float]:
+        key = (sample.response, tuple(sample.retrieved_contexts))
+        if key not in self.memo:
+            result = self.judge.score(sample)
+            if "combination" not in result:  # out of language or empty: the judge's own score for all three
+                self.memo[key] = dict.fromkeys(SCORES, float(result.score))
+            else:
+                checked = {k: result[k] for k in ("verdicts", "weakest", "mean_probability")}
+                units, _ = self.judge.combination_inputs(self.judge.model(), sample.response,
+                                                         list(sample.retrieved_contexts), checked, words_read="units")
+                self.memo[key] = {"F": float(result.score), "H": combined_probability(units, shipped_combination()),
+                                  "verifier_mean": float(result.mean_probability)}
+        return self.memo[key]
+
+    def as_judge(self, which: str):
+        """A judge-like view scoring with one of ``SCORES`` (for ``pairs_table``)."""
+        return SimpleNamespace(score=lambda sample: SimpleNamespace(score=self.scores(sample)[which]))
+
+
+def run(out: Path, names: list[str]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    scorer = Scorer()
+    data = load_sets(names)
+    for name in names:
+        path = out / f"{name}.npz"
+        if path.exists():
+            continue
+        samples, labels = data[name]
+        rows = [scorer.scores(s) for s in samples]
+        np.savez(path, y=np.asarray(labels), cheap=feature_matrix(CHEAP, samples),
+                 **{k: np.array([r[k] for r in rows]) for k in SCORES})
+        print(f"{name}: {len(samples)} items", flush=True)
+    path = out / "distractors.json"
+    if not path.exists():
+        tables = {which: {k: pairs_table(scorer.as_judge(k), load_distractors(which), ARRANGEMENTS) for k in SCORES}
+                  for which in sorted(DISTRACTOR_SETS)}
+        path.write_text(json.dumps(tables, indent=1), encoding="utf-8")
+
+
+def rule(natural: dict, distractors: dict) -> list[str]:
+    """What blocks H (docs/verifier-log.md, round 8); empty when H replaces F."""
+    blocked = []
+    third = distractors["third"]
+    for arrangement in ("one passage", "four contexts"):
+        f, h = third["F"][arrangement], third["H"][arrangement]
+        if not h["lifted"] < f["lifted"]:
+            blocked.append(f"distractors third, {arrangement}: H lifts {h['lifted']}, F {f['lifted']}")
+        if h["roc_auc"] < f["roc_auc"] - 0.005:
+            blocked.append(f"distractors third, {arrangement}: H {h['roc_auc']:.4f} < F {f['roc_auc']:.4f} - 0.005")
+    for name in UNREAD:
+        if natural[name]["H"] < natural[name]["F"] - 0.01:
+            blocked.append(f"{name}: H {natural[name]['H']:.4f} < F {natural[name]['F']:.4f} - 0.01")
+    mean_h, mean_f = (np.mean([natural[n][k] for n in UNREAD]) for k in "HF")
+    if mean_h < mean_f - 0.005:
+        blocked.append(f"unread sets' mean: H {mean_h:.4f} < F {mean_f:.4f} - 0.005")
+    contrastive = [n for n in natural if n.startswith("contrastive-")]
+    for label, names in (("seven contrastive sets' mean", contrastive), ("begin-cmu-tc", ["begin-cmu-tc"])):
+        h, f = (np.mean([natural[n][k] for n in names]) for k in "HF")
+        if h < f - 0.005:
+            blocked.append(f"{label}: H {h:.4f} < F {f:.4f} - 0.005")
+    return blocked
+
+
+def decide(out: Path) -> int:
+    natural = {}
+    print("| set | F | H | verifier mean | best cheap signal |\n|---|---:|---:|---:|---|")
+    for name in (*UNREAD, *READ):
+        found = np.load(out / f"{name}.npz")
+        y = found["y"]
+        natural[name] = {k: roc_auc(y, found[k]) for k in SCORES}
+        cheap = {c: roc_auc(y, found["cheap"][:, i]) for i, c in enumerate(CHEAP)}
+        best = max(cheap, key=lambda c: cheap[c])
+        natural[name]["cheap"] = cheap
+        print(f"| {name}{' (unread)' if name in UNREAD else ''} | {natural[name]['F']:.4f} | {natural[name]['H']:.4f} | "
+              f"{natural[name]['verifier_mean']:.4f} | {best} {cheap[best]:.4f} |")
+    distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
+    print("\n| distractor set, arrangement | F: ROC-AUC, lifted | H | verifier mean |\n|---|---|---|---|")
+    for which, tables in distractors.items():
+        for arrangement in ARRANGEMENTS:
+            print(f"| {which}{' (unread)' if which == 'third' else ''}, {arrangement} | " + " | ".join(
+                f"{tables[k][arrangement]['roc_auc']:.4f}, {tables[k][arrangement]['lifted']}" for k in SCORES) + " |")
+    blocked = rule(natural, distractors)
+    print("\nrule: H " + ("replaces F" if not blocked else "does not replace F; blocked by: " + "; ".join(blocked)))
+    shipped = "F" if blocked else "H"
+    under = [n for n in UNREAD if natural[n][shipped] < natural[n]["verifier_mean"] - 0.005]
+    print(f"safeguard ({shipped} against the verifier mean on the unread sets): "
+          + ("holds" if not under else "the default goes back to the mean: " + ", ".join(under)))
+    (out / "decision.json").write_text(json.dumps({"natural": natural, "distractors": distractors,
+                                                   "blocked": blocked, "under_mean": under}, indent=1),
+                                       encoding="utf-8")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("step", choices=("run", "decide"))
+    parser.add_argument("--out", default="runs/combination_round8")
+    parser.add_argument("--sets", nargs="*", help="with run: only these natural sets (default: all of them)")
+    args = parser.parse_args(argv)
+    if args.step == "run":
+        run(Path(args.out), args.sets or [*UNREAD, *READ])
+        return 0
+    return decide(Path(args.out))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
