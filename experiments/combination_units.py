@@ -2,6 +2,7 @@
 
     .venv/bin/python experiments/combination_units.py run       # every set scored by F and H, cached (~15 min)
     .venv/bin/python experiments/combination_units.py decide    # the rule in docs/verifier-log.md, round 8
+    .venv/bin/python experiments/combination_units.py decide --write judges/lm/weights/faithfulness-combination.json
 
 F is the shipped combination: its two word signals (specifics supported, bigram support) read the whole evidence.
 H is the same file and weights, its word signals read only the units the verifier scored each sentence against
@@ -45,8 +46,9 @@ SCORES = ("F", "H", "verifier_mean")
 
 
 class Scorer:
-    """The shipped judge once per (response, contexts): F's score, H's (the same verdicts, the word signals read
-    from the verifier's units) and the verifier mean."""
+    """The shipped judge's verdicts once per (response, contexts), and from them F's score (the word signals read
+    from the whole evidence), H's (read from the verifier's units), both with the shipped file's weights
+    whatever it says to read, and the verifier mean."""
 
     def __init__(self):
         self.judge = FaithfulnessWithVerifier()
@@ -60,10 +62,10 @@ class Scorer:
                 self.memo[key] = dict.fromkeys(SCORES, float(result.score))
             else:
                 checked = {k: result[k] for k in ("verdicts", "weakest", "mean_probability")}
-                units, _ = self.judge.combination_inputs(self.judge.model(), sample.response,
-                                                         list(sample.retrieved_contexts), checked, words_read="units")
-                self.memo[key] = {"F": float(result.score), "H": combined_probability(units, shipped_combination()),
-                                  "verifier_mean": float(result.mean_probability)}
+                self.memo[key] = {"verifier_mean": float(result.mean_probability)} | {
+                    name: combined_probability(self.judge.combination_inputs(
+                        self.judge.model(), sample.response, list(sample.retrieved_contexts), checked,
+                        words_read=read)[0], shipped_combination()) for name, read in (("F", "evidence"), ("H", "units"))}
         return self.memo[key]
 
     def as_judge(self, which: str):
@@ -115,7 +117,7 @@ def rule(natural: dict, distractors: dict) -> list[str]:
     return blocked
 
 
-def decide(out: Path) -> int:
+def decide(out: Path, write: str | None) -> int:
     natural = {}
     print("| set | F | H | verifier mean | best cheap signal |\n|---|---:|---:|---:|---|")
     for name in (*UNREAD, *READ):
@@ -139,6 +141,13 @@ def decide(out: Path) -> int:
     under = [n for n in UNREAD if natural[n][shipped] < natural[n]["verifier_mean"] - 0.005]
     print(f"safeguard ({shipped} against the verifier mean on the unread sets): "
           + ("holds" if not under else "the default goes back to the mean: " + ", ".join(under)))
+    if write and not blocked:
+        shipped = json.loads(Path(write).read_text(encoding="utf-8"))
+        Path(write).write_text(json.dumps(shipped | {
+            "candidate": "H", "words_read": "units", "words_read_decided_on": [*UNREAD, "distractors-third"],
+            "words_read_rule": 'docs/verifier-log.md, "A shipped combination, round 8"'}, indent=1) + "\n",
+            encoding="utf-8")
+        print(f"wrote {write}: words_read = units")
     (out / "decision.json").write_text(json.dumps({"natural": natural, "distractors": distractors,
                                                    "blocked": blocked, "under_mean": under}, indent=1),
                                        encoding="utf-8")
@@ -150,11 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("step", choices=("run", "decide"))
     parser.add_argument("--out", default="runs/combination_round8")
     parser.add_argument("--sets", nargs="*", help="with run: only these natural sets (default: all of them)")
+    parser.add_argument("--write", help="with decide: when H passes, name words_read='units' in this combination "
+                        "file (the shipped one is judges/lm/weights/faithfulness-combination.json)")
     args = parser.parse_args(argv)
     if args.step == "run":
         run(Path(args.out), args.sets or [*UNREAD, *READ])
         return 0
-    return decide(Path(args.out))
+    return decide(Path(args.out), args.write)
 
 
 if __name__ == "__main__":
