@@ -12,7 +12,8 @@ FaithfulnessWithVerifier with sentence claims (no LM; its default score, the shi
 ``--aggregate`` names another), one item at a time as ``evaluate`` scores it, after a
 warm-up of 5 items (the model's load is timed apart). Each set is timed twice: as a run reads it (a text read
 before, such as an article behind several summaries, is split into sentences once:
-``judges.data.language.split_sentences`` keeps its sentences), and with that cache emptied before each item.
+``judges.data.language.split_sentences`` keeps its sentences), and with every cache of texts emptied before
+each item (sentences, the verifier's scored pairs, the talk classifier's embeddings).
 BEGIN turns are a response of 1-3 sentences against a knowledge passage of one chunk; SummEval summaries are
 3-5 sentences against a news article of several chunks. RSS is this process's resident memory (the library,
 the runtime, the model, the tokenizer, the data read): before any data is read, after the dialogue run, and
@@ -40,6 +41,7 @@ from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 from judges.metrics.rag.verified import AGGREGATES  # noqa: E402
 from judges.data.language import clear_sentence_cache  # noqa: E402
 from judges.lm.files import EMBEDDED  # noqa: E402
+from judges.lm.talk import shipped_talk_classifier  # noqa: E402
 from judges.lm.verifier import RUNTIMES, Verifier  # noqa: E402
 
 
@@ -55,13 +57,18 @@ def runtime_version(runtime: str) -> str:
 
 def timed(metric, samples, *, first_reading: bool = False) -> tuple[list[float], list[int]]:
     """Seconds per item after a warm-up of 5, and the (unit, claim) pairs the verifier scored for each.
-    ``first_reading``: the sentence cache emptied before each item, as if no text had been read before."""
+    ``first_reading``: every text the library keeps (sentences, the verifier's scored pairs, the talk
+    classifier's embeddings) forgotten before each item, as if no text had been read before: the items were
+    read by the pass before."""
     for sample in samples[:5]:
         metric.score(sample)
     seconds, pairs = [], []
     for sample in samples[5:]:
         if first_reading:
             clear_sentence_cache()
+            metric.model().forget()
+            if metric.aggregate == "combined":  # the mean never loads the classifier's embedder
+                shipped_talk_classifier().embedder.forget()
         started = time.perf_counter()
         result = metric.score(sample)
         seconds.append(time.perf_counter() - started)

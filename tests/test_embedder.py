@@ -37,6 +37,14 @@ def test_the_embedded_embedder_runs_on_onnx_runtime_with_sentence_transformers_v
 
 
 @needs_onnx
+def test_onnx_sessions_do_not_spin_between_runs():
+    """Two sessions take turns in one judge (the talk classifier's embedder, then the verifier): a session's
+    threads spinning after its run would take the cores the other one's run needs."""
+    runner = OnnxTransformer(embedded_embedder_path())
+    assert runner.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+@needs_onnx
 def test_a_texts_vectors_do_not_depend_on_the_batch_it_runs_in():
     runner = OnnxTransformer(embedded_embedder_path(), batch_size=2)
     together = runner.run(TEXTS + ["x " * 40, "A"])
@@ -65,6 +73,9 @@ def test_each_distinct_text_is_encoded_once_and_read_back_after():
     assert embedder.token_vectors("a b").shape == (2, 8) and calls == [["a b", "c d"]]
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
     assert np.allclose(embedder.embed(["e f"]), embedder.embed(["e f"])) and calls[1:] == [["e f"]]
+    embedder.forget()  # a first reading again: each text is encoded anew
+    embedder.embed(["a b", "e f"])
+    assert calls[2:] == [["a b", "e f"]]
     small = Embedder(None, name="small", encode_tokens=lambda texts: [np.ones((3, 2))] * len(texts), pooled=True,
                      cache_size=2)
     small.prepare(["a", "b", "c"])

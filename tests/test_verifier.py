@@ -83,6 +83,10 @@ def test_a_float32_verifier_scores_each_pair_once_and_an_int8_one_every_time(mon
     int8.probabilities(pairs[:2])
     int8.probabilities(pairs[:2])
     assert asked == [2, 2] and int8._known is None
+    int8.forget()  # nothing kept: nothing to forget
+    asked.clear()
+    verifier.forget()  # a first reading again: the pairs are scored anew, to the same probabilities
+    assert np.array_equal(verifier.probabilities(pairs), once) and asked == [2]
 
 
 def test_the_int8_verifier_is_the_shipped_one_quantized_and_plugs_in_by_name(tmp_path):
@@ -542,6 +546,25 @@ def test_the_combinations_word_signals_read_the_whole_evidence_or_only_the_verif
         k: v for k, v in whole.items() if k not in ("specifics_supported", "bigram_support")}
     with pytest.raises(ValueError, match="combination's words_read='sentences' is not one of"):
         metric.combination_inputs(metric.model(), claim, [EVIDENCE], checked, words_read="sentences")
+
+
+def test_the_combination_verifies_only_the_kept_units_that_are_not_sentences(monkeypatch):
+    """A unit the talk classifier keeps whole was verified as a sentence: its row is read back, not scored again;
+    a claim taken out of a hedge is verified, alone. The score is the same as verifying every kept unit."""
+    metric = FaithfulnessWithVerifier()
+    asked: list[list[str]] = []
+    verify = metric.verify_claims
+    monkeypatch.setattr(metric, "verify_claims", lambda v, claims, e: asked.append(list(claims)) or verify(v, claims, e))
+    plain = metric.score(SingleTurnSample(response="The Eiffel Tower was completed in 1889. It is 330 metres tall.",
+                                          retrieved_contexts=[EVIDENCE]))
+    assert asked == [["The Eiffel Tower was completed in 1889.", "It is 330 metres tall."]]
+    asked.clear()
+    hedged = metric.score(SingleTurnSample(response="I think the Eiffel Tower was completed in 1889.",
+                                           retrieved_contexts=[EVIDENCE]))
+    assert asked == [["I think the Eiffel Tower was completed in 1889."], ["the Eiffel Tower was completed in 1889."]]
+    every = verify(metric.model(), asked[1], [EVIDENCE])
+    assert hedged.combination["learned_checkable_mean"] == every["mean_probability"]
+    assert plain.combination["learned_checkable_mean"] == plain.mean_probability
 
 
 def test_text_out_of_the_verifiers_language_is_flagged_or_goes_to_the_multilingual_model(tmp_path):

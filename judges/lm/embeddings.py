@@ -84,6 +84,12 @@ class Embedder:
                     cache.popitem(last=False)
         return found
 
+    def forget(self) -> None:
+        """Empty the texts kept (benchmarks time a first reading with it)."""
+        with self._lock:
+            self._vectors.clear()
+            self._tokens.clear()
+
     def prepare(self, texts: Sequence[str]) -> None:
         """Encode ``texts`` now, in one batched call (their token vectors where the model gives them)."""
         texts = [t for t in texts if t]

@@ -291,7 +291,13 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
             raise ValueError(f"faithfulness_with_verifier: the combination's words_read={words_read!r} is not one of "
                              f"{list(WORDS_READ)}")
         kept, set_aside = units_checked(response, "checkable-learned")
-        learned = self.verify_claims(verifier, kept, contexts) if kept else {"mean_probability": 1.0, "weakest": 1.0}
+        # A kept unit that is a whole sentence was verified already: each claim's row depends on it alone.
+        rows = {row["claim"]: row for row in checked["verdicts"]}
+        fresh = [claim for claim in dict.fromkeys(kept) if claim not in rows]
+        if fresh:
+            rows |= {row["claim"]: row for row in self.verify_claims(verifier, fresh, contexts)["verdicts"]}
+        kept_p = [rows[claim]["probability"] for claim in kept] or [1.0]
+        learned = {"mean_probability": sum(kept_p) / len(kept_p), "weakest": min(kept_p)}
         evidence = ("\n".join(contexts) if words_read == "evidence"
                     else "\n".join(dict.fromkeys(row["chunk"] for row in checked["verdicts"])))
         found, missing = supported_specifics(response, evidence)
