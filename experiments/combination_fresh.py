@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     print("target (at or above every cheap signal, within 0.005, on each unread set): "
           + ("met" if not target else "not met: " + "; ".join(target)))
     if args.write:
+        refuse_to_undo_round_eight(args.write)
         Path(args.write).write_text(json.dumps(score.shipped | {
             "candidate": args.candidate, "fitted_on": [*READ, "made contrast pairs"],
             "decided_on": list(UNREAD[:2]), "rule": 'docs/verifier-log.md, "A shipped combination, round 5"'},
@@ -277,6 +278,7 @@ def round_six(found: dict, out: Path, write: str | None) -> int:
         f"{n}: " + (", ".join(f"under {c} by {table[n][c] - table[n][shipped]:.4f}" for c in CHEAP
                               if table[n][shipped] < table[n][c] - 0.005) or "met") for n in ROUND_SIX))
     if write:
+        refuse_to_undo_round_eight(write)
         Path(write).write_text(json.dumps(fitted[shipped][0].shipped | {
             "candidate": shipped, "fitted_on": [*READ, "made contrast pairs"],
             "decided_on": list(ROUND_SIX), "rule": 'docs/verifier-log.md, "A shipped combination, round 6"'},
@@ -285,6 +287,15 @@ def round_six(found: dict, out: Path, write: str | None) -> int:
     (out / "round_six.json").write_text(json.dumps({"roc_auc": table, "blocked": blocked, "reverts": reverts},
                                                    indent=1), encoding="utf-8")
     return 0
+
+
+def refuse_to_undo_round_eight(path: str) -> None:
+    """These rounds fit on signals whose word signals read every context. A file that says they read the
+    verifier's units (round 8, experiments/combination_units.py) is not written over: that would undo it."""
+    target = Path(path)
+    if target.is_file() and json.loads(target.read_text(encoding="utf-8")).get("words_read", "evidence") != "evidence":
+        raise SystemExit(f"{path} reads its word signals from the verifier's units (round 8); this fit read every "
+                         "context. Write it elsewhere, or run experiments/combination_units.py decide --write after.")
 
 
 def round_five(table: dict) -> tuple[list[str], list[str]]:

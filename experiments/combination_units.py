@@ -26,7 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.fitting.signals import feature_matrix  # noqa: E402
-from calibration.verifier.contrastive import CONTRASTIVE_SETS, DISTRACTOR_SETS, load_distractors  # noqa: E402
+from calibration.verifier.contrastive import (  # noqa: E402
+    CONTRASTIVE_SETS,
+    DISTRACTOR_SETS,
+    load_contrastive,
+    load_dialogue,
+    load_distractors,
+)
 from calibration.verifier.training import roc_auc  # noqa: E402
 from combination_signals import CHEAP, load_sets  # noqa: E402
 from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
@@ -117,6 +123,35 @@ def rule(natural: dict, distractors: dict) -> list[str]:
     return blocked
 
 
+def contrastive_by_kind(out: Path) -> None:
+    """On the seven contrastive sets, averaged over them: ROC-AUC of the faithful items against each kind of
+    changed copy, and the mean score of each faithful kind (what the word signals do to a paraphrase)."""
+    auc: dict[str, dict[str, list[float]]] = {}
+    for which in CONTRASTIVE_SETS:
+        found = np.load(out / f"contrastive-{which}.npz")
+        kinds, y = np.array([r["kind"] for r in load_contrastive(which)]), found["y"]
+        for kind in sorted(set(kinds)):
+            at = (y == 1) | (kinds == kind) if kind in set(kinds[y == 0]) else kinds == kind
+            for k in SCORES:
+                value = roc_auc(y[at], found[k][at]) if kind in set(kinds[y == 0]) else float(found[k][at].mean())
+                auc.setdefault(kind, {}).setdefault(k, []).append(value)
+    print("\n| contrastive kind, mean of the seven sets | F | H | verifier mean |\n|---|---:|---:|---:|")
+    for kind, values in auc.items():
+        print(f"| {kind} ({'mean score' if kind in ('copy', 'paraphrase') else 'ROC-AUC against the faithful'}) | "
+              + " | ".join(f"{np.mean(values[k]):.3f}" for k in SCORES) + " |")
+
+
+def faithful_by_kind(out: Path) -> None:
+    """The mean score of each faithful kind in the dialogue sets written for rounds 5 to 8: how low a faithful
+    copy, or a faithful reply with talk, scores in absolute terms."""
+    print("\n| dialogue set | faithful kind | F | H | verifier mean |\n|---|---|---:|---:|---:|")
+    for which in ("third", "fourth", "fifth", "sixth", "seventh"):
+        found = np.load(out / f"dialogue-{which}.npz")
+        kinds = np.array([r["kind"] for r in load_dialogue(which)])
+        for kind in ("faithful_copy", "faithful_with_talk", "faithful_talk_only"):
+            print(f"| {which} | {kind} | " + " | ".join(f"{found[k][kinds == kind].mean():.3f}" for k in SCORES) + " |")
+
+
 def decide(out: Path, write: str | None) -> int:
     natural = {}
     print("| set | F | H | verifier mean | best cheap signal |\n|---|---:|---:|---:|---|")
@@ -129,6 +164,8 @@ def decide(out: Path, write: str | None) -> int:
         natural[name]["cheap"] = cheap
         print(f"| {name}{' (unread)' if name in UNREAD else ''} | {natural[name]['F']:.4f} | {natural[name]['H']:.4f} | "
               f"{natural[name]['verifier_mean']:.4f} | {best} {cheap[best]:.4f} |")
+    contrastive_by_kind(out)
+    faithful_by_kind(out)
     distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
     print("\n| distractor set, arrangement | F: ROC-AUC, lifted | H | verifier mean |\n|---|---|---|---|")
     for which, tables in distractors.items():
@@ -141,7 +178,9 @@ def decide(out: Path, write: str | None) -> int:
     under = [n for n in UNREAD if natural[n][shipped] < natural[n]["verifier_mean"] - 0.005]
     print(f"safeguard ({shipped} against the verifier mean on the unread sets): "
           + ("holds" if not under else "the default goes back to the mean: " + ", ".join(under)))
-    if write and not blocked:
+    if write and (blocked or under):
+        print(f"not written: {'H did not pass its rule' if blocked else 'the safeguard sends the default back to the mean'}")
+    if write and not blocked and not under:
         shipped = json.loads(Path(write).read_text(encoding="utf-8"))
         Path(write).write_text(json.dumps(shipped | {
             "candidate": "H", "words_read": "units", "words_read_decided_on": [*UNREAD, "distractors-third"],

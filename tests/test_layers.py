@@ -14,10 +14,10 @@ import pytest
 
 
 def parse_source(text: str) -> ast.Module:
-    """``ast.parse`` with garbage collection held off while it runs.
+    """``ast.parse`` with garbage collection held off while it runs (the tests call it from one thread).
 
-    CPython 3.11 before 3.11.8 keeps the AST constructor's recursion count in state every thread shares
-    (gh-106905). The constructor runs no Python code, except when an allocation starts a collection: the
+    CPython 3.11 before 3.11.8, and 3.12 before its backport, keeps the AST constructor's recursion count in
+    state every thread shares (gh-106905). The constructor runs no Python code, except when an allocation starts a collection: the
     finalizers it calls may hand the GIL to a thread that parses too (3.11 formats a traceback's carets
     with ``ast.parse``). That thread resets the shared count, and this parse then fails with
     "AST constructor recursion depth mismatch" on a sound tree; a full run hit it twice. With collection
@@ -360,7 +360,7 @@ class _ParsesWhenCollected:
 
 def test_a_parse_survives_a_collection_that_parses_too():
     """A collection inside the constructor that parses again (the race above, made deterministic in one thread)
-    does not break ``parse_source``; a plain ``ast.parse`` breaks on the interpreters that have the race."""
+    does not break ``parse_source``; a plain ``ast.parse`` breaks on 3.11 before 3.11.8 (3.11.7 here)."""
     text = (ROOT / "judges" / "metrics" / "rag" / "claims.py").read_text(encoding="utf-8")
     threshold = gc.get_threshold()
     gc.set_threshold(1)
@@ -379,4 +379,5 @@ def test_a_parse_survives_a_collection_that_parses_too():
     finally:
         gc.set_threshold(*threshold)
         gc.collect()
-    assert plain_failed == ((3, 11) <= sys.version_info[:3] < (3, 11, 8))
+    if (3, 11) <= sys.version_info[:3] < (3, 11, 8):  # elsewhere the fix may or may not be in: not asserted
+        assert plain_failed

@@ -533,6 +533,8 @@ def test_the_default_score_is_the_shipped_combination_of_named_inputs():
 def test_the_combinations_word_signals_read_the_whole_evidence_or_only_the_verifiers_units():
     """``words_read="units"``: the names, numbers and word pairs of a claim count as found only in the units the
     verifier read it against, so a distractor context holding its wrong number does not lift it."""
+    from judges.metrics.rag.verified import shipped_combination
+
     metric = FaithfulnessWithVerifier()
     claim = "The Eiffel Tower is 93 metres tall."
     distractor = "The Statue of Liberty is 93 metres tall."
@@ -544,6 +546,10 @@ def test_the_combinations_word_signals_read_the_whole_evidence_or_only_the_verif
     assert units["bigram_support"] < whole["bigram_support"] == 1.0
     assert {k: v for k, v in units.items() if k not in ("specifics_supported", "bigram_support")} == {
         k: v for k, v in whole.items() if k not in ("specifics_supported", "bigram_support")}
+    # The shipped file reads the units: scored, whichever context the verifier reads, one specific is not found.
+    assert shipped_combination()["words_read"] == "units"
+    scored = metric.score(SingleTurnSample(response=claim, retrieved_contexts=[EVIDENCE, distractor]))
+    assert scored.combination["specifics_supported"] == pytest.approx(1 / 2)
     with pytest.raises(ValueError, match="combination's words_read='sentences' is not one of"):
         metric.combination_inputs(metric.model(), claim, [EVIDENCE], checked, words_read="sentences")
 
@@ -558,13 +564,16 @@ def test_the_combination_verifies_only_the_kept_units_that_are_not_sentences(mon
     plain = metric.score(SingleTurnSample(response="The Eiffel Tower was completed in 1889. It is 330 metres tall.",
                                           retrieved_contexts=[EVIDENCE]))
     assert asked == [["The Eiffel Tower was completed in 1889.", "It is 330 metres tall."]]
+    asked_plain = asked[0]
     asked.clear()
     hedged = metric.score(SingleTurnSample(response="I think the Eiffel Tower was completed in 1889.",
                                            retrieved_contexts=[EVIDENCE]))
     assert asked == [["I think the Eiffel Tower was completed in 1889."], ["the Eiffel Tower was completed in 1889."]]
-    every = verify(metric.model(), asked[1], [EVIDENCE])
-    assert hedged.combination["learned_checkable_mean"] == every["mean_probability"]
-    assert plain.combination["learned_checkable_mean"] == plain.mean_probability
+    metric.model().forget()  # every kept unit verified anew, none read back
+    for result, kept in ((plain, asked_plain), (hedged, asked[1])):
+        every = verify(metric.model(), kept, [EVIDENCE])
+        assert result.combination["learned_checkable_mean"] == pytest.approx(every["mean_probability"], abs=1e-9)
+        assert result.combination["learned_checkable_weakest"] == pytest.approx(every["weakest"], abs=1e-9)
 
 
 def test_text_out_of_the_verifiers_language_is_flagged_or_goes_to_the_multilingual_model(tmp_path):

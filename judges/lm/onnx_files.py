@@ -104,6 +104,9 @@ def open_session(make_graph: Callable[[], Path]):
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
+    # Threads sleep between runs: a judge runs two sessions in turn (the talk classifier's embedder, the verifier),
+    # and one's spinning threads would hold the cores the other's run needs (docs/verifier-log.md, "Speed of the
+    # combination").
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if usable_cores() < (os.cpu_count() or 1):  # pinned to fewer cores: ONNX Runtime would count the machine's
         options.intra_op_num_threads = usable_cores()

@@ -29,7 +29,7 @@ a dialogue set written for the project, plus made contrast pairs) reads the veri
 over the sentences; its mean over the units a learned classifier keeps as checkable (``judges.lm.talk``), the
 share it sets aside and whether nothing was checkable; the share of the response's names and numbers found in
 the units the verifier read its sentences against (the file's ``words_read``), and of its word pairs: a
-distractor passage that shares a claim's words is not read. Its probability is capped by the weakest claim the
+distractor in another context, or outside the unit the verifier read, is not read. Its probability is capped by the weakest claim the
 classifier keeps (times min(1, P / 0.5)), so that overlap cannot lift a claim the verifier rejects, while talk
 does not cap it. Why it is the default, and where it loses, is in docs/verifier.md; how it was chosen and decided
 is in docs/verifier-log.md ("A shipped combination", rounds 5 to 8).
@@ -185,6 +185,9 @@ WORDS_READ = ("evidence", "units")
 @functools.lru_cache(maxsize=1)
 def shipped_combination() -> dict[str, Any]:
     found = json.loads(COMBINATION.read_text(encoding="utf-8"))
+    if found.get("words_read", "evidence") not in WORDS_READ:
+        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says words_read={found['words_read']!r}, not one "
+                         f"of {list(WORDS_READ)}")
     return found | {"sha256": hashlib.sha256(COMBINATION.read_bytes()).hexdigest()}
 
 
@@ -286,7 +289,7 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         over the sentences (``checked``), over the checkable units the learned classifier keeps (1.0 when it
         keeps none), and the share of the response's names and numbers, and of its word pairs, found in the
         contexts (``words_read="evidence"``) or only in the units the verifier read each sentence against
-        (``"units"``: a distractor sentence sharing a claim's words does not lift it)."""
+        (``"units"``: a distractor in another context or window, sharing a claim's words, does not lift it)."""
         if words_read not in WORDS_READ:
             raise ValueError(f"faithfulness_with_verifier: the combination's words_read={words_read!r} is not one of "
                              f"{list(WORDS_READ)}")
