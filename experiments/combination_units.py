@@ -3,6 +3,7 @@
     .venv/bin/python experiments/combination_units.py run       # every set scored by F and H, cached (~15 min)
     .venv/bin/python experiments/combination_units.py decide    # the rule in docs/verifier-log.md, round 8
     .venv/bin/python experiments/combination_units.py decide --write judges/lm/weights/faithfulness-combination.json
+    .venv/bin/python experiments/combination_units.py passage   # the third distractor set in one passage, by input
 
 F is the shipped combination: its two word signals (specifics supported, bigram support) read the whole evidence.
 H is the same file and weights, its word signals read only the units the verifier scored each sentence against
@@ -193,9 +194,28 @@ def decide(out: Path, write: str | None) -> int:
     return 0
 
 
+def passage(which: str) -> int:
+    """Why the distractors still cost the shipped score with them in one passage: the mean score, verifier P and
+    word signals of supported and contradicted claims, evidence alone against evidence and distractors in one
+    passage (the shipped judge, words read from the verifier's units)."""
+    judge = FaithfulnessWithVerifier()
+    items = load_distractors(which)
+    print(f"| distractors {which}, arrangement | claims | score | verifier P | specifics supported | bigram support |"
+          "\n|---|---|---:|---:|---:|---:|")
+    for arrangement in ("alone", "one passage"):
+        for side in ("supported", "contradicted"):
+            rows = [judge.score(SingleTurnSample(response=it[side], retrieved_contexts=ARRANGEMENTS[arrangement](it)))
+                    for it in items]
+            print(f"| {arrangement} | {side} | {np.mean([r.score for r in rows]):.3f} | "
+                  f"{np.mean([r.mean_probability for r in rows]):.3f} | "
+                  + " | ".join(f"{np.mean([r.combination[k] for r in rows]):.3f}"
+                               for k in ("specifics_supported", "bigram_support")) + " |")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=("run", "decide"))
+    parser.add_argument("step", choices=("run", "decide", "passage"))
     parser.add_argument("--out", default="runs/combination_round8")
     parser.add_argument("--sets", nargs="*", help="with run: only these natural sets (default: all of them)")
     parser.add_argument("--write", help="with decide: when H passes, name words_read='units' in this combination "
@@ -204,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.step == "run":
         run(Path(args.out), args.sets or [*UNREAD, *READ])
         return 0
+    if args.step == "passage":
+        return passage("third")
     return decide(Path(args.out), args.write)
 
 
