@@ -4,6 +4,7 @@
     .venv/bin/python experiments/combination_units.py decide    # the rule in docs/verifier-log.md, round 8
     .venv/bin/python experiments/combination_units.py decide --write judges/lm/weights/faithfulness-combination.json
     .venv/bin/python experiments/combination_units.py passage   # the third distractor set in one passage, by input
+    .venv/bin/python experiments/combination_units.py blend     # H mixed with the verifier mean, on the cache
 
 F is the shipped combination: its two word signals (specifics supported, bigram support) read the whole evidence.
 H is the same file and weights, its word signals read only the units the verifier scored each sentence against
@@ -194,6 +195,20 @@ def decide(out: Path, write: str | None) -> int:
     return 0
 
 
+def blend(out: Path) -> int:
+    """Could a share of the verifier mean close the contrastive sets' gap? ROC-AUC of a * H + (1 - a) * mean on
+    every cached set (read sets only: a trade-off to look at, not a candidate)."""
+    names = [*UNREAD, *(n for n in READ if not n.startswith("contrastive-"))]
+    print("| a | seven contrastive sets | " + " | ".join(names) + " |\n|---:|---:|" + "---:|" * len(names))
+    for a in (1.0, 0.9, 0.8, 0.7, 0.5, 0.0):
+        def auc(name: str) -> float:
+            found = np.load(out / f"{name}.npz")
+            return roc_auc(found["y"], a * found["H"] + (1 - a) * found["verifier_mean"])
+        contrastive = np.mean([auc(f"contrastive-{w}") for w in CONTRASTIVE_SETS])
+        print(f"| {a:.1f} | {contrastive:.4f} | " + " | ".join(f"{auc(n):.3f}" for n in names) + " |")
+    return 0
+
+
 def passage(which: str) -> int:
     """Why the distractors still cost the shipped score with them in one passage: the mean score, verifier P and
     word signals of supported and contradicted claims, evidence alone against evidence and distractors in one
@@ -215,7 +230,7 @@ def passage(which: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=("run", "decide", "passage"))
+    parser.add_argument("step", choices=("run", "decide", "passage", "blend"))
     parser.add_argument("--out", default="runs/combination_round8")
     parser.add_argument("--sets", nargs="*", help="with run: only these natural sets (default: all of them)")
     parser.add_argument("--write", help="with decide: when H passes, name words_read='units' in this combination "
@@ -226,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.step == "passage":
         return passage("third")
+    if args.step == "blend":
+        return blend(Path(args.out))
     return decide(Path(args.out), args.write)
 
 
