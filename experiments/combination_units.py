@@ -30,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from calibration.fitting.signals import feature_matrix  # noqa: E402
 from calibration.verifier.contrastive import (  # noqa: E402
     CONTRASTIVE_SETS,
-    DISTRACTOR_SETS,
     load_contrastive,
     load_dialogue,
     load_distractors,
@@ -51,6 +50,8 @@ ARRANGEMENTS = {
     "one passage": lambda it: [" ".join([it["distractors"][0], it["evidence"], *it["distractors"][1:]])],
     "four contexts": lambda it: [it["evidence"], *it["distractors"]]}
 SCORES = ("F", "H", "verifier_mean")
+#: The distractor sets of this round: two read before it, the third written for it (later ones stay unread here).
+DISTRACTORS = ("first", "second", "third")
 
 
 class Scorer:
@@ -97,7 +98,7 @@ def run(out: Path, names: list[str]) -> None:
     path = out / "distractors.json"
     if not path.exists():
         tables = {which: {k: pairs_table(scorer.as_judge(k), load_distractors(which), ARRANGEMENTS) for k in SCORES}
-                  for which in sorted(DISTRACTOR_SETS)}
+                  for which in DISTRACTORS}
         path.write_text(json.dumps(tables, indent=1), encoding="utf-8")
 
 

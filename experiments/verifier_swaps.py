@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.verifier.contrastive import (  # noqa: E402
     CONTRASTIVE_SETS,
-    DISTRACTOR_SETS,
     load_contrastive,
     load_dialogue,
     load_distractors,
@@ -80,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/verifier_swaps")
     args = parser.parse_args(argv)
     swaps = load_swaps(args.swap_set)
-    distractors = {which: load_distractors(which) for which in sorted(DISTRACTOR_SETS)}
+    distractors = {which: load_distractors(which) for which in ("first", "second")}  # the sets of its rounds
     contrastive = {which: load_contrastive(which) for which in CONTRASTIVE_SETS}
     agreement = sets(args.summeval_limit)
     agreement.pop("contrastive")

@@ -506,7 +506,7 @@ def test_the_swap_set_is_whole_and_typed():
         assert it["contradicted"] != it["supported"] and it["distractor"] != it["evidence"]
 
 
-@pytest.mark.parametrize("which, prefix", [("first", "d"), ("second", "e"), ("third", "h")])
+@pytest.mark.parametrize("which, prefix", [("first", "d"), ("second", "e"), ("third", "h"), ("fourth", "m")])
 def test_each_distractor_set_has_eight_of_each_kind_and_three_distractors_a_row(which, prefix):
     """DISTRACTORS*.md: 48 rows, 8 of each kind, ids in order; three distractors a row, none the evidence."""
     from calibration.verifier.contrastive import load_distractors

@@ -21,7 +21,7 @@ from importlib import resources
 
 CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
     w: f"contrastive_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh")}
-DISTRACTOR_SETS = {"first": "distractors.jsonl"} | {w: f"distractors_{w}.jsonl" for w in ("second", "third")}
+DISTRACTOR_SETS = {"first": "distractors.jsonl"} | {w: f"distractors_{w}.jsonl" for w in ("second", "third", "fourth")}
 SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl"}
 DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth", "sixth", "seventh")}
 SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third", "fourth", "fifth")}
@@ -40,8 +40,8 @@ def load_contrastive(which: str = "first") -> list[dict]:
 
 
 def load_distractors(which: str = "first") -> list[dict]:
-    """A distractor set (DISTRACTORS.md; the second and third, DISTRACTORS_SECOND.md and DISTRACTORS_THIRD.md, each
-    for a round after the sets before it were read): id, evidence, contradicted, kind, supported, distractors."""
+    """A distractor set (DISTRACTORS.md; the second to fourth, DISTRACTORS_SECOND.md to DISTRACTORS_FOURTH.md, each
+    for a round after the sets before it were read; the fourth is read by no round yet): id, evidence, contradicted, kind, supported, distractors."""
     if which not in DISTRACTOR_SETS:
         raise ValueError(f"load_distractors: which must be one of {sorted(DISTRACTOR_SETS)}, got {which!r}")
     return _read(DISTRACTOR_SETS[which])
