@@ -71,10 +71,11 @@ class Scorer:
                 self.memo[key] = dict.fromkeys(SCORES, float(result.score))
             else:
                 checked = {k: result[k] for k in ("verdicts", "weakest", "mean_probability")}
+                reads = (("F", "evidence"), ("H", "units"))
                 self.memo[key] = {"verifier_mean": float(result.mean_probability)} | {
                     name: combined_probability(self.judge.combination_inputs(
                         self.judge.model(), sample.response, list(sample.retrieved_contexts), checked,
-                        words_read=read)[0], shipped_combination()) for name, read in (("F", "evidence"), ("H", "units"))}
+                        words_read=read)[0], shipped_combination()) for name, read in reads}
         return self.memo[key]
 
     def as_judge(self, which: str):
@@ -165,7 +166,8 @@ def decide(out: Path, write: str | None) -> int:
         cheap = {c: roc_auc(y, found["cheap"][:, i]) for i, c in enumerate(CHEAP)}
         best = max(cheap, key=lambda c: cheap[c])
         natural[name]["cheap"] = cheap
-        print(f"| {name}{' (unread)' if name in UNREAD else ''} | {natural[name]['F']:.4f} | {natural[name]['H']:.4f} | "
+        print(f"| {name}{' (unread)' if name in UNREAD else ''} | {natural[name]['F']:.4f} | "
+              f"{natural[name]['H']:.4f} | "
               f"{natural[name]['verifier_mean']:.4f} | {best} {cheap[best]:.4f} |")
     contrastive_by_kind(out)
     faithful_by_kind(out)
@@ -182,7 +184,8 @@ def decide(out: Path, write: str | None) -> int:
     print(f"safeguard ({shipped} against the verifier mean on the unread sets): "
           + ("holds" if not under else "the default goes back to the mean: " + ", ".join(under)))
     if write and (blocked or under):
-        print(f"not written: {'H did not pass its rule' if blocked else 'the safeguard sends the default back to the mean'}")
+        why = "H did not pass its rule" if blocked else "the safeguard sends the default back to the mean"
+        print(f"not written: {why}")
     if write and not blocked and not under:
         shipped = json.loads(Path(write).read_text(encoding="utf-8"))
         Path(write).write_text(json.dumps(shipped | {

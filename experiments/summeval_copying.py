@@ -57,9 +57,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{roc_auc(y, x[:, bigram]):.3f} |")
     x, y = found["summeval"]
     print("\n| model on SummEval, cross-fitted on it alone | ROC-AUC |\n|---|---:|")
-    for label, inputs, gate in (("F's inputs and gate", F_INPUTS, CANDIDATES["F"][1]), ("F's inputs, ungated", F_INPUTS, None),
-                                ("bigram support and the verifier mean", ("bigram_support", "verifier_mean"), None),
-                                ("bigram support alone", ("bigram_support",), None)):
+    models = (("F's inputs and gate", F_INPUTS, CANDIDATES["F"][1]), ("F's inputs, ungated", F_INPUTS, None),
+              ("bigram support and the verifier mean", ("bigram_support", "verifier_mean"), None),
+              ("bigram support alone", ("bigram_support",), None))
+    for label, inputs, gate in models:
         print(f"| {label} | {cross_fitted(x, y, inputs, gate):.3f} |")
     parts = halves("summeval", list(y))
     train, test = parts["train"], parts["test"]

@@ -41,7 +41,8 @@ def load_contrastive(which: str = "first") -> list[dict]:
 
 def load_distractors(which: str = "first") -> list[dict]:
     """A distractor set (DISTRACTORS.md; the second to fourth, DISTRACTORS_SECOND.md to DISTRACTORS_FOURTH.md, each
-    for a round after the sets before it were read; the fourth is read by no round yet): id, evidence, contradicted, kind, supported, distractors."""
+    for a round after the sets before it were read; the fourth is read by no round yet): id, evidence,
+    contradicted, kind, supported, distractors."""
     if which not in DISTRACTOR_SETS:
         raise ValueError(f"load_distractors: which must be one of {sorted(DISTRACTOR_SETS)}, got {which!r}")
     return _read(DISTRACTOR_SETS[which])
