@@ -24,7 +24,7 @@ CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
 DISTRACTOR_SETS = {"first": "distractors.jsonl"} | {w: f"distractors_{w}.jsonl" for w in ("second", "third", "fourth")}
 SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl"}
 DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth", "sixth", "seventh")}
-SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third", "fourth", "fifth")}
+SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third", "fourth", "fifth", "sixth")}
 
 
 def _read(name: str) -> list[dict]:
@@ -66,8 +66,8 @@ def load_dialogue(which: str = "fresh") -> list[dict]:
 
 
 def load_summaries(which: str = "fresh") -> list[dict]:
-    """A summary set (SUMMARIES_FRESH.md; the second to fifth, SUMMARIES_SECOND.md to SUMMARIES_FIFTH.md, each
-    for a round after the sets before it were read): id, article_id, article, summary, label, kind."""
+    """A summary set (SUMMARIES_FRESH.md; the second to sixth, SUMMARIES_SECOND.md to SUMMARIES_SIXTH.md, each
+    for a round after the sets before it were read; the sixth, 120 summaries, is read by no round yet): id, article_id, article, summary, label, kind."""
     if which not in SUMMARY_SETS:
         raise ValueError(f"load_summaries: which must be one of {sorted(SUMMARY_SETS)}, got {which!r}")
     return _read(SUMMARY_SETS[which])
