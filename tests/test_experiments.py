@@ -222,3 +222,18 @@ def test_every_study_says_what_it_answers_with_help(script, monkeypatch, capsys)
         runpy.run_path(str(EXPERIMENTS / script), run_name="__main__")
     assert done.value.code == 0 and "usage:" in capsys.readouterr().out
     assert script in (EXPERIMENTS / "README.md").read_text()
+
+
+def test_a_refit_does_not_write_over_a_combination_that_reads_the_verifiers_units(tmp_path):
+    """combination_fresh.py fits on signals whose word signals read every context: writing its fit over a file
+    that says ``words_read: units`` (round 8) would silently undo round 8, so it refuses, naming the file."""
+    sys.path.insert(0, str(EXPERIMENTS))
+    from combination_fresh import refuse_to_undo_round_eight
+
+    units, evidence = tmp_path / "units.json", tmp_path / "evidence.json"
+    units.write_text(json.dumps({"words_read": "units"}))
+    evidence.write_text(json.dumps({"inputs": []}))
+    with pytest.raises(SystemExit, match=r"units\.json reads its word signals from the verifier's units"):
+        refuse_to_undo_round_eight(str(units))
+    refuse_to_undo_round_eight(str(evidence))  # a file of the old kind, or none, may be written
+    refuse_to_undo_round_eight(str(tmp_path / "new.json"))
