@@ -107,7 +107,8 @@ def main() -> int:
         return [SingleTurnSample(response=s.response, retrieved_contexts=list(s.reference_contexts))
                 for s in load_summeval(limit=args.summeval + 5).dataset]
 
-    print(f"\nFaithfulnessWithVerifier (sentence claims, no LM, aggregate={metric.aggregate}), {verifier.name} on {verifier.runtime} "
+    print(f"\nFaithfulnessWithVerifier (sentence claims, no LM, aggregate={metric.aggregate}), {verifier.name} on "
+          f"{verifier.runtime} "
           f"({runtime_version(verifier.runtime)}), top_units={verifier.top_units}, stop_at={verifier.stop_at}, "
           f"check_opposites={verifier.check_opposites}; "
           f"{os.cpu_count()} CPUs; model load {load:.1f} s; torch imported: {'torch' in sys.modules}\n")

@@ -27,8 +27,9 @@ from judges.lm.embeddings import default_embeddings, resolve_embedder
 from judges.lm.verifier import resolve_verifier
 from judges.metrics.grounding import (
     alignment,
-    novel_bigrams,
+    bigram_share,
     sentence_supports,
+    specifics_share,
     supported_specifics,
 )
 
@@ -67,8 +68,7 @@ def embedding_similarity(sample, result=None) -> float:
 
 def specifics_supported(sample, result=None) -> float:
     """Share of the response's numbers, dates and names found in the evidence (1.0 when it has none)."""
-    found, missing = supported_specifics(sample.response or "", _evidence(sample))
-    return len(found) / (len(found) + len(missing)) if found or missing else 1.0
+    return specifics_share(sample.response or "", _evidence(sample))
 
 
 def weakest_sentence(sample, result=None) -> float:
@@ -78,8 +78,7 @@ def weakest_sentence(sample, result=None) -> float:
 
 def bigram_support(sample, result=None) -> float:
     """Share of the response's word pairs found in the evidence (1 - the novel bigram rate)."""
-    pairs, novel = novel_bigrams(sample.response or "", _evidence(sample))
-    return 1.0 - len(novel) / pairs if pairs else 1.0
+    return bigram_share(sample.response or "", _evidence(sample))
 
 
 def embedding_alignment(sample, result=None) -> float:

@@ -59,6 +59,13 @@ def supported_specifics(response: str, evidence: str) -> tuple[list[str], list[s
     return found, missing
 
 
+def specifics_share(response: str, evidence: str) -> float:
+    """Share of the response's specifics found in the evidence (1.0 when it has none): the signal
+    ``specifics_supported``, and an input of FaithfulnessWithVerifier's combination."""
+    found, missing = supported_specifics(response, evidence)
+    return len(found) / (len(found) + len(missing)) if found or missing else 1.0
+
+
 def token_support(text: str, evidence_tokens: set[str]) -> float:
     tokens = tokenize(text)
     return sum(t in evidence_tokens for t in tokens) / len(tokens) if tokens else 1.0
@@ -81,6 +88,13 @@ def novel_bigrams(response: str, evidence: str) -> tuple[int, list[str]]:
     pairs = bigrams(response)
     known = set(bigrams(evidence))
     return len(pairs), [" ".join(p) for p in pairs if p not in known]
+
+
+def bigram_share(response: str, evidence: str) -> float:
+    """Share of the response's word pairs found in the evidence, 1 - the novel bigram rate (1.0 with no pair):
+    the signal ``bigram_support``, and an input of FaithfulnessWithVerifier's combination."""
+    pairs, novel = novel_bigrams(response, evidence)
+    return 1.0 - len(novel) / pairs if pairs else 1.0
 
 
 def alignment(response: str, evidence: str, embedder: Any) -> float | None:

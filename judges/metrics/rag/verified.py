@@ -55,7 +55,7 @@ import dspy
 from judges.data.language import detect_language, split_sentences
 from judges.lm.talk import talk_identity
 from judges.lm.verifier import Verifier, resolve_verifier, verifier_identity
-from judges.metrics.grounding import novel_bigrams, supported_specifics
+from judges.metrics.grounding import bigram_share, specifics_share
 from judges.metrics.base import Judge
 from judges.metrics.rag.claims import (
     CHECKABLE_SOURCES,
@@ -278,10 +278,15 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
             return dspy.Prediction(score=combined_probability(inputs, combination), supported_share=share,
                                    claims=claims, claims_source=source, set_aside=set_aside, combination=inputs,
                                    **checked)
-        scoring = "mean" if self.aggregate == "combined" else self.aggregate  # another language's verifier: the mean
-        score = {"mean": checked["mean_probability"], "share": share, "weakest": checked["weakest"]}[scoring]
+        score = {"mean": checked["mean_probability"], "share": share, "weakest": checked["weakest"]}[self.raw_aggregate]
         return dspy.Prediction(score=score, supported_share=share, claims=claims, claims_source=source,
                                set_aside=set_aside, **checked)
+
+    @property
+    def raw_aggregate(self) -> str:
+        """The aggregate of the claims' probabilities scored where the combination is not: with "combined",
+        the mean (another language's verifier, which the combination was not fitted on)."""
+        return "mean" if self.aggregate == "combined" else self.aggregate
 
     def combination_inputs(self, verifier: Verifier, response: str, contexts: list[str], checked: dict[str, Any],
                            words_read: str = "evidence") -> tuple[dict[str, float], list[dict[str, str]]]:
@@ -303,14 +308,12 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         learned = {"mean_probability": sum(kept_p) / len(kept_p), "weakest": min(kept_p)}
         evidence = ("\n".join(contexts) if words_read == "evidence"
                     else "\n".join(dict.fromkeys(row["chunk"] for row in checked["verdicts"])))
-        found, missing = supported_specifics(response, evidence)
-        pairs, novel = novel_bigrams(response, evidence)
         return {"verifier_mean": checked["mean_probability"], "verifier_weakest": checked["weakest"],
                 "learned_checkable_mean": learned["mean_probability"], "learned_checkable_weakest": learned["weakest"],
                 "learned_set_aside_share": len(set_aside) / max(len(set_aside) + len(kept), 1),
                 "learned_nothing_checkable": float(not kept),
-                "specifics_supported": len(found) / (len(found) + len(missing)) if found or missing else 1.0,
-                "bigram_support": 1.0 - len(novel) / pairs if pairs else 1.0}, set_aside
+                "specifics_supported": specifics_share(response, evidence),
+                "bigram_support": bigram_share(response, evidence)}, set_aside
 
     def model_identity(self) -> dict[str, Any]:
         identity = super().model_identity()
@@ -333,8 +336,7 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
             talk = " | ".join(f"{u['sentence']!r} ({u['kind']})" for u in result.get("set_aside") or [])
             return (text + f"; {sum(r['supported'] for r in rows)} of {len(rows)} sentences at P >= {self.threshold:g})"
                     + unsupported_feedback(rows) + (f"; read as talk, not capping the score: {talk}" if talk else ""))
-        scoring = "mean" if self.aggregate == "combined" else self.aggregate
-        return (text + f" ({scoring}; {sum(r['supported'] for r in rows)} of {len(rows)} claims at "
+        return (text + f" ({self.raw_aggregate}; {sum(r['supported'] for r in rows)} of {len(rows)} claims at "
                 f"P >= {self.threshold:g})" + unsupported_feedback(rows) + f"; weakest claim P={result.weakest:.2f}"
                 + aside)
 
