@@ -1209,3 +1209,24 @@ def test_finetuning_the_top_blocks_trains_them_alone_reuses_lower_states_and_add
     finetune.finetune_verifier(FaithfulnessWithVerifier(), data, np.asarray(labels, float), out=tmp_path / "again",
                                epochs=1, top_blocks=1)  # a second fit (a cross-fitting fold) computes no new states
     assert list(finetune._lower_states_kept) == list(kept)
+
+
+def test_a_claims_shortlist_is_the_same_in_every_process():
+    """The shortlist's weighted sum over the words a claim shares with a unit iterates a set, whose order
+    follows the process's hash seed. Summed exactly, the chosen units do not depend on it (a plain sum picked
+    other units for some distractor-set claims under some seeds)."""
+    import subprocess
+    import sys
+
+    script = ("import json\n"
+              "from judges.lm.verifier import resolve_verifier\n"
+              "from judges.lm.verifier.units import shortlist\n"
+              "from calibration.verifier.contrastive import load_distractors\n"
+              "v = resolve_verifier(None)\n"
+              "print(json.dumps([shortlist(v.units([it['evidence'], *it['distractors']]),\n"
+              "                            [it['contradicted'], it['supported']], 2)\n"
+              "                  for w in ('first', 'second') for it in load_distractors(w)]))\n")
+    root = Path(__file__).resolve().parents[1]
+    printed = {subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3, 4)}
+    assert len(printed) == 1 and len(json.loads(printed.pop())) == 96

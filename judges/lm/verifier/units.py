@@ -20,6 +20,7 @@ Pure functions over text and token counts: must not load or call a model (``judg
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -66,7 +67,9 @@ def shortlist(units: Sequence[str], claims: Sequence[str], k: int) -> list[list[
         if not weight:
             out.append(list(range(len(units))))
             continue
-        ranked = sorted(range(len(units)), key=lambda j: (-sum(weight[w] for w in vocab[j] & weight.keys()),
+        # fsum: the exact sum whatever order the set of shared words iterates in (it changes with the process's
+        # hash seed); a plain sum's last bits moved with it, and with them which of two equal units was kept.
+        ranked = sorted(range(len(units)), key=lambda j: (-math.fsum(weight[w] for w in vocab[j] & weight.keys()),
                                                           len(units[j]), j))
         out.append(sorted(ranked[:k]))
     return out
