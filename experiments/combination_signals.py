@@ -28,6 +28,7 @@ from calibration.fitting.signals import feature_matrix  # noqa: E402
 from calibration.verifier.contrastive import (  # noqa: E402
     CONTRASTIVE_SETS,
     DIALOGUE_SETS,
+    FIRST_SEVEN_CONTRASTIVE,
     SUMMARY_SETS,
     load_contrastive,
     load_dialogue,
@@ -46,7 +47,7 @@ COLUMNS = (*OWN, *TALK, *(f"learned_{t}" for t in TALK), *CHEAP, "learned_checka
 READ = ("begin-wow", "q2", "summeval", "dialogue-fresh")
 #: Sets no round has scored with a combination: ``decide`` decides on the first two, reports the third.
 UNREAD = ("dialogue-fourth", "summaries-fresh", "dialogue-third")
-GUARDS = ("begin-cmu-tc", *(f"contrastive-{w}" for w in CONTRASTIVE_SETS))
+GUARDS = ("begin-cmu-tc", *(f"contrastive-{w}" for w in FIRST_SEVEN_CONTRASTIVE))
 #: Candidate -> (inputs, gate): each a logistic regression over standardised inputs, L2 (C=1), every set
 #: weighted equally; a gate multiplies its probability by min(1, verifier weakest / 0.5) (round 3's gate; a
 #: column's name instead of True reads that column).

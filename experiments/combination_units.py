@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.fitting.signals import feature_matrix  # noqa: E402
 from calibration.verifier.contrastive import (  # noqa: E402
-    CONTRASTIVE_SETS,
+    FIRST_SEVEN_CONTRASTIVE,
     load_contrastive,
     load_dialogue,
     load_distractors,
@@ -44,23 +44,27 @@ from verifier_swaps import pairs_table  # noqa: E402
 UNREAD = ("dialogue-seventh", "summaries-fourth", "summaries-fifth")
 READ = ("begin-wow", "q2", "summeval", "dialogue-fresh", "dialogue-third", "dialogue-fourth", "dialogue-fifth",
         "dialogue-sixth", "summaries-fresh", "summaries-second", "summaries-third", "begin-cmu-tc",
-        *(f"contrastive-{w}" for w in CONTRASTIVE_SETS))
+        *(f"contrastive-{w}" for w in FIRST_SEVEN_CONTRASTIVE))
 ARRANGEMENTS = {
     "alone": lambda it: [it["evidence"]],
     "one passage": lambda it: [" ".join([it["distractors"][0], it["evidence"], *it["distractors"][1:]])],
     "four contexts": lambda it: [it["evidence"], *it["distractors"]]}
-SCORES = ("F", "H", "verifier_mean")
+#: Each score's reading of the word signals (``combination_inputs`` keywords), all with the shipped file's weights.
+READS = {"F": {"words_read": "evidence"}, "H": {"words_read": "units"}}
+SCORES = (*READS, "verifier_mean")
 #: The distractor sets of this round: two read before it, the third written for it (later ones stay unread here).
 DISTRACTORS = ("first", "second", "third")
 
 
 class Scorer:
-    """The shipped judge's verdicts once per (response, contexts), and from them F's score (the word signals read
-    from the whole evidence), H's (read from the verifier's units), both with the shipped file's weights
-    whatever it says to read, and the verifier mean."""
+    """The shipped judge's verdicts once per (response, contexts), and from them one score per entry of ``reads``
+    (round 8's: F's, the word signals read from the whole evidence, and H's, read from the verifier's units), each
+    with the shipped file's weights whatever it says to read, and the verifier mean."""
 
-    def __init__(self):
+    def __init__(self, reads: dict[str, dict] = READS):
         self.judge = FaithfulnessWithVerifier()
+        self.reads = reads
+        self.names = (*reads, "verifier_mean")
         self.memo: dict[tuple, dict[str, float]] = {}
 
     def scores(self, sample) -> dict[str, float]:
@@ -68,24 +72,25 @@ class Scorer:
         if key not in self.memo:
             result = self.judge.score(sample)
             if "combination" not in result:  # out of language or empty: the judge's own score for all three
-                self.memo[key] = dict.fromkeys(SCORES, float(result.score))
+                self.memo[key] = dict.fromkeys(self.names, float(result.score))
             else:
                 checked = {k: result[k] for k in ("verdicts", "weakest", "mean_probability")}
-                reads = (("F", "evidence"), ("H", "units"))
                 self.memo[key] = {"verifier_mean": float(result.mean_probability)} | {
                     name: combined_probability(self.judge.combination_inputs(
                         self.judge.model(), sample.response, list(sample.retrieved_contexts), checked,
-                        words_read=read)[0], shipped_combination()) for name, read in reads}
+                        **read)[0], shipped_combination()) for name, read in self.reads.items()}
         return self.memo[key]
 
     def as_judge(self, which: str):
-        """A judge-like view scoring with one of ``SCORES`` (for ``pairs_table``)."""
+        """A judge-like view scoring with one of ``names`` (for ``pairs_table``)."""
         return SimpleNamespace(score=lambda sample: SimpleNamespace(score=self.scores(sample)[which]))
 
 
-def run(out: Path, names: list[str]) -> None:
+def run(out: Path, names: list[str], reads: dict[str, dict] = READS, distractors=DISTRACTORS) -> None:
+    """Each named set's scores (``reads``' and the verifier mean), its labels and cheap signals into ``out``, and
+    the tables of the named distractor sets, each computed once."""
     out.mkdir(parents=True, exist_ok=True)
-    scorer = Scorer()
+    scorer = Scorer(reads)
     data = load_sets(names)
     for name in names:
         path = out / f"{name}.npz"
@@ -94,12 +99,12 @@ def run(out: Path, names: list[str]) -> None:
         samples, labels = data[name]
         rows = [scorer.scores(s) for s in samples]
         np.savez(path, y=np.asarray(labels), cheap=feature_matrix(CHEAP, samples),
-                 **{k: np.array([r[k] for r in rows]) for k in SCORES})
+                 **{k: np.array([r[k] for r in rows]) for k in scorer.names})
         print(f"{name}: {len(samples)} items", flush=True)
     path = out / "distractors.json"
     if not path.exists():
-        tables = {which: {k: pairs_table(scorer.as_judge(k), load_distractors(which), ARRANGEMENTS) for k in SCORES}
-                  for which in DISTRACTORS}
+        tables = {which: {k: pairs_table(scorer.as_judge(k), load_distractors(which), ARRANGEMENTS)
+                          for k in scorer.names} for which in distractors}
         path.write_text(json.dumps(tables, indent=1), encoding="utf-8")
 
 
@@ -127,33 +132,34 @@ def rule(natural: dict, distractors: dict) -> list[str]:
     return blocked
 
 
-def contrastive_by_kind(out: Path) -> None:
-    """On the seven contrastive sets, averaged over them: ROC-AUC of the faithful items against each kind of
-    changed copy, and the mean score of each faithful kind (what the word signals do to a paraphrase)."""
+def contrastive_by_kind(out: Path, sets=FIRST_SEVEN_CONTRASTIVE, names=SCORES) -> None:
+    """On the contrastive sets, averaged over them: ROC-AUC of the faithful items against each kind of changed
+    copy, and the mean score of each faithful kind (what the word signals do to a paraphrase)."""
     auc: dict[str, dict[str, list[float]]] = {}
-    for which in CONTRASTIVE_SETS:
+    for which in sets:
         found = np.load(out / f"contrastive-{which}.npz")
         kinds, y = np.array([r["kind"] for r in load_contrastive(which)]), found["y"]
         for kind in sorted(set(kinds)):
             at = (y == 1) | (kinds == kind) if kind in set(kinds[y == 0]) else kinds == kind
-            for k in SCORES:
+            for k in names:
                 value = roc_auc(y[at], found[k][at]) if kind in set(kinds[y == 0]) else float(found[k][at].mean())
                 auc.setdefault(kind, {}).setdefault(k, []).append(value)
-    print("\n| contrastive kind, mean of the seven sets | F | H | verifier mean |\n|---|---:|---:|---:|")
+    print(f"\n| contrastive kind, mean of the {len(sets)} sets | " + " | ".join(names) + " |\n|---|"
+          + "---:|" * len(names))
     for kind, values in auc.items():
         print(f"| {kind} ({'mean score' if kind in ('copy', 'paraphrase') else 'ROC-AUC against the faithful'}) | "
-              + " | ".join(f"{np.mean(values[k]):.3f}" for k in SCORES) + " |")
+              + " | ".join(f"{np.mean(values[k]):.3f}" for k in names) + " |")
 
 
-def faithful_by_kind(out: Path) -> None:
-    """The mean score of each faithful kind in the dialogue sets written for rounds 5 to 8: how low a faithful
-    copy, or a faithful reply with talk, scores in absolute terms."""
-    print("\n| dialogue set | faithful kind | F | H | verifier mean |\n|---|---|---:|---:|---:|")
-    for which in ("third", "fourth", "fifth", "sixth", "seventh"):
+def faithful_by_kind(out: Path, sets=("third", "fourth", "fifth", "sixth", "seventh"), names=SCORES) -> None:
+    """The mean score of each faithful kind in the dialogue sets written for rounds 5 to 8 (by default): how low
+    a faithful copy, or a faithful reply with talk, scores in absolute terms."""
+    print("\n| dialogue set | faithful kind | " + " | ".join(names) + " |\n|---|---|" + "---:|" * len(names))
+    for which in sets:
         found = np.load(out / f"dialogue-{which}.npz")
         kinds = np.array([r["kind"] for r in load_dialogue(which)])
         for kind in ("faithful_copy", "faithful_with_talk", "faithful_talk_only"):
-            print(f"| {which} | {kind} | " + " | ".join(f"{found[k][kinds == kind].mean():.3f}" for k in SCORES) + " |")
+            print(f"| {which} | {kind} | " + " | ".join(f"{found[k][kinds == kind].mean():.3f}" for k in names) + " |")
 
 
 def decide(out: Path, write: str | None) -> int:
@@ -208,7 +214,7 @@ def blend(out: Path) -> int:
         def auc(name: str) -> float:
             found = np.load(out / f"{name}.npz")
             return roc_auc(found["y"], a * found["H"] + (1 - a) * found["verifier_mean"])
-        contrastive = np.mean([auc(f"contrastive-{w}") for w in CONTRASTIVE_SETS])
+        contrastive = np.mean([auc(f"contrastive-{w}") for w in FIRST_SEVEN_CONTRASTIVE])
         print(f"| {a:.1f} | {contrastive:.4f} | " + " | ".join(f"{auc(n):.3f}" for n in names) + " |")
     return 0
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from calibration.agreement.stats import compare  # noqa: E402
 from calibration.data.labelled import LabelledSet, balanced_indices  # noqa: E402
 from calibration.fitting.heldout import compare_on_heldout  # noqa: E402
-from calibration.verifier.contrastive import CONTRASTIVE_SETS, load_contrastive  # noqa: E402
+from calibration.verifier.contrastive import FIRST_SEVEN_CONTRASTIVE, load_contrastive  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import EvaluationDataset, FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 
@@ -62,7 +62,7 @@ def labelled(name: str, samples: list, labels: list[int], at) -> LabelledSet:
 
 def contrastive_sets() -> dict[str, tuple[list[SingleTurnSample], np.ndarray]]:
     out = {}
-    for which in CONTRASTIVE_SETS:
+    for which in FIRST_SEVEN_CONTRASTIVE:
         rows = load_contrastive(which)
         out[which] = ([SingleTurnSample(response=r["response"], retrieved_contexts=[r["evidence"]]) for r in rows],
                       np.asarray([int(r["label"]) for r in rows]))

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.fitting.signals import feature_matrix  # noqa: E402
 from calibration.data.loaders import load_summeval  # noqa: E402
-from calibration.verifier.contrastive import CONTRASTIVE_SETS, load_contrastive, load_dialogue  # noqa: E402
+from calibration.verifier.contrastive import FIRST_SEVEN_CONTRASTIVE, load_contrastive, load_dialogue  # noqa: E402
 from calibration.verifier.perturb import names_in, one_fact_changed  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from claim_units import all_sets  # noqa: E402
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                                   for s in list(rest.dataset)[args.summeval_limit:]],
                                  [int(y >= 5.0 - 1e-9) for y in rest.labels[args.summeval_limit:]])
     if args.made_pairs:
-        for which in sorted(set(CONTRASTIVE_SETS) - {"first"}):
+        for which in sorted(set(FIRST_SEVEN_CONTRASTIVE) - {"first"}):
             rows = load_contrastive(which)
             data[f"contrastive-{which}"] = ([SingleTurnSample(response=r["response"], retrieved_contexts=[r["evidence"]])
                                             for r in rows], [int(r["label"]) for r in rows])

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.verifier.contrastive import (  # noqa: E402
-    CONTRASTIVE_SETS,
+    FIRST_SEVEN_CONTRASTIVE,
     load_contrastive,
     load_dialogue,
     load_distractors,
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     swaps = load_swaps(args.swap_set)
     distractors = {which: load_distractors(which) for which in ("first", "second")}  # the sets of its rounds
-    contrastive = {which: load_contrastive(which) for which in CONTRASTIVE_SETS}
+    contrastive = {which: load_contrastive(which) for which in FIRST_SEVEN_CONTRASTIVE}
     agreement = sets(args.summeval_limit)
     agreement.pop("contrastive")
     if args.dialogue:

@@ -23,7 +23,7 @@ from judges import (
     WeakestSentenceSupport,
 )
 from judges.metrics.catalogue import metric_classes
-from judges.metrics.grounding import specifics
+from judges.metrics.grounding import specifics, supported_specifics
 
 CONTEXT = ["The Eiffel Tower was completed in 1889 in Paris. Gustave Eiffel's company built it."]
 
@@ -40,6 +40,20 @@ def test_unsupported_specifics_catch_a_wrong_number_that_overlap_hides():
     assert specifics("It cost 7,799,000 francs on March 31, said Eiffel.") == ["7,799,000", "31", "March 31", "Eiffel"]
     none = UnsupportedSpecifics().score(grounded("it is tall."))
     assert none.score == 1.0 and none.undefined_reason
+
+
+def test_a_names_possessive_or_contraction_ending_is_read_off():
+    """"Paris's" names Paris, which the context names without the ending; two names joined across a possessive
+    are two names; "I'm" after a comma names nobody. ``name_endings="keep"`` reads each as written."""
+    reply = "Oh, I'm sure the tower in Paris's centre was finished in 1889 by Gustave Eiffel's Lyon workshop."
+    assert specifics(reply) == ["1889", "Paris", "Gustave Eiffel", "Lyon"]
+    assert specifics(reply, name_endings="keep") == ["1889", "I'm", "Paris's", "Gustave Eiffel's Lyon"]
+    assert specifics("Then I'd say O'Brien's and the Rovers' goals.") == ["O'Brien", "Rovers"]
+    assert UnsupportedSpecifics().score(grounded("It stands in Paris's heart since 1889, I'm told.")).score == 1.0
+    assert supported_specifics(reply, CONTEXT[0], "keep")[1] == ["I'm", "Paris's", "Gustave Eiffel's Lyon"]
+    assert supported_specifics(reply, CONTEXT[0])[1] == ["Lyon"]
+    with pytest.raises(ValueError, match="specifics: name_endings must be one of"):
+        specifics(reply, name_endings="drop")
 
 
 def test_the_weakest_sentence_shows_what_the_mean_hides():

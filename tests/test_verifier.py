@@ -554,6 +554,28 @@ def test_the_combinations_word_signals_read_the_whole_evidence_or_only_the_verif
         metric.combination_inputs(metric.model(), claim, [EVIDENCE], checked, words_read="sentences")
 
 
+def test_the_combinations_specifics_read_a_names_ending_as_its_file_says():
+    """``name_endings``: "keep" reads "Eiffel's" and "I'm" as names the evidence lacks; "strip" finds Eiffel and
+    counts no "I". A score reads what the shipped file names ("keep" when it names nothing)."""
+    from judges.metrics.rag.verified import shipped_combination
+
+    metric = FaithfulnessWithVerifier()
+    reply = "Well, I'm told Eiffel's tower was completed in 1889."
+    checked = {"verdicts": [{"claim": reply, "probability": 0.9, "chunk": EVIDENCE}], "weakest": 0.9,
+               "mean_probability": 0.9}
+    kept, _ = metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, words_read="units")
+    read, _ = metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, words_read="units",
+                                        name_endings="strip")
+    assert kept["specifics_supported"] == pytest.approx(1 / 3) and read["specifics_supported"] == 1.0
+    assert {k: v for k, v in kept.items() if k != "specifics_supported"} == {
+        k: v for k, v in read.items() if k != "specifics_supported"}
+    shipped = shipped_combination().get("name_endings", "keep")
+    scored = metric.score(SingleTurnSample(response=reply, retrieved_contexts=[EVIDENCE]))
+    assert scored.combination["specifics_supported"] == {"keep": kept, "strip": read}[shipped]["specifics_supported"]
+    with pytest.raises(ValueError, match="specifics: name_endings must be one of"):
+        metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, name_endings="drop")
+
+
 def test_the_combination_verifies_only_the_kept_units_that_are_not_sentences(monkeypatch):
     """A unit the talk classifier keeps whole was verified as a sentence: its row is read back, not scored again;
     a claim taken out of a hedge is verified, alone. The score is the same as verifying every kept unit."""

@@ -34,35 +34,47 @@ from judges.lm.embeddings import resolve_embedder
 from judges.metrics.base import Metric
 
 
-def specifics(text: str) -> list[str]:
+#: How a name's ending is read: "strip" reads "Ferrin's" as Ferrin, "Drinks' Grangemoor" as two names, and "I'm"
+#: as I (not a name); "keep" reads each as written, as the combination's weights before round 9 were fitted on.
+NAME_ENDINGS = ("strip", "keep")
+#: A possessive or contraction ending a capitalised word: 's, 'm, 'd, 've, 'll, 're, or a plural's bare '.
+_ENDING = re.compile(r"(?:'(?:s|m|d|ve|ll|re)|(?<=s)')(?=\s|$)")
+
+
+def specifics(text: str, name_endings: str = "strip") -> list[str]:
     """Numbers, dates and capitalised names (not sentence-initial) in ``text``: the details a response can
-    get wrong while every other word matches its source."""
+    get wrong while every other word matches its source. A name's possessive or contraction ending is read
+    off (``name_endings="strip"``): "Ferrin's" names Ferrin, whom a source may name only as "Ferrin", and
+    "I'm" names nobody."""
+    if name_endings not in NAME_ENDINGS:
+        raise ValueError(f"specifics: name_endings must be one of {list(NAME_ENDINGS)}, got {name_endings!r}")
     found = [m.group().rstrip(",") for m in NUMBER.finditer(text)]
     found += [m.group() for m in DATE.finditer(text)]
     for sentence in split_sentences(text) or [text]:
         for match in NAME.finditer(sentence):
             if match.start() == 0:
                 continue  # a sentence's first word is capitalised anyway
-            name = match.group()
-            if name not in STOP_CAPITALS and not re.fullmatch(MONTHS, name, re.IGNORECASE):
-                found.append(name)
+            names = _ENDING.split(match.group()) if name_endings == "strip" else [match.group()]
+            for name in filter(None, (n.strip() for n in names)):
+                if name not in STOP_CAPITALS and not re.fullmatch(MONTHS, name, re.IGNORECASE):
+                    found.append(name)
     return list(dict.fromkeys(found))
 
 
-def supported_specifics(response: str, evidence: str) -> tuple[list[str], list[str]]:
+def supported_specifics(response: str, evidence: str, name_endings: str = "strip") -> tuple[list[str], list[str]]:
     """The response's specifics split into those the evidence contains (case-insensitive, numbers with or
     without thousands separators) and those it does not."""
     haystack = normalised(evidence)
     found, missing = [], []
-    for item in specifics(response):
+    for item in specifics(response, name_endings):
         (found if normalised(item) in haystack else missing).append(item)
     return found, missing
 
 
-def specifics_share(response: str, evidence: str) -> float:
+def specifics_share(response: str, evidence: str, name_endings: str = "strip") -> float:
     """Share of the response's specifics found in the evidence (1.0 when it has none): the signal
     ``specifics_supported``, and an input of FaithfulnessWithVerifier's combination."""
-    found, missing = supported_specifics(response, evidence)
+    found, missing = supported_specifics(response, evidence, name_endings)
     return len(found) / (len(found) + len(missing)) if found or missing else 1.0
 
 

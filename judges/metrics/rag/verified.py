@@ -55,7 +55,7 @@ import dspy
 from judges.data.language import detect_language, split_sentences
 from judges.lm.talk import talk_identity
 from judges.lm.verifier import Verifier, resolve_verifier, verifier_identity
-from judges.metrics.grounding import bigram_share, specifics_share
+from judges.metrics.grounding import NAME_ENDINGS, bigram_share, specifics_share
 from judges.metrics.base import Judge
 from judges.metrics.rag.claims import (
     CHECKABLE_SOURCES,
@@ -188,6 +188,9 @@ def shipped_combination() -> dict[str, Any]:
     if found.get("words_read", "evidence") not in WORDS_READ:
         raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says words_read={found['words_read']!r}, not one "
                          f"of {list(WORDS_READ)}")
+    if found.get("name_endings", "keep") not in NAME_ENDINGS:
+        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says name_endings={found['name_endings']!r}, "
+                         f"not one of {list(NAME_ENDINGS)}")
     return found | {"sha256": hashlib.sha256(COMBINATION.read_bytes()).hexdigest()}
 
 
@@ -274,7 +277,8 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         if self.aggregate == "combined" and verifier is self.model():
             combination = shipped_combination()
             inputs, set_aside = self.combination_inputs(verifier, response, retrieved_contexts, checked,
-                                                        words_read=combination.get("words_read", "evidence"))
+                                                        words_read=combination.get("words_read", "evidence"),
+                                                        name_endings=combination.get("name_endings", "keep"))
             return dspy.Prediction(score=combined_probability(inputs, combination), supported_share=share,
                                    claims=claims, claims_source=source, set_aside=set_aside, combination=inputs,
                                    **checked)
@@ -289,12 +293,15 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         return "mean" if self.aggregate == "combined" else self.aggregate
 
     def combination_inputs(self, verifier: Verifier, response: str, contexts: list[str], checked: dict[str, Any],
-                           words_read: str = "evidence") -> tuple[dict[str, float], list[dict[str, str]]]:
+                           words_read: str = "evidence", name_endings: str = "keep",
+                           ) -> tuple[dict[str, float], list[dict[str, str]]]:
         """The combination's inputs (the names in its file) and the units its talk input set aside: the verifier
         over the sentences (``checked``), over the checkable units the learned classifier keeps (1.0 when it
         keeps none), and the share of the response's names and numbers, and of its word pairs, found in the
         contexts (``words_read="evidence"``) or only in the units the verifier read each sentence against
-        (``"units"``: a distractor in another context or window, sharing a claim's words, does not lift it)."""
+        (``"units"``: a distractor in another context or window, sharing a claim's words, does not lift it).
+        ``name_endings`` says how a name's possessive or contraction ending is read ("keep": as written, the file's
+        default when it names none; ``judges.metrics.grounding.NAME_ENDINGS``)."""
         if words_read not in WORDS_READ:
             raise ValueError(f"faithfulness_with_verifier: the combination's words_read={words_read!r} is not one of "
                              f"{list(WORDS_READ)}")
@@ -312,7 +319,7 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
                 "learned_checkable_mean": learned["mean_probability"], "learned_checkable_weakest": learned["weakest"],
                 "learned_set_aside_share": len(set_aside) / max(len(set_aside) + len(kept), 1),
                 "learned_nothing_checkable": float(not kept),
-                "specifics_supported": specifics_share(response, evidence),
+                "specifics_supported": specifics_share(response, evidence, name_endings),
                 "bigram_support": bigram_share(response, evidence)}, set_aside
 
     def model_identity(self) -> dict[str, Any]:

@@ -1,0 +1,129 @@
+"""Round 9 of the shipped combination: does its specifics input read a name without its possessive or contraction
+ending ("Ferrin's" as Ferrin, "I'm" as no name at all)?
+
+    .venv/bin/python experiments/combination_names.py run       # every set scored by H and I, cached (~20 min)
+    .venv/bin/python experiments/combination_names.py decide    # the rule in docs/verifier-log.md, round 9
+    .venv/bin/python experiments/combination_names.py decide --write judges/lm/weights/faithfulness-combination.json
+
+H is the shipped combination of round 8: its word signals read the verifier's units, and a name as written. I is
+the same file and weights with ``name_endings="strip"``: "Saturday's" is found where the evidence says "Saturday",
+and "I'm" after a comma is no longer a name the evidence lacks. ``run`` scores every set once with the shipped
+judge and derives both from the same verdicts (``combination_units.Scorer``); the verifier mean and the cheap
+signals come along (specifics supported already reads names without their endings). ``decide`` applies the
+round's rule to the sets written for it and prints every set's numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibration.verifier.contrastive import CONTRASTIVE_SETS  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
+from combination_signals import CHEAP  # noqa: E402
+from combination_units import ARRANGEMENTS, contrastive_by_kind, faithful_by_kind, run  # noqa: E402
+from combination_units import READ as READ_BEFORE  # noqa: E402
+from combination_units import UNREAD as ROUND_EIGHT  # noqa: E402
+
+#: The natural sets written for this round (or before it and read by none), and its contrastive set.
+UNREAD = ("dialogue-eighth", "summaries-sixth")
+UNREAD_CONTRASTIVE = "contrastive-eighth"
+READ = (*ROUND_EIGHT, *READ_BEFORE)
+#: H (round 8, shipped) and I (names read without their endings), both with the shipped file's weights.
+READS = {"H": {"words_read": "units", "name_endings": "keep"}, "I": {"words_read": "units", "name_endings": "strip"}}
+NAMES = (*READS, "verifier_mean")
+#: The distractor sets: three read by earlier rounds, the fourth written before this round and read by none.
+DISTRACTORS = ("first", "second", "third", "fourth")
+
+
+def rule(natural: dict, distractors: dict) -> list[str]:
+    """What blocks I (docs/verifier-log.md, round 9); empty when I replaces H."""
+    blocked = []
+    for name in UNREAD:
+        if natural[name]["I"] < natural[name]["H"] - 0.01:
+            blocked.append(f"{name}: I {natural[name]['I']:.4f} < H {natural[name]['H']:.4f} - 0.01")
+    mean_i, mean_h = (np.mean([natural[n][k] for n in UNREAD]) for k in "IH")
+    if mean_i < mean_h:
+        blocked.append(f"unread natural sets' mean: I {mean_i:.4f} < H {mean_h:.4f}")
+    for name in (UNREAD_CONTRASTIVE, "begin-cmu-tc"):
+        if natural[name]["I"] < natural[name]["H"] - 0.005:
+            blocked.append(f"{name}: I {natural[name]['I']:.4f} < H {natural[name]['H']:.4f} - 0.005")
+    fourth = distractors["fourth"]
+    for arrangement in ("one passage", "four contexts"):
+        i, h = fourth["I"][arrangement], fourth["H"][arrangement]
+        if i["roc_auc"] < h["roc_auc"] - 0.005:
+            blocked.append(f"distractors fourth, {arrangement}: I {i['roc_auc']:.4f} < H {h['roc_auc']:.4f} - 0.005")
+        if i["lifted"] > h["lifted"] + 2:
+            blocked.append(f"distractors fourth, {arrangement}: I lifts {i['lifted']}, H {h['lifted']} (+2 allowed)")
+    return blocked
+
+
+def decide(out: Path, write: str | None) -> int:
+    natural = {}
+    print("| set | H | I | verifier mean | best cheap signal |\n|---|---:|---:|---:|---|")
+    for name in (*UNREAD, UNREAD_CONTRASTIVE, *READ):
+        found = np.load(out / f"{name}.npz")
+        y = found["y"]
+        natural[name] = {k: roc_auc(y, found[k]) for k in NAMES}
+        cheap = {c: roc_auc(y, found["cheap"][:, i]) for i, c in enumerate(CHEAP)}
+        best = max(cheap, key=lambda c: cheap[c])
+        natural[name]["cheap"] = cheap
+        unread = " (unread)" if name in (*UNREAD, UNREAD_CONTRASTIVE) else ""
+        print(f"| {name}{unread} | " + " | ".join(f"{natural[name][k]:.4f}" for k in NAMES)
+              + f" | {best} {cheap[best]:.4f} |")
+    contrastive = [f"contrastive-{w}" for w in CONTRASTIVE_SETS]
+    print(f"\n{len(contrastive)} contrastive sets' mean: " + ", ".join(
+        f"{k} {np.mean([natural[n][k] for n in contrastive]):.4f}" for k in NAMES))
+    contrastive_by_kind(out, tuple(CONTRASTIVE_SETS), NAMES)
+    faithful_by_kind(out, ("third", "fourth", "fifth", "sixth", "seventh", "eighth"), NAMES)
+    distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
+    print("\n| distractor set, arrangement | H: ROC-AUC, lifted | I | verifier mean |\n|---|---|---|---|")
+    for which, tables in distractors.items():
+        for arrangement in ARRANGEMENTS:
+            print(f"| {which}{' (unread)' if which == 'fourth' else ''}, {arrangement} | " + " | ".join(
+                f"{tables[k][arrangement]['roc_auc']:.4f}, {tables[k][arrangement]['lifted']}" for k in NAMES) + " |")
+    blocked = rule(natural, distractors)
+    print("\nrule: I " + ("replaces H" if not blocked else "does not replace H; blocked by: " + "; ".join(blocked)))
+    shipped = "H" if blocked else "I"
+    under = [n for n in UNREAD if natural[n][shipped] < natural[n]["verifier_mean"] - 0.005]
+    print(f"safeguard ({shipped} against the verifier mean on the unread natural sets): "
+          + ("holds" if not under else "the default goes back to the mean: " + ", ".join(under)))
+    if write and (blocked or under):
+        print("not written: " + ("I did not pass its rule" if blocked else "the safeguard sends the default back"))
+    if write and not blocked and not under:
+        found = json.loads(Path(write).read_text(encoding="utf-8"))
+        Path(write).write_text(json.dumps(found | {
+            "candidate": "I", "name_endings": "strip",
+            "name_endings_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-fourth"],
+            "name_endings_rule": 'docs/verifier-log.md, "A shipped combination, round 9"'}, indent=1) + "\n",
+            encoding="utf-8")
+        print(f"wrote {write}: name_endings = strip")
+    (out / "decision.json").write_text(json.dumps({"natural": natural, "distractors": distractors,
+                                                   "blocked": blocked, "under_mean": under}, indent=1),
+                                       encoding="utf-8")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("step", choices=("run", "decide"))
+    parser.add_argument("--out", default="runs/combination_round9")
+    parser.add_argument("--sets", nargs="*", help="with run: only these sets (default: all of them)")
+    parser.add_argument("--write", help="with decide: when I passes, name name_endings='strip' in this combination "
+                        "file (the shipped one is judges/lm/weights/faithfulness-combination.json)")
+    args = parser.parse_args(argv)
+    if args.step == "run":
+        run(Path(args.out), args.sets or [*UNREAD, UNREAD_CONTRASTIVE, *READ], READS, DISTRACTORS)
+        return 0
+    return decide(Path(args.out), args.write)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
