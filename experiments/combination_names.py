@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibration.verifier.contrastive import CONTRASTIVE_SETS  # noqa: E402
+from calibration.verifier.contrastive import FIRST_SEVEN_CONTRASTIVE  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from combination_signals import CHEAP  # noqa: E402
 from combination_units import ARRANGEMENTS, contrastive_by_kind, faithful_by_kind, run  # noqa: E402
@@ -35,6 +35,8 @@ from combination_units import UNREAD as ROUND_EIGHT  # noqa: E402
 #: The natural sets written for this round (or before it and read by none), and its contrastive set.
 UNREAD = ("dialogue-eighth", "summaries-sixth")
 UNREAD_CONTRASTIVE = "contrastive-eighth"
+#: The contrastive sets this round reads (later ones stay unread here).
+CONTRASTIVE = (*FIRST_SEVEN_CONTRASTIVE, "eighth")
 READ = (*ROUND_EIGHT, *READ_BEFORE)
 #: H (round 8, shipped) and I (names read without their endings), both with the shipped file's weights.
 READS = {"H": {"words_read": "units", "name_endings": "keep"}, "I": {"words_read": "units", "name_endings": "strip"}}
@@ -78,10 +80,10 @@ def decide(out: Path, write: str | None) -> int:
         unread = " (unread)" if name in (*UNREAD, UNREAD_CONTRASTIVE) else ""
         print(f"| {name}{unread} | " + " | ".join(f"{natural[name][k]:.4f}" for k in NAMES)
               + f" | {best} {cheap[best]:.4f} |")
-    contrastive = [f"contrastive-{w}" for w in CONTRASTIVE_SETS]
+    contrastive = [f"contrastive-{w}" for w in CONTRASTIVE]
     print(f"\n{len(contrastive)} contrastive sets' mean: " + ", ".join(
         f"{k} {np.mean([natural[n][k] for n in contrastive]):.4f}" for k in NAMES))
-    contrastive_by_kind(out, tuple(CONTRASTIVE_SETS), NAMES)
+    contrastive_by_kind(out, CONTRASTIVE, NAMES)
     faithful_by_kind(out, ("third", "fourth", "fifth", "sixth", "seventh", "eighth"), NAMES)
     distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
     print("\n| distractor set, arrangement | H: ROC-AUC, lifted | I | verifier mean |\n|---|---|---|---|")
