@@ -140,14 +140,20 @@ def cached_signals(out: Path, data: dict, names) -> dict[str, tuple[np.ndarray, 
     return found
 
 
-def fit(candidate: str, parts: list[tuple[np.ndarray, np.ndarray]]):
-    inputs, gated = CANDIDATES[candidate]
-    at = [COLUMNS.index(i) for i in inputs]
-    x = np.vstack([p[0][:, at] for p in parts])
+def logistic(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[StandardScaler, LogisticRegression]:
+    """Every combination's recipe: a logistic regression (L2, C=1) over standardised inputs, each (x, y) part
+    weighted equally whatever its size."""
+    x = np.vstack([p[0] for p in parts])
     y = np.concatenate([p[1] for p in parts])
     weights = np.concatenate([np.full(len(p[1]), len(y) / (len(p[1]) * len(parts))) for p in parts])
     scaler = StandardScaler().fit(x)
-    model = LogisticRegression(C=1.0, max_iter=2000).fit(scaler.transform(x), y, sample_weight=weights)
+    return scaler, LogisticRegression(C=1.0, max_iter=2000).fit(scaler.transform(x), y, sample_weight=weights)
+
+
+def fit(candidate: str, parts: list[tuple[np.ndarray, np.ndarray]]):
+    inputs, gated = CANDIDATES[candidate]
+    at = [COLUMNS.index(i) for i in inputs]
+    scaler, model = logistic([(p[0][:, at], p[1]) for p in parts])
     weakest = COLUMNS.index(gated if isinstance(gated, str) else "verifier_weakest")
 
     def score(xs: np.ndarray) -> np.ndarray:

@@ -1,0 +1,222 @@
+"""Round 10 of the shipped combination: its weights fitted again on the inputs it now reads.
+
+    .venv/bin/python experiments/combination_refit.py run       # every set's inputs, J fitted, cached (~25 min)
+    .venv/bin/python experiments/combination_refit.py decide    # the rule in docs/verifier-log.md, round 10
+    .venv/bin/python experiments/combination_refit.py decide --write judges/lm/weights/faithfulness-combination.json
+
+S is the shipped file. Its weights were fitted in round 6 on inputs read the old way: word signals from the whole
+evidence, names as written. Rounds 8 and 9 changed what the inputs read and kept the weights. J has the same
+inputs, gate and fit data as round 6 (BEGIN WoW, Q2, SummEval, the fresh dialogue set and made contrast pairs,
+each weighted equally, ``combination_signals.logistic``), fitted on the inputs as S reads them now. ``run`` keeps
+each item's inputs as the shipped judge computes them (``result.combination``), so S and J score the same
+verdicts; ``decide`` applies the round's rule to the sets written for it and prints every set's numbers, the
+fitted sets also on a test half left out of J's fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibration.fitting.signals import feature_matrix  # noqa: E402
+from calibration.verifier.contrastive import load_distractors  # noqa: E402
+from calibration.verifier.training import roc_auc  # noqa: E402
+from combination_names import CONTRASTIVE as ROUND_NINE_CONTRASTIVE  # noqa: E402
+from combination_names import READ as READ_BEFORE  # noqa: E402
+from combination_names import UNREAD as ROUND_NINE  # noqa: E402
+from combination_signals import CHEAP, load_sets, logistic  # noqa: E402
+from combination_signals import READ as FITTED  # noqa: E402
+from combination_units import ARRANGEMENTS  # noqa: E402
+from judges import FaithfulnessWithVerifier  # noqa: E402
+from judges.metrics.rag.verified import combined_probability, shipped_combination  # noqa: E402
+from verifier_agreement import halves  # noqa: E402
+from verifier_swaps import pairs_table  # noqa: E402
+
+#: The sets written for this round, read by none before it.
+UNREAD = ("dialogue-ninth", "summaries-seventh")
+UNREAD_CONTRASTIVE = "contrastive-ninth"
+READ = tuple(dict.fromkeys((*ROUND_NINE, "contrastive-eighth", *READ_BEFORE)))
+#: The contrastive sets this round reads: the eight read before it and its own.
+CONTRASTIVE = (*ROUND_NINE_CONTRASTIVE, "ninth")
+DISTRACTORS = ("first", "second", "third", "fourth", "fifth")
+NAMES = ("S", "J", "verifier_mean")
+#: The gate's input, kept beside the file's inputs.
+GATE = "learned_checkable_weakest"
+
+
+def combination_with(weights: dict) -> dict:
+    """The shipped file with another fit's inputs, standardisation, coefficients and intercept."""
+    return shipped_combination() | weights
+
+
+class Inputs:
+    """The shipped judge's combination inputs once per (response, contexts): S's reading, whatever it is now."""
+
+    def __init__(self):
+        self.judge = FaithfulnessWithVerifier()
+        self.memo: dict[tuple, tuple[dict | None, float, float]] = {}
+
+    def of(self, sample) -> tuple[dict | None, float, float]:
+        """(inputs or None when the combination did not score, the judge's score, the verifier mean)."""
+        key = (sample.response, tuple(sample.retrieved_contexts))
+        if key not in self.memo:
+            result = self.judge.score(sample)
+            inputs = dict(result.combination) if "combination" in result else None
+            self.memo[key] = (inputs, float(result.score), float(result.get("mean_probability", result.score)))
+        return self.memo[key]
+
+    def score(self, sample, weights: dict | None) -> float:
+        """S's score (``weights`` None) or the score with ``weights``; the judge's own where no combination ran."""
+        inputs, shipped, _ = self.of(sample)
+        return shipped if inputs is None or weights is None else combined_probability(inputs, combination_with(weights))
+
+
+def matrix(rows: list[tuple[dict | None, float, float]]) -> np.ndarray:
+    """Each item's inputs in the file's order and the gate's, NaN where the combination did not score."""
+    names = [*shipped_combination()["inputs"], GATE]
+    return np.array([[r[0][n] for n in names] if r[0] else [np.nan] * len(names) for r in rows])
+
+
+def fit_weights(parts: list[tuple[np.ndarray, np.ndarray]]) -> dict:
+    """J: round 6's recipe on these inputs (rows where no combination scored left out)."""
+    kept = [(x[~np.isnan(x).any(axis=1), :-1], y[~np.isnan(x).any(axis=1)]) for x, y in parts]
+    scaler, model = logistic(kept)
+    return {"inputs": list(shipped_combination()["inputs"]), "mean": scaler.mean_.tolist(),
+            "scale": scaler.scale_.tolist(), "coef": model.coef_[0].tolist(), "intercept": float(model.intercept_[0])}
+
+
+def scores_with(found, weights: dict) -> np.ndarray:
+    names = [*shipped_combination()["inputs"], GATE]
+    combination = combination_with(weights)
+    return np.array([combined_probability(dict(zip(names, row)), combination) if not np.isnan(row).any() else s
+                     for row, s in zip(found["x"], found["S"])])
+
+
+def run(out: Path, names: list[str]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    inputs = Inputs()
+    wanted = [n for n in ("made", *names) if not (out / f"{n}.npz").exists()]
+    data = load_sets(wanted) if wanted else {}
+    for name in wanted:
+        samples, labels = data[name]
+        rows = [inputs.of(s) for s in samples]
+        np.savez(out / f"{name}.npz", y=np.asarray(labels), x=matrix(rows), S=np.array([r[1] for r in rows]),
+                 verifier_mean=np.array([r[2] for r in rows]), cheap=feature_matrix(CHEAP, samples))
+        print(f"{name}: {len(samples)} items", flush=True)
+    found = {n: np.load(out / f"{n}.npz") for n in (*FITTED, "made")}
+    weights = fit_weights([(found[n]["x"], found[n]["y"]) for n in (*FITTED, "made")])
+    (out / "refit.json").write_text(json.dumps(weights, indent=1), encoding="utf-8")
+    path = out / "distractors.json"
+    if not path.exists():
+        views = {"S": lambda s: inputs.score(s, None), "J": lambda s: inputs.score(s, weights),
+                 "verifier_mean": lambda s: inputs.of(s)[2]}
+        tables = {which: {k: pairs_table(SimpleNamespace(score=lambda s, v=v: SimpleNamespace(score=v(s))),
+                                         load_distractors(which), ARRANGEMENTS) for k, v in views.items()}
+                  for which in DISTRACTORS}
+        path.write_text(json.dumps(tables, indent=1), encoding="utf-8")
+
+
+def rule(natural: dict, distractors: dict) -> list[str]:
+    """What blocks J (docs/verifier-log.md, round 10); empty when J replaces S's weights."""
+    blocked = []
+    for name in UNREAD:
+        if natural[name]["J"] < natural[name]["S"] - 0.01:
+            blocked.append(f"{name}: J {natural[name]['J']:.4f} < S {natural[name]['S']:.4f} - 0.01")
+    mean_j, mean_s = (np.mean([natural[n][k] for n in UNREAD]) for k in "JS")
+    if mean_j < mean_s + 0.005:
+        blocked.append(f"unread natural sets' mean: J {mean_j:.4f} < S {mean_s:.4f} + 0.005")
+    for name in (UNREAD_CONTRASTIVE, "begin-cmu-tc"):
+        if natural[name]["J"] < natural[name]["S"] - 0.005:
+            blocked.append(f"{name}: J {natural[name]['J']:.4f} < S {natural[name]['S']:.4f} - 0.005")
+    fifth = distractors["fifth"]
+    for arrangement in ("one passage", "four contexts"):
+        j, s = fifth["J"][arrangement], fifth["S"][arrangement]
+        if j["roc_auc"] < s["roc_auc"] - 0.005:
+            blocked.append(f"distractors fifth, {arrangement}: J {j['roc_auc']:.4f} < S {s['roc_auc']:.4f} - 0.005")
+        if j["lifted"] > s["lifted"] + 2:
+            blocked.append(f"distractors fifth, {arrangement}: J lifts {j['lifted']}, S {s['lifted']} (+2 allowed)")
+    return blocked
+
+
+def decide(out: Path, write: str | None) -> int:
+    weights = json.loads((out / "refit.json").read_text(encoding="utf-8"))
+    natural = {}
+    print("| set | S | J | verifier mean | best cheap signal |\n|---|---:|---:|---:|---|")
+    for name in (*UNREAD, UNREAD_CONTRASTIVE, *READ):
+        found = np.load(out / f"{name}.npz")
+        y, scored = found["y"], {"S": found["S"], "J": scores_with(found, weights),
+                                 "verifier_mean": found["verifier_mean"]}
+        natural[name] = {k: roc_auc(y, v) for k, v in scored.items()}
+        cheap = {c: roc_auc(y, found["cheap"][:, i]) for i, c in enumerate(CHEAP)}
+        best = max(cheap, key=lambda c: cheap[c])
+        note = " (unread)" if name in (*UNREAD, UNREAD_CONTRASTIVE) else " (fitted on)" if name in FITTED else ""
+        print(f"| {name}{note} | " + " | ".join(f"{natural[name][k]:.4f}" for k in NAMES)
+              + f" | {best} {cheap[best]:.4f} |")
+    contrastive = [f"contrastive-{w}" for w in CONTRASTIVE]
+    print(f"\n{len(contrastive)} contrastive sets' mean: " + ", ".join(
+        f"{k} {np.mean([natural[n][k] for n in contrastive]):.4f}" for k in NAMES))
+    print("\n| fitted set, test half left out of J's fit | S | J | verifier mean |\n|---|---:|---:|---:|")
+    found = {n: np.load(out / f"{n}.npz") for n in (*FITTED, "made")}
+    for name in FITTED:
+        y = found[name]["y"]
+        parts = halves(name if name != "dialogue-fresh" else "begin-wow", list(y))  # any name: a seeded split
+        held = [(found[n]["x"], found[n]["y"]) for n in (*FITTED, "made") if n != name]
+        half = fit_weights([*held, (found[name]["x"][parts["train"]], y[parts["train"]])])
+        test = parts["test"]
+        print(f"| {name} | {roc_auc(y[test], found[name]['S'][test]):.4f} | "
+              f"{roc_auc(y[test], scores_with(found[name], half)[test]):.4f} | "
+              f"{roc_auc(y[test], found[name]['verifier_mean'][test]):.4f} |")
+    distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
+    print("\n| distractor set, arrangement | S: ROC-AUC, lifted | J | verifier mean |\n|---|---|---|---|")
+    for which, tables in distractors.items():
+        for arrangement in ARRANGEMENTS:
+            print(f"| {which}{' (unread)' if which == 'fifth' else ''}, {arrangement} | " + " | ".join(
+                f"{tables[k][arrangement]['roc_auc']:.4f}, {tables[k][arrangement]['lifted']}" for k in NAMES) + " |")
+    print("\nJ's coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(weights["inputs"], weights["coef"]))
+          + "; S's: " + ", ".join(f"{c:+.3f}" for c in shipped_combination()["coef"]))
+    blocked = rule(natural, distractors)
+    print("\nrule: J " + ("replaces S's weights" if not blocked else "does not replace S; blocked by: "
+                          + "; ".join(blocked)))
+    shipped = "S" if blocked else "J"
+    under = [n for n in UNREAD if natural[n][shipped] < natural[n]["verifier_mean"] - 0.005]
+    print(f"safeguard ({shipped} against the verifier mean on the unread natural sets): "
+          + ("holds" if not under else "the default goes back to the mean: " + ", ".join(under)))
+    if write and (blocked or under):
+        print("not written: " + ("J did not pass its rule" if blocked else "the safeguard sends the default back"))
+    if write and not blocked and not under:
+        found_file = json.loads(Path(write).read_text(encoding="utf-8"))
+        Path(write).write_text(json.dumps(found_file | weights | {
+            "candidate": "J", "refit_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-fifth"],
+            "refit_rule": 'docs/verifier-log.md, "A shipped combination, round 10"'}, indent=1) + "\n",
+            encoding="utf-8")
+        print(f"wrote {write}: J's weights")
+    (out / "decision.json").write_text(json.dumps({"natural": natural, "distractors": distractors,
+                                                   "blocked": blocked, "under_mean": under}, indent=1),
+                                       encoding="utf-8")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("step", choices=("run", "decide"))
+    parser.add_argument("--out", default="runs/combination_round10")
+    parser.add_argument("--sets", nargs="*", help="with run: only these sets besides the fitted ones (default: all)")
+    parser.add_argument("--write", help="with decide: when J passes, write its weights into this combination file "
+                        "(the shipped one is judges/lm/weights/faithfulness-combination.json)")
+    args = parser.parse_args(argv)
+    if args.step == "run":
+        run(Path(args.out), list(dict.fromkeys([*FITTED, *(args.sets or [*UNREAD, UNREAD_CONTRASTIVE, *READ])])))
+        return 0
+    return decide(Path(args.out), args.write)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
