@@ -28,11 +28,12 @@ The combination (``COMBINATION``, a logistic model fitted on public labels only:
 a dialogue set written for the project, plus made contrast pairs) reads the verifier's mean and weakest claim
 over the sentences; its mean over the units a learned classifier keeps as checkable (``judges.lm.talk``), the
 share it sets aside and whether nothing was checkable; the share of the response's names and numbers found in
-the units the verifier read its sentences against (the file's ``words_read``), and of its word pairs: a
+the units the verifier read its sentences against (the file's ``words_read``; a name read without its possessive or
+contraction ending, its ``name_endings``), and of its word pairs: a
 distractor in another context, or outside the unit the verifier read, is not read. Its probability is capped by
 the weakest claim the classifier keeps (times min(1, P / 0.5)), so that overlap cannot lift a claim the verifier
 rejects, while talk does not cap it. Why it is the default, and where it loses, is in docs/verifier.md; how it
-was chosen and decided is in docs/verifier-log.md ("A shipped combination", rounds 5 to 8).
+was chosen and decided is in docs/verifier-log.md ("A shipped combination", rounds 5 to 10).
 
 Language: the shipped verifier knows English only. On a response or evidence in another language
 (``judges.data.language.detect_language``) ``multilingual_verifier`` scores it when given; without one the
