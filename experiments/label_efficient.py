@@ -2,11 +2,16 @@
 
     .venv/bin/python experiments/label_efficient.py                       # the curve, both sets
     .venv/bin/python experiments/label_efficient.py --sets q2 --sizes 60 --draws 1 --variants top2   # a smoke run
+    .venv/bin/python experiments/label_efficient.py --sets dialogue-written --judge shipped --variants calibration,all
 
 A user with labels of a new dialogue domain runs ``fit(FaithfulnessWithVerifier(), labels, optimizer="finetune",
 calibrator="stacked")`` (cross-fitted, 3 folds, the default guard). This script does that on draws of n labels from
 the train half of a set the shipped verifier never trained on (Q2's WoW annotations; BEGIN's WoW part) and measures
-the calibrated judge on the set's test half (experiments/verifier_agreement.py's halves, seed 0), per recipe:
+the calibrated judge on the set's test half (experiments/verifier_agreement.py's halves, seed 0), per recipe. A
+set of the project's own: "dialogue-written", the third to ninth dialogue sets written here (1,120 replies; talk
+passes), none trained on and none in the combination's fit. ``--judge shipped`` starts from the judge as it ships
+now (the combination; a fine-tuned verifier then scores the mean), ``mean`` (the default) from the verifier mean, as
+the first trial did.
 
   calibration only   the shipped verifier, stacked calibration (no fine-tuning)
   all layers         every layer but the word embeddings, learning rate 2e-5, 4 epochs (the recipe of today)
@@ -38,6 +43,7 @@ from calibration.agreement.stats import compare  # noqa: E402
 from calibration.data.labelled import LabelledSet, balanced_indices  # noqa: E402
 from calibration.fitting.heldout import compare_on_heldout  # noqa: E402
 from calibration.verifier.contrastive import FIRST_SEVEN_CONTRASTIVE, load_contrastive  # noqa: E402
+from combination_signals import dialogue  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import EvaluationDataset, FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 
@@ -53,6 +59,17 @@ RECIPES = {
 }
 SHORT = {"calibration": "calibration only", "all": "all layers", "top2": "top 2 blocks", "contrast": "top 2 + contrast"}
 DRAWS = {60: 3, 200: 2}  # larger n: one draw (the whole train half: 496 items of Q2, 215 of BEGIN WoW)
+#: The dialogue sets written for the project that the combination was not fitted on: "dialogue-written", pooled.
+WRITTEN_DIALOGUE = ("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")
+JUDGES = {"mean": MEAN_JUDGE, "shipped": FaithfulnessWithVerifier}
+
+
+def written_dialogue() -> tuple[list, list[int]]:
+    samples, labels = [], []
+    for which in WRITTEN_DIALOGUE:
+        more, their = dialogue(which)
+        samples, labels = samples + more, labels + their
+    return samples, labels
 
 
 def labelled(name: str, samples: list, labels: list[int], at) -> LabelledSet:
@@ -76,10 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draws", type=int, default=None, help="draws at every n (default: 3 at 60, 2 at 200, else 1)")
     parser.add_argument("--variants", default="calibration,all,top2,contrast", help=", ".join(SHORT))
     parser.add_argument("--n-bootstrap", type=int, default=1000)
+    parser.add_argument("--judge", default="mean", choices=sorted(JUDGES),
+                        help="the judge fitted: the verifier mean (the first trial) or the judge as it ships now")
     parser.add_argument("--out", default="runs/label_efficient")
     args = parser.parse_args(argv)
     recipes = [SHORT[v] for v in args.variants.split(",")]
     data = sets(summeval_limit=1)  # SummEval is not used here
+    if "dialogue-written" in args.sets.split(","):
+        data["dialogue-written"] = written_dialogue()
     contrast = contrastive_sets()
     rows, started = [], time.perf_counter()
     for name in args.sets.split(","):
@@ -95,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                     options = RECIPES[recipe]
                     clock = time.perf_counter()
                     compiled, run = compare_on_heldout(
-                        MEAN_JUDGE, train, test, calibrator="stacked", seed=draw, progress=False,
+                        JUDGES[args.judge], train, test, calibrator="stacked", seed=draw, progress=False,
                         n_bootstrap=1, optimizers=[None] if options is None else ["finetune"], **(options or {}))
                     seconds = time.perf_counter() - clock
                     y = np.asarray(run.labels) >= 0.5
