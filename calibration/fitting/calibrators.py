@@ -8,6 +8,10 @@ A calibrator saves as a plain dict (``to_dict`` / ``from_dict``), never a pickle
 Forward selection (``selection="one_se"``, the default) keeps an input only when it lowers the
 cross-validated loss by more than the standard error of that gain over the items; ``"any_gain"`` keeps
 any input that lowers it at all (the rule before; it overfits small label sets more readily).
+``"judge_first"`` is ``"one_se"`` whose first input is the judge's score unless another input's loss is lower
+than the judge's alone by more than the standard error of that difference: on a few labels a cheap signal can
+beat a good judge by chance, and a calibrator built on it then ranks worse than the judge it was meant to
+calibrate.
 
 Monotone (``monotone=True``, the default): the linear and logistic fits keep each input's weight on the
 side its direction says (``calibration.signals.DIRECTIONS``: more token overlap never lowers the
@@ -38,7 +42,12 @@ from threadpoolctl import threadpool_limits
 from calibration.fitting.signals import DIRECTIONS, FEATURES
 
 #: How forward selection decides that an input lowers the cross-validated loss (``Calibrator(selection=...)``).
-SELECTION_RULES = ("one_se", "any_gain")
+SELECTION_RULES = ("one_se", "any_gain", "judge_first")
+
+
+def _standard_error(gain: np.ndarray) -> float:
+    """The standard error of a per-item gain's mean (at least 1e-4): what a gain must beat to count."""
+    return max(1e-4, float(gain.std(ddof=1) / np.sqrt(len(gain))))
 
 
 def _bounds(signs: Sequence[int]) -> list[tuple[float | None, float | None]]:
@@ -198,13 +207,17 @@ class Calibrator:
         columns = {"judge score": raw, **{f: extra[:, i] for i, f in enumerate(self.features)}}
         chosen: list[str] = []
         best_items = self._cv_losses(np.empty((len(raw), 0)), target, [])
-        plain = float(self._cv_losses(raw[:, None], target, ["judge score"]).mean())
+        plain_items = self._cv_losses(raw[:, None], target, ["judge score"])
+        plain = float(plain_items.mean())
         while len(chosen) < len(columns):
             trials = {c: self._cv_losses(np.column_stack([columns[k] for k in chosen + [c]]), target, chosen + [c])
                       for c in columns if c not in chosen}
             candidate = min(trials, key=lambda c: trials[c].mean())
+            if self.selection == "judge_first" and not chosen and candidate != "judge score" \
+                    and (plain_items - trials[candidate]).mean() <= _standard_error(plain_items - trials[candidate]):
+                candidate = "judge score"  # no better than the judge beyond its noise: the judge comes first
             gain = best_items - trials[candidate]
-            needed = 1e-4 if self.selection == "any_gain" else max(1e-4, gain.std(ddof=1) / np.sqrt(len(gain)))
+            needed = 1e-4 if self.selection == "any_gain" else _standard_error(gain)
             if gain.mean() <= needed:
                 break
             chosen.append(candidate)

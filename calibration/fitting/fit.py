@@ -264,7 +264,7 @@ def fit(
 ) -> CompiledJudge:
     """Compile ``judge`` against ``trainset``'s human labels, then fit a score calibrator. See the module
     docstring for how steps are supervised, which optimizers fit which judge and which calibrators exist.
-    ``monotone`` and ``selection`` (``"one_se"`` or ``"any_gain"``) are the stacked calibrator's
+    ``monotone`` and ``selection`` (``"one_se"``, ``"any_gain"`` or ``"judge_first"``) are the stacked calibrator's
     (``calibration.calibrators``).
 
     Compiling never makes a judge worse in silence: with ``guard`` > 0 a stratified share of the train set
