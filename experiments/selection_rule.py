@@ -32,12 +32,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from transfer import best_single_signal, load  # noqa: E402  (experiments/transfer.py)
 
 from calibration.data.labelled import balanced_indices  # noqa: E402
-from calibration.fitting.calibrators import SELECTION_RULES, Calibrator  # noqa: E402
+from calibration.fitting.calibrators import Calibrator  # noqa: E402
 from calibration.fitting.heldout import applicable_baselines, hard_item_positions  # noqa: E402
 from calibration.fitting.signals import feature_matrix  # noqa: E402
 from judges.run.records import sample_key  # noqa: E402
 
 STATS = ("roc_auc", "balanced_accuracy", "brier")
+#: The two rules this study compares (without a judge's score, "judge_first" is "one_se").
+SELECTION_RULES = ("one_se", "any_gain")
 
 
 def statistics(labels: np.ndarray, p: np.ndarray, hard: np.ndarray) -> dict[str, float]:

@@ -125,6 +125,27 @@ def test_the_one_se_rule_keeps_an_input_only_when_its_gain_beats_its_noise():
         Calibrator("stacked", binary=True, selection="best")
 
 
+def test_judge_first_takes_the_judge_unless_a_signal_is_clearly_better():
+    """``selection="judge_first"``: a signal whose loss is lower than the judge's by less than its noise does not
+    come first (``"one_se"`` takes it first on this draw); a judge at chance is still dropped for a strong signal."""
+    rng = np.random.default_rng(1)
+    target = np.repeat([0.0, 1.0], 20)
+    judge = target * 0.5 + rng.uniform(0, 0.6, 40)
+    close = judge + rng.normal(0, 0.08, 40)  # as good as the judge, a little better on these items by chance
+    extra = np.column_stack([close, rng.uniform(0, 1, 40)])
+    names = ["token_overlap", "bigram_support"]
+    plain = Calibrator("stacked", binary=True, features=names, selection="one_se").fit(judge, target, extra)
+    first = Calibrator("stacked", binary=True, features=names, selection="judge_first").fit(judge, target, extra)
+    assert plain.note.startswith("stacked kept ['token_overlap', 'judge score']")
+    assert first.note.startswith("stacked kept ['judge score', 'token_overlap']")
+    chance = rng.uniform(0, 1, 40)
+    strong = np.column_stack([target * 0.6 + rng.uniform(0, 0.5, 40), rng.uniform(0, 1, 40)])
+    for rule in ("one_se", "judge_first"):
+        dropped = Calibrator("stacked", binary=True, features=names, selection=rule).fit(chance, target, strong)
+        assert not dropped.use_raw and dropped.features == ["token_overlap"]
+    assert Calibrator.from_dict(first.to_dict()).selection == "judge_first"
+
+
 def test_inputs_outside_the_fit_range_are_reported():
     calibrator = Calibrator("platt", binary=True).fit([0.1, 0.2, 0.8, 0.9], [0, 0, 1, 1])
     assert calibrator.ranges == {"judge score": [0.1, 0.9]}

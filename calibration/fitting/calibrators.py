@@ -5,13 +5,13 @@ by forward selection under 5-fold cross-validation among the judge's raw score a
 scaling when no signal helps; the judge's score itself is dropped when it adds nothing), or ``None``.
 A calibrator saves as a plain dict (``to_dict`` / ``from_dict``), never a pickle.
 
-Forward selection (``selection="one_se"``, the default) keeps an input only when it lowers the
-cross-validated loss by more than the standard error of that gain over the items; ``"any_gain"`` keeps
-any input that lowers it at all (the rule before; it overfits small label sets more readily).
-``"judge_first"`` is ``"one_se"`` whose first input is the judge's score unless another input's loss is lower
-than the judge's alone by more than the standard error of that difference: on a few labels a cheap signal can
-beat a good judge by chance, and a calibrator built on it then ranks worse than the judge it was meant to
-calibrate.
+Forward selection (``selection="judge_first"``, the default) takes the judge's score first unless another
+input's loss is lower than the judge's alone by more than the standard error of that difference: on a few labels
+a cheap signal can beat a good judge by chance, and a calibrator built on it then ranks worse than the judge it
+was meant to calibrate. After that, as under ``"one_se"``, an input joins only when it lowers the cross-validated
+loss by more than the standard error of that gain over the items. ``"one_se"`` (the default before) also lets a
+signal come first by any margin; ``"any_gain"`` keeps any input that lowers the loss at all (it overfits small
+label sets more readily). docs/agreement-log.md has the trials behind each.
 
 Monotone (``monotone=True``, the default): the linear and logistic fits keep each input's weight on the
 side its direction says (``calibration.signals.DIRECTIONS``: more token overlap never lowers the
@@ -129,7 +129,7 @@ class Calibrator:
     """Raw judge score (plus cheap signals) -> calibrated score on the label scale's [0, 1]."""
 
     def __init__(self, kind: str | None, binary: bool, features: Sequence[str] = (), monotone: bool = True,
-                 selection: str = "one_se"):
+                 selection: str = "judge_first"):
         if kind not in (None, "isotonic", "platt", "stacked"):
             raise ValueError(f"calibrator={kind!r} is not one of None, 'isotonic', 'platt', 'stacked'")
         if selection not in SELECTION_RULES:
@@ -199,7 +199,8 @@ class Calibrator:
     def _fit_stacked(self, raw: np.ndarray, target: np.ndarray, extra: np.ndarray) -> Calibrator:
         """Forward selection among the judge's score and the cheap signals: add the input that lowers the
         5-fold cross-validated loss most, stop when none does by enough (``selection``: ``"one_se"``, by
-        more than the standard error of the per-item gain; ``"any_gain"``, by any amount). So a signal is
+        more than the standard error of the per-item gain; ``"any_gain"``, by any amount; ``"judge_first"``,
+        as ``"one_se"``, with the judge's score first unless a signal beats it by more than that error). So a signal is
         kept only when it adds agreement, and the judge's own score only when it does (a judge no better
         than chance is dropped rather than allowed to add noise). The one-standard-error rule keeps an
         input only when its gain is larger than the gain's own noise on these items: on 40 labels, a fourth

@@ -251,7 +251,7 @@ def fit(
                                "specifics_supported", "weakest_sentence", "bigram_support", "embedding_alignment",
                                "verifier_weakest", "claim_count", "unsupported_count", "claims_missing_specifics"),
     monotone: bool = True,
-    selection: str = "one_se",
+    selection: str = "judge_first",
     guard: float = 0.25,
     keep: str = "better",
     crossfit: int = 3,
