@@ -101,11 +101,11 @@ def main() -> int:
     metric.model = lambda: verifier  # this Verifier's runtime and settings (the metric names models by string)
     metric.score(SingleTurnSample(response="It was completed in 1889.", retrieved_contexts=["It was built in 1889."]))
     memory = [f"{rss_mb():.0f} MB with the library and the model loaded, one item scored, no data read"]
-    begin = list(load_begin(parts=("wow",), limit=args.begin + 5).dataset)
+    begin = list(load_begin(parts=("wow",), limit=args.begin + 5).dataset) if args.begin else []
 
     def summeval():
         return [SingleTurnSample(response=s.response, retrieved_contexts=list(s.reference_contexts))
-                for s in load_summeval(limit=args.summeval + 5).dataset]
+                for s in load_summeval(limit=args.summeval + 5).dataset] if args.summeval else []
 
     print(f"\nFaithfulnessWithVerifier (sentence claims, no LM, aggregate={metric.aggregate}), {verifier.name} on "
           f"{verifier.runtime} "
@@ -116,6 +116,8 @@ def main() -> int:
     print("|---|---:|---:|---:|---:|---:|")
     for name, samples in (("BEGIN WoW turns", lambda: begin), ("SummEval summaries vs articles", summeval)):
         samples = samples()
+        if not samples:  # --begin 0 or --summeval 0: that set is not timed
+            continue
         for first_reading in (False, True):
             seconds, pairs = timed(metric, samples, first_reading=first_reading)
             ordered = sorted(seconds)
