@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from calibration.verifier.contrastive import FIRST_SEVEN_CONTRASTIVE  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from combination_signals import CHEAP  # noqa: E402
-from combination_units import ARRANGEMENTS, contrastive_by_kind, faithful_by_kind, run  # noqa: E402
+from combination_units import contrastive_by_kind, distractor_table, faithful_by_kind, run, settle  # noqa: E402
 from combination_units import READ as READ_BEFORE  # noqa: E402
 from combination_units import UNREAD as ROUND_EIGHT  # noqa: E402
 
@@ -86,31 +86,11 @@ def decide(out: Path, write: str | None) -> int:
     contrastive_by_kind(out, CONTRASTIVE, NAMES)
     faithful_by_kind(out, ("third", "fourth", "fifth", "sixth", "seventh", "eighth"), NAMES)
     distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
-    print("\n| distractor set, arrangement | H: ROC-AUC, lifted | I | verifier mean |\n|---|---|---|---|")
-    for which, tables in distractors.items():
-        for arrangement in ARRANGEMENTS:
-            print(f"| {which}{' (unread)' if which == 'fourth' else ''}, {arrangement} | " + " | ".join(
-                f"{tables[k][arrangement]['roc_auc']:.4f}, {tables[k][arrangement]['lifted']}" for k in NAMES) + " |")
-    blocked = rule(natural, distractors)
-    print("\nrule: I " + ("replaces H" if not blocked else "does not replace H; blocked by: " + "; ".join(blocked)))
-    shipped = "H" if blocked else "I"
-    under = [n for n in UNREAD if natural[n][shipped] < natural[n]["verifier_mean"] - 0.005]
-    print(f"safeguard ({shipped} against the verifier mean on the unread natural sets): "
-          + ("holds" if not under else "the default goes back to the mean: " + ", ".join(under)))
-    if write and (blocked or under):
-        print("not written: " + ("I did not pass its rule" if blocked else "the safeguard sends the default back"))
-    if write and not blocked and not under:
-        found = json.loads(Path(write).read_text(encoding="utf-8"))
-        Path(write).write_text(json.dumps(found | {
-            "candidate": "I", "name_endings": "strip",
-            "name_endings_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-fourth"],
-            "name_endings_rule": 'docs/verifier-log.md, "A shipped combination, round 9"'}, indent=1) + "\n",
-            encoding="utf-8")
-        print(f"wrote {write}: name_endings = strip")
-    (out / "decision.json").write_text(json.dumps({"natural": natural, "distractors": distractors,
-                                                   "blocked": blocked, "under_mean": under}, indent=1),
-                                       encoding="utf-8")
-    return 0
+    distractor_table(distractors, NAMES, "fourth")
+    return settle(out, natural, distractors, rule(natural, distractors), old="H", new="I", unread=UNREAD, write=write,
+                  changes={"candidate": "I", "name_endings": "strip",
+                           "name_endings_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-fourth"],
+                           "name_endings_rule": 'docs/verifier-log.md, "A shipped combination, round 9"'})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from combination_names import READ as READ_BEFORE  # noqa: E402
 from combination_names import UNREAD as ROUND_NINE  # noqa: E402
 from combination_signals import CHEAP, load_sets, logistic  # noqa: E402
 from combination_signals import READ as FITTED  # noqa: E402
-from combination_units import ARRANGEMENTS  # noqa: E402
+from combination_units import ARRANGEMENTS, distractor_table, settle  # noqa: E402
 from judges import FaithfulnessWithVerifier  # noqa: E402
 from judges.metrics.rag.verified import combined_probability, shipped_combination  # noqa: E402
 from verifier_agreement import halves  # noqa: E402
@@ -175,33 +175,13 @@ def decide(out: Path, write: str | None) -> int:
               f"{roc_auc(y[test], scores_with(found[name], half)[test]):.4f} | "
               f"{roc_auc(y[test], found[name]['verifier_mean'][test]):.4f} |")
     distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
-    print("\n| distractor set, arrangement | S: ROC-AUC, lifted | J | verifier mean |\n|---|---|---|---|")
-    for which, tables in distractors.items():
-        for arrangement in ARRANGEMENTS:
-            print(f"| {which}{' (unread)' if which == 'fifth' else ''}, {arrangement} | " + " | ".join(
-                f"{tables[k][arrangement]['roc_auc']:.4f}, {tables[k][arrangement]['lifted']}" for k in NAMES) + " |")
+    distractor_table(distractors, NAMES, "fifth")
     print("\nJ's coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(weights["inputs"], weights["coef"]))
           + "; S's: " + ", ".join(f"{c:+.3f}" for c in shipped_combination()["coef"]))
-    blocked = rule(natural, distractors)
-    print("\nrule: J " + ("replaces S's weights" if not blocked else "does not replace S; blocked by: "
-                          + "; ".join(blocked)))
-    shipped = "S" if blocked else "J"
-    under = [n for n in UNREAD if natural[n][shipped] < natural[n]["verifier_mean"] - 0.005]
-    print(f"safeguard ({shipped} against the verifier mean on the unread natural sets): "
-          + ("holds" if not under else "the default goes back to the mean: " + ", ".join(under)))
-    if write and (blocked or under):
-        print("not written: " + ("J did not pass its rule" if blocked else "the safeguard sends the default back"))
-    if write and not blocked and not under:
-        found_file = json.loads(Path(write).read_text(encoding="utf-8"))
-        Path(write).write_text(json.dumps(found_file | weights | {
-            "candidate": "J", "refit_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-fifth"],
-            "refit_rule": 'docs/verifier-log.md, "A shipped combination, round 10"'}, indent=1) + "\n",
-            encoding="utf-8")
-        print(f"wrote {write}: J's weights")
-    (out / "decision.json").write_text(json.dumps({"natural": natural, "distractors": distractors,
-                                                   "blocked": blocked, "under_mean": under}, indent=1),
-                                       encoding="utf-8")
-    return 0
+    return settle(out, natural, distractors, rule(natural, distractors), old="S", new="J", unread=UNREAD, write=write,
+                  changes=weights | {"candidate": "J",
+                                     "refit_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-fifth"],
+                                     "refit_rule": 'docs/verifier-log.md, "A shipped combination, round 10"'})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -178,27 +178,40 @@ def decide(out: Path, write: str | None) -> int:
     contrastive_by_kind(out)
     faithful_by_kind(out)
     distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
-    print("\n| distractor set, arrangement | F: ROC-AUC, lifted | H | verifier mean |\n|---|---|---|---|")
+    distractor_table(distractors, SCORES, "third")
+    return settle(out, natural, distractors, rule(natural, distractors), old="F", new="H", unread=UNREAD, write=write,
+                  changes={"candidate": "H", "words_read": "units",
+                           "words_read_decided_on": [*UNREAD, "distractors-third"],
+                           "words_read_rule": 'docs/verifier-log.md, "A shipped combination, round 8"'})
+
+
+def distractor_table(distractors: dict, names, unread: str) -> None:
+    """Each distractor set's ROC-AUC and lifted contradicted claims, by arrangement, for each score in ``names``."""
+    print(f"\n| distractor set, arrangement | {names[0]}: ROC-AUC, lifted | " + " | ".join(names[1:])
+          + " |\n|---|" + "---|" * len(names))
     for which, tables in distractors.items():
         for arrangement in ARRANGEMENTS:
-            print(f"| {which}{' (unread)' if which == 'third' else ''}, {arrangement} | " + " | ".join(
-                f"{tables[k][arrangement]['roc_auc']:.4f}, {tables[k][arrangement]['lifted']}" for k in SCORES) + " |")
-    blocked = rule(natural, distractors)
-    print("\nrule: H " + ("replaces F" if not blocked else "does not replace F; blocked by: " + "; ".join(blocked)))
-    shipped = "F" if blocked else "H"
-    under = [n for n in UNREAD if natural[n][shipped] < natural[n]["verifier_mean"] - 0.005]
-    print(f"safeguard ({shipped} against the verifier mean on the unread sets): "
+            print(f"| {which}{' (unread)' if which == unread else ''}, {arrangement} | " + " | ".join(
+                f"{tables[k][arrangement]['roc_auc']:.4f}, {tables[k][arrangement]['lifted']}" for k in names) + " |")
+
+
+def settle(out: Path, natural: dict, distractors: dict, blocked: list[str], *, old: str, new: str, unread,
+           write: str | None, changes: dict) -> int:
+    """A round's ending: the rule's verdict; the safeguard (the default goes back to the verifier mean when the
+    combination shipped after the rule is more than 0.005 under it on an unread natural set); ``changes`` written
+    into the combination file ``write`` only when both allow it; and every number in ``out``/decision.json."""
+    print(f"\nrule: {new} " + (f"replaces {old}" if not blocked else f"does not replace {old}; blocked by: "
+                                + "; ".join(blocked)))
+    shipped = old if blocked else new
+    under = [n for n in unread if natural[n][shipped] < natural[n]["verifier_mean"] - 0.005]
+    print(f"safeguard ({shipped} against the verifier mean on the unread natural sets): "
           + ("holds" if not under else "the default goes back to the mean: " + ", ".join(under)))
     if write and (blocked or under):
-        why = "H did not pass its rule" if blocked else "the safeguard sends the default back to the mean"
-        print(f"not written: {why}")
+        print("not written: " + (f"{new} did not pass its rule" if blocked else "the safeguard sends the default back"))
     if write and not blocked and not under:
-        shipped = json.loads(Path(write).read_text(encoding="utf-8"))
-        Path(write).write_text(json.dumps(shipped | {
-            "candidate": "H", "words_read": "units", "words_read_decided_on": [*UNREAD, "distractors-third"],
-            "words_read_rule": 'docs/verifier-log.md, "A shipped combination, round 8"'}, indent=1) + "\n",
-            encoding="utf-8")
-        print(f"wrote {write}: words_read = units")
+        found = json.loads(Path(write).read_text(encoding="utf-8"))
+        Path(write).write_text(json.dumps(found | changes, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {write}: " + ", ".join(changes))
     (out / "decision.json").write_text(json.dumps({"natural": natural, "distractors": distractors,
                                                    "blocked": blocked, "under_mean": under}, indent=1),
                                        encoding="utf-8")
