@@ -124,6 +124,13 @@ def run(out: Path, names: list[str]) -> None:
         path.write_text(json.dumps(tables, indent=1), encoding="utf-8")
 
 
+def cheap_best(found, at) -> str:
+    """The cheap signal ranking the items ``at`` best, and its ROC-AUC there."""
+    cheap = {c: roc_auc(found["y"][at], found["cheap"][at, i]) for i, c in enumerate(CHEAP)}
+    best = max(cheap, key=lambda c: cheap[c])
+    return f"{best} {cheap[best]:.4f}"
+
+
 def rule(natural: dict, distractors: dict) -> list[str]:
     """What blocks J (docs/verifier-log.md, round 10); empty when J replaces S's weights."""
     blocked = []
@@ -163,7 +170,8 @@ def decide(out: Path, write: str | None) -> int:
     contrastive = [f"contrastive-{w}" for w in CONTRASTIVE]
     print(f"\n{len(contrastive)} contrastive sets' mean: " + ", ".join(
         f"{k} {np.mean([natural[n][k] for n in contrastive]):.4f}" for k in NAMES))
-    print("\n| fitted set, test half left out of J's fit | S | J | verifier mean |\n|---|---:|---:|---:|")
+    print("\n| fitted set, test half left out of J's fit (S was fitted on it) | S | J | verifier mean | best cheap signal "
+          "|\n|---|---:|---:|---:|---|")
     found = {n: np.load(out / f"{n}.npz") for n in (*FITTED, "made")}
     for name in FITTED:
         y = found[name]["y"]
@@ -173,7 +181,7 @@ def decide(out: Path, write: str | None) -> int:
         test = parts["test"]
         print(f"| {name} | {roc_auc(y[test], found[name]['S'][test]):.4f} | "
               f"{roc_auc(y[test], scores_with(found[name], half)[test]):.4f} | "
-              f"{roc_auc(y[test], found[name]['verifier_mean'][test]):.4f} |")
+              f"{roc_auc(y[test], found[name]['verifier_mean'][test]):.4f} | {cheap_best(found[name], test)} |")
     distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
     distractor_table(distractors, NAMES, "fifth")
     print("\nJ's coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(weights["inputs"], weights["coef"]))

@@ -6,7 +6,7 @@ import pytest
 
 from calibration.agreement.record import CalibrationRun
 from calibration.data.labelled import LabelledSet
-from calibration.fitting.calibrators import Calibrator
+from calibration.fitting.calibrators import Calibrator, _standard_error
 from calibration.fitting.fit import pooled
 from calibration.fitting.heldout import best_threshold, hard_slice
 from calibration.fitting.signals import (
@@ -144,6 +144,18 @@ def test_judge_first_takes_the_judge_unless_a_signal_is_clearly_better():
         dropped = Calibrator("stacked", binary=True, features=names, selection=rule).fit(chance, target, strong)
         assert not dropped.use_raw and dropped.features == ["token_overlap"]
     assert Calibrator.from_dict(first.to_dict()).selection == "judge_first"
+    # A judge at chance and a weak signal that beats it by less than its noise: the judge, which does not lower
+    # the loss on its own, is not taken first; the signal is kept as under one_se.
+    rng = np.random.default_rng(85)
+    chance = rng.uniform(0, 1, 40)
+    weak = np.column_stack([target * 0.25 + rng.uniform(0, 1, 40), rng.uniform(0, 1, 40)])
+    probe = Calibrator("stacked", binary=True, features=names)
+    alone = probe._cv_losses(chance[:, None], target, ["judge score"])
+    signal = probe._cv_losses(weak[:, :1], target, ["token_overlap"])
+    assert (alone - signal).mean() <= _standard_error(alone - signal)  # the signal is within the judge's noise
+    for rule in ("one_se", "judge_first"):
+        kept = Calibrator("stacked", binary=True, features=names, selection=rule).fit(chance, target, weak)
+        assert not kept.use_raw and kept.features == ["token_overlap"]
 
 
 def test_inputs_outside_the_fit_range_are_reported():

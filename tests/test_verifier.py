@@ -554,7 +554,7 @@ def test_the_combinations_word_signals_read_the_whole_evidence_or_only_the_verif
         metric.combination_inputs(metric.model(), claim, [EVIDENCE], checked, words_read="sentences")
 
 
-def test_the_combinations_specifics_read_a_names_ending_as_its_file_says():
+def test_the_combinations_specifics_read_a_names_ending_as_its_file_says(monkeypatch):
     """``name_endings``: "keep" reads "Eiffel's" and "I'm" as names the evidence lacks; "strip" finds Eiffel and
     counts no "I". A score reads what the shipped file names ("keep" when it names nothing)."""
     from judges.metrics.rag.verified import shipped_combination
@@ -569,9 +569,14 @@ def test_the_combinations_specifics_read_a_names_ending_as_its_file_says():
     assert kept["specifics_supported"] == pytest.approx(1 / 3) and read["specifics_supported"] == 1.0
     assert {k: v for k, v in kept.items() if k != "specifics_supported"} == {
         k: v for k, v in read.items() if k != "specifics_supported"}
-    shipped = shipped_combination().get("name_endings", "keep")
+    assert shipped_combination()["name_endings"] == "strip"
     scored = metric.score(SingleTurnSample(response=reply, retrieved_contexts=[EVIDENCE]))
-    assert scored.combination["specifics_supported"] == {"keep": kept, "strip": read}[shipped]["specifics_supported"]
+    assert scored.combination["specifics_supported"] == 1.0
+    older = {k: v for k, v in shipped_combination().items() if k != "name_endings"}  # a file from before round 9
+    monkeypatch.setattr("judges.metrics.rag.verified.shipped_combination", lambda: older)
+    metric.model().forget()
+    scored = metric.score(SingleTurnSample(response=reply, retrieved_contexts=[EVIDENCE]))
+    assert scored.combination["specifics_supported"] == pytest.approx(1 / 3)
     with pytest.raises(ValueError, match="specifics: name_endings must be one of"):
         metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, name_endings="drop")
 

@@ -5,8 +5,9 @@ by forward selection under 5-fold cross-validation among the judge's raw score a
 scaling when no signal helps; the judge's score itself is dropped when it adds nothing), or ``None``.
 A calibrator saves as a plain dict (``to_dict`` / ``from_dict``), never a pickle.
 
-Forward selection (``selection="judge_first"``, the default) takes the judge's score first unless another
-input's loss is lower than the judge's alone by more than the standard error of that difference: on a few labels
+Forward selection (``selection="judge_first"``, the default) takes the judge's score first, when it lowers the
+loss on its own by more than its standard error, unless another input's loss is lower than the judge's alone by
+more than the standard error of that difference: on a few labels
 a cheap signal can beat a good judge by chance, and a calibrator built on it then ranks worse than the judge it
 was meant to calibrate. After that, as under ``"one_se"``, an input joins only when it lowers the cross-validated
 loss by more than the standard error of that gain over the items. ``"one_se"`` (the default before) also lets a
@@ -214,9 +215,12 @@ class Calibrator:
             trials = {c: self._cv_losses(np.column_stack([columns[k] for k in chosen + [c]]), target, chosen + [c])
                       for c in columns if c not in chosen}
             candidate = min(trials, key=lambda c: trials[c].mean())
+            judge_gain = best_items - plain_items
             if self.selection == "judge_first" and not chosen and candidate != "judge score" \
+                    and judge_gain.mean() > _standard_error(judge_gain) \
                     and (plain_items - trials[candidate]).mean() <= _standard_error(plain_items - trials[candidate]):
-                candidate = "judge score"  # no better than the judge beyond its noise: the judge comes first
+                # a judge that counts on its own, and a signal no better than it beyond its noise: the judge first
+                candidate = "judge score"
             gain = best_items - trials[candidate]
             needed = 1e-4 if self.selection == "any_gain" else _standard_error(gain)
             if gain.mean() <= needed:

@@ -10,8 +10,9 @@ it, how, and what it decided:
   dialogue sets (DIALOGUE_FRESH.md, ...)     chat replies to a knowledge text, faithful or not, talk mixed in
   summary sets (SUMMARIES_FRESH.md, ...)     summaries of written articles, faithful or changed in one fact
 
-Owns: reading those sets. Must not fit or train on them: they are tests only (the first contrastive set is
-watched while the verifier trains, never trained on).
+Owns: reading those sets. Nothing that ships is fitted or trained on them: they are tests (the first contrastive set
+is watched while the verifier trains, never trained on). An experiment may fit a user's recipe on the dialogue sets
+to measure it (experiments/label_efficient.py, calibration_judge_first.py); what it fits is thrown away.
 """
 
 from __future__ import annotations
