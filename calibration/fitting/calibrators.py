@@ -7,10 +7,10 @@ A calibrator saves as a plain dict (``to_dict`` / ``from_dict``), never a pickle
 
 Forward selection (``selection="judge_first"``, the default) takes the judge's score first, when it lowers the
 loss on its own by more than its standard error, unless another input's loss is lower than the judge's alone by
-more than the standard error of that difference: on a few labels
-a cheap signal can beat a good judge by chance, and a calibrator built on it then ranks worse than the judge it
-was meant to calibrate. After that, as under ``"one_se"``, an input joins only when it lowers the cross-validated
-loss by more than the standard error of that gain over the items. ``"one_se"`` (the default before) also lets a
+more than the standard error of that difference: on a few labels a cheap signal can beat a good judge by chance,
+and a calibrator built on it then ranks worse than the judge it was meant to calibrate. After that, as under
+``"one_se"``, an input joins only when it lowers the cross-validated loss by more than the standard error of that
+gain over the items. ``"one_se"`` (the default before) also lets a
 signal come first by any margin; ``"any_gain"`` keeps any input that lowers the loss at all (it overfits small
 label sets more readily). docs/agreement-log.md has the trials behind each.
 
@@ -201,8 +201,8 @@ class Calibrator:
         """Forward selection among the judge's score and the cheap signals: add the input that lowers the
         5-fold cross-validated loss most, stop when none does by enough (``selection``: ``"one_se"``, by
         more than the standard error of the per-item gain; ``"any_gain"``, by any amount; ``"judge_first"``,
-        as ``"one_se"``, with the judge's score first unless a signal beats it by more than that error). So a signal is
-        kept only when it adds agreement, and the judge's own score only when it does (a judge no better
+        as ``"one_se"``, with the judge's score first unless a signal beats it by more than that error). So a
+        signal is kept only when it adds agreement, and the judge's own score only when it does (a judge no better
         than chance is dropped rather than allowed to add noise). The one-standard-error rule keeps an
         input only when its gain is larger than the gain's own noise on these items: on 40 labels, a fourth
         input that lowers the loss by chance is left out, and a simpler calibrator travels better."""
@@ -211,11 +211,11 @@ class Calibrator:
         best_items = self._cv_losses(np.empty((len(raw), 0)), target, [])
         plain_items = self._cv_losses(raw[:, None], target, ["judge score"])
         plain = float(plain_items.mean())
+        judge_gain = best_items - plain_items  # the judge alone against the base rate
         while len(chosen) < len(columns):
             trials = {c: self._cv_losses(np.column_stack([columns[k] for k in chosen + [c]]), target, chosen + [c])
                       for c in columns if c not in chosen}
             candidate = min(trials, key=lambda c: trials[c].mean())
-            judge_gain = best_items - plain_items
             if self.selection == "judge_first" and not chosen and candidate != "judge score" \
                     and judge_gain.mean() > _standard_error(judge_gain) \
                     and (plain_items - trials[candidate]).mean() <= _standard_error(plain_items - trials[candidate]):
