@@ -6,7 +6,7 @@ import pytest
 
 from calibration.agreement.record import CalibrationRun
 from calibration.data.labelled import LabelledSet
-from calibration.fitting.calibrators import Calibrator, _standard_error
+from calibration.fitting.calibrators import Calibrator
 from calibration.fitting.fit import pooled
 from calibration.fitting.heldout import best_threshold, hard_slice
 from calibration.fitting.signals import (
@@ -152,7 +152,8 @@ def test_judge_first_takes_the_judge_unless_a_signal_is_clearly_better():
     probe = Calibrator("stacked", binary=True, features=names)
     alone = probe._cv_losses(chance[:, None], target, ["judge score"])
     signal = probe._cv_losses(weak[:, :1], target, ["token_overlap"])
-    assert (alone - signal).mean() <= _standard_error(alone - signal)  # the signal is within the judge's noise
+    within = (alone - signal).mean() <= (alone - signal).std(ddof=1) / np.sqrt(40)  # the signal is within the
+    assert within  # judge's noise: the first version of the rule took the judge first here
     for rule in ("one_se", "judge_first"):
         kept = Calibrator("stacked", binary=True, features=names, selection=rule).fit(chance, target, weak)
         assert not kept.use_raw and kept.features == ["token_overlap"]
