@@ -32,7 +32,7 @@ from calibration.fitting.calibrators import Calibrator  # noqa: E402
 from calibration.fitting.fit import fit  # noqa: E402
 from calibration.fitting.signals import feature_matrix  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
-from combination_signals import summaries  # noqa: E402
+from combination_signals import pooled, summaries  # noqa: E402
 from judges import FaithfulnessWithVerifier  # noqa: E402
 from label_efficient import written_dialogue  # noqa: E402
 from verifier_agreement import halves, sets  # noqa: E402
@@ -49,11 +49,7 @@ FEATURES = tuple(inspect.signature(fit).parameters["features"].default)
 
 
 def written_summaries(names=WRITTEN_SUMMARIES) -> tuple[list, list[int]]:
-    samples, labels = [], []
-    for which in names:
-        more, their = summaries(which)
-        samples, labels = samples + more, labels + their
-    return samples, labels
+    return pooled(summaries, names)
 
 
 def cached(out: Path, name: str, load) -> dict[str, np.ndarray]:

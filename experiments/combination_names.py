@@ -26,9 +26,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.verifier.contrastive import FIRST_SEVEN_CONTRASTIVE  # noqa: E402
-from calibration.verifier.training import roc_auc  # noqa: E402
-from combination_signals import CHEAP  # noqa: E402
-from combination_units import contrastive_by_kind, distractor_table, faithful_by_kind, run, settle  # noqa: E402
+from combination_units import (  # noqa: E402
+    contrastive_by_kind,
+    distractor_table,
+    faithful_by_kind,
+    natural_table,
+    run,
+    settle,
+    unread_rule,
+)
 from combination_units import READ as READ_BEFORE  # noqa: E402
 from combination_units import UNREAD as ROUND_EIGHT  # noqa: E402
 
@@ -47,39 +53,12 @@ DISTRACTORS = ("first", "second", "third", "fourth")
 
 def rule(natural: dict, distractors: dict) -> list[str]:
     """What blocks I (docs/verifier-log.md, round 9); empty when I replaces H."""
-    blocked = []
-    for name in UNREAD:
-        if natural[name]["I"] < natural[name]["H"] - 0.01:
-            blocked.append(f"{name}: I {natural[name]['I']:.4f} < H {natural[name]['H']:.4f} - 0.01")
-    mean_i, mean_h = (np.mean([natural[n][k] for n in UNREAD]) for k in "IH")
-    if mean_i < mean_h:
-        blocked.append(f"unread natural sets' mean: I {mean_i:.4f} < H {mean_h:.4f}")
-    for name in (UNREAD_CONTRASTIVE, "begin-cmu-tc"):
-        if natural[name]["I"] < natural[name]["H"] - 0.005:
-            blocked.append(f"{name}: I {natural[name]['I']:.4f} < H {natural[name]['H']:.4f} - 0.005")
-    fourth = distractors["fourth"]
-    for arrangement in ("one passage", "four contexts"):
-        i, h = fourth["I"][arrangement], fourth["H"][arrangement]
-        if i["roc_auc"] < h["roc_auc"] - 0.005:
-            blocked.append(f"distractors fourth, {arrangement}: I {i['roc_auc']:.4f} < H {h['roc_auc']:.4f} - 0.005")
-        if i["lifted"] > h["lifted"] + 2:
-            blocked.append(f"distractors fourth, {arrangement}: I lifts {i['lifted']}, H {h['lifted']} (+2 allowed)")
-    return blocked
+    return unread_rule(natural, distractors, old="H", new="I", unread=UNREAD,
+                       guards=(UNREAD_CONTRASTIVE, "begin-cmu-tc"), distractor_set="fourth")
 
 
 def decide(out: Path, write: str | None) -> int:
-    natural = {}
-    print("| set | H | I | verifier mean | best cheap signal |\n|---|---:|---:|---:|---|")
-    for name in (*UNREAD, UNREAD_CONTRASTIVE, *READ):
-        found = np.load(out / f"{name}.npz")
-        y = found["y"]
-        natural[name] = {k: roc_auc(y, found[k]) for k in NAMES}
-        cheap = {c: roc_auc(y, found["cheap"][:, i]) for i, c in enumerate(CHEAP)}
-        best = max(cheap, key=lambda c: cheap[c])
-        natural[name]["cheap"] = cheap
-        unread = " (unread)" if name in (*UNREAD, UNREAD_CONTRASTIVE) else ""
-        print(f"| {name}{unread} | " + " | ".join(f"{natural[name][k]:.4f}" for k in NAMES)
-              + f" | {best} {cheap[best]:.4f} |")
+    natural = natural_table(out, (*UNREAD, UNREAD_CONTRASTIVE, *READ), NAMES, (*UNREAD, UNREAD_CONTRASTIVE))
     contrastive = [f"contrastive-{w}" for w in CONTRASTIVE]
     print(f"\n{len(contrastive)} contrastive sets' mean: " + ", ".join(
         f"{k} {np.mean([natural[n][k] for n in contrastive]):.4f}" for k in NAMES))

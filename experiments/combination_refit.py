@@ -34,7 +34,7 @@ from combination_names import READ as READ_BEFORE  # noqa: E402
 from combination_names import UNREAD as ROUND_NINE  # noqa: E402
 from combination_signals import CHEAP, load_sets, logistic  # noqa: E402
 from combination_signals import READ as FITTED  # noqa: E402
-from combination_units import ARRANGEMENTS, distractor_table, settle  # noqa: E402
+from combination_units import ARRANGEMENTS, distractor_table, settle, unread_rule  # noqa: E402
 from judges import FaithfulnessWithVerifier  # noqa: E402
 from judges.metrics.rag.verified import combined_probability, shipped_combination  # noqa: E402
 from verifier_agreement import halves  # noqa: E402
@@ -133,24 +133,8 @@ def cheap_best(found, at) -> str:
 
 def rule(natural: dict, distractors: dict) -> list[str]:
     """What blocks J (docs/verifier-log.md, round 10); empty when J replaces S's weights."""
-    blocked = []
-    for name in UNREAD:
-        if natural[name]["J"] < natural[name]["S"] - 0.01:
-            blocked.append(f"{name}: J {natural[name]['J']:.4f} < S {natural[name]['S']:.4f} - 0.01")
-    mean_j, mean_s = (np.mean([natural[n][k] for n in UNREAD]) for k in "JS")
-    if mean_j < mean_s + 0.005:
-        blocked.append(f"unread natural sets' mean: J {mean_j:.4f} < S {mean_s:.4f} + 0.005")
-    for name in (UNREAD_CONTRASTIVE, "begin-cmu-tc"):
-        if natural[name]["J"] < natural[name]["S"] - 0.005:
-            blocked.append(f"{name}: J {natural[name]['J']:.4f} < S {natural[name]['S']:.4f} - 0.005")
-    fifth = distractors["fifth"]
-    for arrangement in ("one passage", "four contexts"):
-        j, s = fifth["J"][arrangement], fifth["S"][arrangement]
-        if j["roc_auc"] < s["roc_auc"] - 0.005:
-            blocked.append(f"distractors fifth, {arrangement}: J {j['roc_auc']:.4f} < S {s['roc_auc']:.4f} - 0.005")
-        if j["lifted"] > s["lifted"] + 2:
-            blocked.append(f"distractors fifth, {arrangement}: J lifts {j['lifted']}, S {s['lifted']} (+2 allowed)")
-    return blocked
+    return unread_rule(natural, distractors, old="S", new="J", unread=UNREAD,
+                       guards=(UNREAD_CONTRASTIVE, "begin-cmu-tc"), distractor_set="fifth", mean_margin=0.005)
 
 
 def decide(out: Path, write: str | None) -> int:
@@ -170,8 +154,8 @@ def decide(out: Path, write: str | None) -> int:
     contrastive = [f"contrastive-{w}" for w in CONTRASTIVE]
     print(f"\n{len(contrastive)} contrastive sets' mean: " + ", ".join(
         f"{k} {np.mean([natural[n][k] for n in contrastive]):.4f}" for k in NAMES))
-    print("\n| fitted set, test half left out of J's fit (S was fitted on it) | S | J | verifier mean | best cheap signal "
-          "|\n|---|---:|---:|---:|---|")
+    print("\n| fitted set, test half left out of J's fit (S was fitted on it) | S | J | verifier mean "
+          "| best cheap signal |\n|---|---:|---:|---:|---|")
     found = {n: np.load(out / f"{n}.npz") for n in (*FITTED, "made")}
     for name in FITTED:
         y = found[name]["y"]

@@ -77,6 +77,15 @@ def dialogue(which: str) -> tuple[list, list[int]]:
              for r in rows], [int(r["label"]) for r in rows])
 
 
+def pooled(load, names) -> tuple[list, list[int]]:
+    """The sets ``load(name)`` gives for each of ``names``, one after another: (samples, labels)."""
+    samples, labels = [], []
+    for which in names:
+        more, their = load(which)
+        samples, labels = samples + more, labels + their
+    return samples, labels
+
+
 def summaries(which: str) -> tuple[list, list[int]]:
     rows = load_summaries(which)
     return ([SingleTurnSample(response=r["summary"], retrieved_contexts=[r["article"]]) for r in rows],

@@ -162,19 +162,55 @@ def faithful_by_kind(out: Path, sets=("third", "fourth", "fifth", "sixth", "seve
             print(f"| {which} | {kind} | " + " | ".join(f"{found[k][kinds == kind].mean():.3f}" for k in names) + " |")
 
 
-def decide(out: Path, write: str | None) -> int:
+def natural_table(out: Path, sets, names, unread) -> dict[str, dict]:
+    """Each cached set's ROC-AUC for every score in ``names`` and every cheap signal, printed with the best cheap
+    signal; the sets in ``unread`` are marked."""
     natural = {}
-    print("| set | F | H | verifier mean | best cheap signal |\n|---|---:|---:|---:|---|")
-    for name in (*UNREAD, *READ):
+    print("| set | " + " | ".join(n.replace("_", " ") for n in names) + " | best cheap signal |\n|---|"
+          + "---:|" * len(names) + "---|")
+    for name in sets:
         found = np.load(out / f"{name}.npz")
         y = found["y"]
-        natural[name] = {k: roc_auc(y, found[k]) for k in SCORES}
+        natural[name] = {k: roc_auc(y, found[k]) for k in names}
         cheap = {c: roc_auc(y, found["cheap"][:, i]) for i, c in enumerate(CHEAP)}
         best = max(cheap, key=lambda c: cheap[c])
         natural[name]["cheap"] = cheap
-        print(f"| {name}{' (unread)' if name in UNREAD else ''} | {natural[name]['F']:.4f} | "
-              f"{natural[name]['H']:.4f} | "
-              f"{natural[name]['verifier_mean']:.4f} | {best} {cheap[best]:.4f} |")
+        print(f"| {name}{' (unread)' if name in unread else ''} | " + " | ".join(
+            f"{natural[name][k]:.4f}" for k in names) + f" | {best} {cheap[best]:.4f} |")
+    return natural
+
+
+def unread_rule(natural: dict, distractors: dict, *, old: str, new: str, unread, guards, distractor_set: str,
+                mean_margin: float = 0.0) -> list[str]:
+    """What blocks ``new`` in rounds 9 and 10 (docs/verifier-log.md); empty when it replaces ``old``: each unread
+    natural set at least ``old`` - 0.01 and their mean at least ``old`` + ``mean_margin``; each of ``guards`` at
+    least ``old`` - 0.005; on ``distractor_set``, in each arrangement with distractors, ROC-AUC at least ``old``'s
+    - 0.005 and at most 2 more contradicted claims lifted."""
+    blocked = []
+    for name in unread:
+        if natural[name][new] < natural[name][old] - 0.01:
+            blocked.append(f"{name}: {new} {natural[name][new]:.4f} < {old} {natural[name][old]:.4f} - 0.01")
+    mean_new, mean_old = (np.mean([natural[n][k] for n in unread]) for k in (new, old))
+    if mean_new < mean_old + mean_margin:
+        blocked.append(f"unread natural sets' mean: {new} {mean_new:.4f} < {old} {mean_old:.4f}"
+                       + (f" + {mean_margin:g}" if mean_margin else ""))
+    for name in guards:
+        if natural[name][new] < natural[name][old] - 0.005:
+            blocked.append(f"{name}: {new} {natural[name][new]:.4f} < {old} {natural[name][old]:.4f} - 0.005")
+    tables = distractors[distractor_set]
+    for arrangement in ("one passage", "four contexts"):
+        a, b = tables[new][arrangement], tables[old][arrangement]
+        if a["roc_auc"] < b["roc_auc"] - 0.005:
+            blocked.append(f"distractors {distractor_set}, {arrangement}: {new} {a['roc_auc']:.4f} < {old} "
+                           f"{b['roc_auc']:.4f} - 0.005")
+        if a["lifted"] > b["lifted"] + 2:
+            blocked.append(f"distractors {distractor_set}, {arrangement}: {new} lifts {a['lifted']}, {old} "
+                           f"{b['lifted']} (+2 allowed)")
+    return blocked
+
+
+def decide(out: Path, write: str | None) -> int:
+    natural = natural_table(out, (*UNREAD, *READ), SCORES, UNREAD)
     contrastive_by_kind(out)
     faithful_by_kind(out)
     distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))

@@ -43,7 +43,7 @@ from calibration.agreement.stats import compare  # noqa: E402
 from calibration.data.labelled import LabelledSet, balanced_indices  # noqa: E402
 from calibration.fitting.heldout import compare_on_heldout  # noqa: E402
 from calibration.verifier.contrastive import FIRST_SEVEN_CONTRASTIVE, load_contrastive  # noqa: E402
-from combination_signals import dialogue  # noqa: E402
+from combination_signals import dialogue, pooled  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import EvaluationDataset, FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 
@@ -65,11 +65,7 @@ JUDGES = {"mean": MEAN_JUDGE, "shipped": FaithfulnessWithVerifier}
 
 
 def written_dialogue() -> tuple[list, list[int]]:
-    samples, labels = [], []
-    for which in WRITTEN_DIALOGUE:
-        more, their = dialogue(which)
-        samples, labels = samples + more, labels + their
-    return samples, labels
+    return pooled(dialogue, WRITTEN_DIALOGUE)
 
 
 def labelled(name: str, samples: list, labels: list[int], at) -> LabelledSet:
