@@ -102,7 +102,7 @@ def run(out: Path, names: list[str], reads: dict[str, dict] = READS, distractors
                  **{k: np.array([r[k] for r in rows]) for k in scorer.names})
         print(f"{name}: {len(samples)} items", flush=True)
     path = out / "distractors.json"
-    if not path.exists():
+    if distractors and not path.exists():  # none named: the natural sets only, the tables left for a later run
         tables = {which: {k: pairs_table(scorer.as_judge(k), load_distractors(which), ARRANGEMENTS)
                           for k in scorer.names} for which in distractors}
         path.write_text(json.dumps(tables, indent=1), encoding="utf-8")

@@ -56,6 +56,25 @@ def test_a_names_possessive_or_contraction_ending_is_read_off():
         specifics(reply, name_endings="drop")
 
 
+def test_a_specific_is_found_only_as_a_whole_number_or_word():
+    """``match="whole"``: "12" is not inside "120" or "12.5", "4 March" not inside "14 March", "Jones" not inside
+    "Jonestown"; thousands separators are read as one number; a plural or possessive ending in the evidence still
+    counts; a lone capital letter is no name. ``match="substring"`` finds each anywhere, as before."""
+    evidence = "Gustave Eiffel's 120 workers, some 2,500 visitors on 14 March, fees up 12.5%, 30 degrees; the Romans."
+    reply = "Gustav Eiffel had 12 workers, 2,500 visitors, 500 guests on 4 March, fees up 12%, 30 °C, a Roman road."
+    found, missing = supported_specifics(reply, evidence)
+    assert found == ["2,500", "30", "Eiffel", "Roman"]
+    assert missing == ["12", "500", "4", "12%", "4 March"]
+    assert supported_specifics(reply, evidence, match="substring") == (
+        ["12", "2,500", "500", "4", "30", "4 March", "Eiffel", "C", "Roman"], ["12%"])
+    assert "C" not in specifics(reply) and "C" in specifics(reply, match="substring")
+    assert supported_specifics("It went to Jones.", "Jonestown held it.")[1] == ["Jones"]
+    assert supported_specifics("It went to Jones.", "Jonestown held it.", match="substring")[1] == []
+    assert supported_specifics("It went to Jones.", "Mr Jones's house.")[1] == []
+    with pytest.raises(ValueError, match="specifics: match must be one of"):
+        specifics(reply, match="prefix")
+
+
 def test_the_weakest_sentence_shows_what_the_mean_hides():
     mixed = grounded("The Eiffel Tower was completed in 1889 in Paris. Picasso later painted it bright gold.")
     result = WeakestSentenceSupport().score(mixed)

@@ -581,6 +581,43 @@ def test_the_combinations_specifics_read_a_names_ending_as_its_file_says(monkeyp
         metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, name_endings="drop")
 
 
+def test_the_combinations_specifics_match_as_its_file_says(monkeypatch, tmp_path):
+    """``specifics_match``: "substring" finds a changed "33" inside the evidence's "330"; "whole" does not. A score
+    reads what the shipped file names ("substring" when it names nothing); a file naming another value is refused."""
+    from judges.metrics.rag import verified
+
+    metric = FaithfulnessWithVerifier()
+    reply = "The tower is 33 metres tall and was completed in 1889."
+    checked = {"verdicts": [{"claim": reply, "probability": 0.9, "chunk": EVIDENCE}], "weakest": 0.9,
+               "mean_probability": 0.9}
+    anywhere, _ = metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, words_read="units",
+                                            name_endings="strip")
+    whole, _ = metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, words_read="units",
+                                         name_endings="strip", specifics_match="whole")
+    assert anywhere["specifics_supported"] == 1.0 and whole["specifics_supported"] == pytest.approx(1 / 2)
+    assert {k: v for k, v in anywhere.items() if k != "specifics_supported"} == {
+        k: v for k, v in whole.items() if k != "specifics_supported"}
+    sample = SingleTurnSample(response=reply, retrieved_contexts=[EVIDENCE])
+    for named, expected in (({}, 1.0), ({"specifics_match": "whole"}, 1 / 2), ({"specifics_match": "substring"}, 1.0)):
+        file = {k: v for k, v in verified.shipped_combination().items() if k != "specifics_match"} | named
+        monkeypatch.setattr("judges.metrics.rag.verified.shipped_combination", lambda file=file: file)
+        metric.model().forget()
+        assert metric.score(sample).combination["specifics_supported"] == pytest.approx(expected)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="specifics: match must be one of"):
+        metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, specifics_match="prefix")
+    wrong = tmp_path / "combination.json"
+    wrong.write_text(json.dumps(json.loads(verified.COMBINATION.read_text()) | {"specifics_match": "prefix"}))
+    monkeypatch.setattr(verified, "COMBINATION", wrong)
+    verified.shipped_combination.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="says specifics_match='prefix', not one of"):
+            verified.shipped_combination()
+    finally:
+        monkeypatch.undo()
+        verified.shipped_combination.cache_clear()
+
+
 def test_the_combination_verifies_only_the_kept_units_that_are_not_sentences(monkeypatch):
     """A unit the talk classifier keeps whole was verified as a sentence: its row is read back, not scored again;
     a claim taken out of a hedge is verified, alone. The score is the same as verifying every kept unit."""

@@ -21,15 +21,17 @@ import json
 from importlib import resources
 
 CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
-    w: f"contrastive_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")}
+    w: f"contrastive_{w}.jsonl"
+    for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")}
 #: The contrastive sets the combination's rounds 1 to 8 read; the eighth was written for round 9.
 FIRST_SEVEN_CONTRASTIVE = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh")
 DISTRACTOR_SETS = {"first": "distractors.jsonl"} | {
-    w: f"distractors_{w}.jsonl" for w in ("second", "third", "fourth", "fifth")}
+    w: f"distractors_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth")}
 SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl"}
 DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl"
-                 for w in ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")}
-SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third", "fourth", "fifth", "sixth", "seventh")}
+                 for w in ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")}
+SUMMARY_SETS = {w: f"summaries_{w}.jsonl"
+                for w in ("fresh", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")}
 
 
 def _read(name: str) -> list[dict]:
@@ -45,7 +47,7 @@ def load_contrastive(which: str = "first") -> list[dict]:
 
 
 def load_distractors(which: str = "first") -> list[dict]:
-    """A distractor set (DISTRACTORS.md; the second to fifth, DISTRACTORS_SECOND.md to DISTRACTORS_FIFTH.md, each
+    """A distractor set (DISTRACTORS.md; the second to sixth, DISTRACTORS_SECOND.md to DISTRACTORS_SIXTH.md, each
     for a round after the sets before it were read): id, evidence, contradicted, kind, supported, distractors."""
     if which not in DISTRACTOR_SETS:
         raise ValueError(f"load_distractors: which must be one of {sorted(DISTRACTOR_SETS)}, got {which!r}")
@@ -61,7 +63,7 @@ def load_swaps(which: str = "first") -> list[dict]:
 
 
 def load_dialogue(which: str = "fresh") -> list[dict]:
-    """A dialogue set (DIALOGUE_FRESH.md; the third to ninth, DIALOGUE_THIRD.md to DIALOGUE_NINTH.md, each written
+    """A dialogue set (DIALOGUE_FRESH.md; the third to tenth, DIALOGUE_THIRD.md to DIALOGUE_TENTH.md, each written
     for a round after the sets before it were read): id, topic, knowledge, user_input, reply, label, kind. Talk
     passes there: a reply is faithful when every fact it states is in the knowledge."""
     if which not in DIALOGUE_SETS:
@@ -70,7 +72,7 @@ def load_dialogue(which: str = "fresh") -> list[dict]:
 
 
 def load_summaries(which: str = "fresh") -> list[dict]:
-    """A summary set (SUMMARIES_FRESH.md; the second to seventh, SUMMARIES_SECOND.md to SUMMARIES_SEVENTH.md, each
+    """A summary set (SUMMARIES_FRESH.md; the second to eighth, SUMMARIES_SECOND.md to SUMMARIES_EIGHTH.md, each
     for a round after the sets before it were read; the sixth holds 120 summaries): id, article_id, article,
     summary, label, kind."""
     if which not in SUMMARY_SETS:

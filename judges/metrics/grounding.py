@@ -39,42 +39,71 @@ from judges.metrics.base import Metric
 NAME_ENDINGS = ("strip", "keep")
 #: A possessive or contraction ending a capitalised word: 's, 'm, 'd, 've, 'll, 're, or a plural's bare '.
 _ENDING = re.compile(r"(?:'(?:s|m|d|ve|ll|re)|(?<=s)')(?=\s|$)")
+#: How a specific is found in the evidence: "whole" as a whole number or word (round 11), "substring" anywhere in
+#: it, as the combination's weights before round 11 were fitted on.
+SPECIFICS_MATCH = ("whole", "substring")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
-def specifics(text: str, name_endings: str = "strip") -> list[str]:
+def specifics(text: str, name_endings: str = "strip", match: str = "whole") -> list[str]:
     """Numbers, dates and capitalised names (not sentence-initial) in ``text``: the details a response can
     get wrong while every other word matches its source. A name's possessive or contraction ending is read
     off (``name_endings="strip"``): "Ferrin's" names Ferrin, whom a source may name only as "Ferrin", and
-    "I'm" names nobody."""
+    "I'm" names nobody. With ``match="whole"`` a lone capital letter (the "C" of "30 °C", an initial) is no
+    name: it is found inside too many words to say anything."""
     if name_endings not in NAME_ENDINGS:
         raise ValueError(f"specifics: name_endings must be one of {list(NAME_ENDINGS)}, got {name_endings!r}")
+    if match not in SPECIFICS_MATCH:
+        raise ValueError(f"specifics: match must be one of {list(SPECIFICS_MATCH)}, got {match!r}")
     found = [m.group().rstrip(",") for m in NUMBER.finditer(text)]
     found += [m.group() for m in DATE.finditer(text)]
     for sentence in split_sentences(text) or [text]:
-        for match in NAME.finditer(sentence):
-            if match.start() == 0:
+        for match_ in NAME.finditer(sentence):
+            if match_.start() == 0:
                 continue  # a sentence's first word is capitalised anyway
-            names = _ENDING.split(match.group()) if name_endings == "strip" else [match.group()]
+            names = _ENDING.split(match_.group()) if name_endings == "strip" else [match_.group()]
             for name in filter(None, (n.strip() for n in names)):
-                if name not in STOP_CAPITALS and not re.fullmatch(MONTHS, name, re.IGNORECASE):
-                    found.append(name)
+                if name in STOP_CAPITALS or re.fullmatch(MONTHS, name, re.IGNORECASE):
+                    continue
+                if match == "whole" and len(name) == 1:
+                    continue
+                found.append(name)
     return list(dict.fromkeys(found))
 
 
-def supported_specifics(response: str, evidence: str, name_endings: str = "strip") -> tuple[list[str], list[str]]:
+def _folded(text: str) -> str:
+    """``normalised`` with thousands separators dropped first, so "2,500" reads as 2500, never as 2 and 500."""
+    return normalised(_THOUSANDS.sub("", text))
+
+
+def _found(specific: str, haystack: str, match: str) -> bool:
+    """Is ``specific`` in the folded ``haystack``? "substring": anywhere, as before round 11. "whole": a
+    number not inside a longer number ("12" is not in "120" or "12.5"), a word not inside a longer word
+    ("Jones" is not in "Jonestown"; "Roman" is in "Romans")."""
+    if match == "substring":
+        return normalised(specific) in haystack
+    needle = _folded(specific)
+    before = r"(?<![\d.])" if needle[:1].isdigit() else r"(?<![^\W\d_])"
+    after = r"(?!\d|[.,]\d)" if needle[-1:].isdigit() else r"(?![^\W\d_]{2})"
+    return re.search(before + re.escape(needle) + after, haystack) is not None
+
+
+def supported_specifics(response: str, evidence: str, name_endings: str = "strip", match: str = "whole",
+                        ) -> tuple[list[str], list[str]]:
     """The response's specifics split into those the evidence contains (case-insensitive, numbers with or
-    without thousands separators) and those it does not."""
-    haystack = normalised(evidence)
+    without thousands separators; ``match`` says whether a whole word or any substring counts) and those it
+    does not."""
+    haystack = _folded(evidence) if match == "whole" else normalised(evidence)
     found, missing = [], []
-    for item in specifics(response, name_endings):
-        (found if normalised(item) in haystack else missing).append(item)
+    for item in specifics(response, name_endings, match):
+        (found if _found(item, haystack, match) else missing).append(item)
     return found, missing
 
 
-def specifics_share(response: str, evidence: str, name_endings: str = "strip") -> float:
+def specifics_share(response: str, evidence: str, name_endings: str = "strip", match: str = "whole") -> float:
     """Share of the response's specifics found in the evidence (1.0 when it has none): the signal
     ``specifics_supported``, and an input of FaithfulnessWithVerifier's combination."""
-    found, missing = supported_specifics(response, evidence, name_endings)
+    found, missing = supported_specifics(response, evidence, name_endings, match)
     return len(found) / (len(found) + len(missing)) if found or missing else 1.0
 
 

@@ -29,11 +29,11 @@ a dialogue set written for the project, plus made contrast pairs) reads the veri
 over the sentences; its mean over the units a learned classifier keeps as checkable (``judges.lm.talk``), the
 share it sets aside and whether nothing was checkable; the share of the response's names and numbers found in
 the units the verifier read its sentences against (the file's ``words_read``; a name read without its possessive or
-contraction ending, its ``name_endings``), and of its word pairs: a
-distractor in another context, or outside the unit the verifier read, is not read. Its probability is capped by
-the weakest claim the classifier keeps (times min(1, P / 0.5)), so that overlap cannot lift a claim the verifier
-rejects, while talk does not cap it. Why it is the default, and where it loses, is in docs/verifier.md; how it
-was chosen and decided is in docs/verifier-log.md ("A shipped combination", rounds 5 to 10).
+contraction ending, its ``name_endings``; found as a whole word or number, or anywhere, its ``specifics_match``),
+and of its word pairs: a distractor in another context, or outside the unit the verifier read, is not read. Its
+probability is capped by the weakest claim the classifier keeps (times min(1, P / 0.5)), so that overlap cannot
+lift a claim the verifier rejects, while talk does not cap it. Why it is the default, and where it loses, is in docs/verifier.md; how it
+was chosen and decided is in docs/verifier-log.md ("A shipped combination", rounds 5 to 11).
 
 Language: the shipped verifier knows English only. On a response or evidence in another language
 (``judges.data.language.detect_language``) ``multilingual_verifier`` scores it when given; without one the
@@ -56,7 +56,7 @@ import dspy
 from judges.data.language import detect_language, split_sentences
 from judges.lm.talk import talk_identity
 from judges.lm.verifier import Verifier, resolve_verifier, verifier_identity
-from judges.metrics.grounding import NAME_ENDINGS, bigram_share, specifics_share
+from judges.metrics.grounding import NAME_ENDINGS, SPECIFICS_MATCH, bigram_share, specifics_share
 from judges.metrics.base import Judge
 from judges.metrics.rag.claims import (
     CHECKABLE_SOURCES,
@@ -192,6 +192,9 @@ def shipped_combination() -> dict[str, Any]:
     if found.get("name_endings", "keep") not in NAME_ENDINGS:
         raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says name_endings={found['name_endings']!r}, "
                          f"not one of {list(NAME_ENDINGS)}")
+    if found.get("specifics_match", "substring") not in SPECIFICS_MATCH:
+        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says specifics_match="
+                         f"{found['specifics_match']!r}, not one of {list(SPECIFICS_MATCH)}")
     return found | {"sha256": hashlib.sha256(COMBINATION.read_bytes()).hexdigest()}
 
 
@@ -279,7 +282,8 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
             combination = shipped_combination()
             inputs, set_aside = self.combination_inputs(verifier, response, retrieved_contexts, checked,
                                                         words_read=combination.get("words_read", "evidence"),
-                                                        name_endings=combination.get("name_endings", "keep"))
+                                                        name_endings=combination.get("name_endings", "keep"),
+                                                        specifics_match=combination.get("specifics_match", "substring"))
             return dspy.Prediction(score=combined_probability(inputs, combination), supported_share=share,
                                    claims=claims, claims_source=source, set_aside=set_aside, combination=inputs,
                                    **checked)
@@ -295,14 +299,16 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
 
     def combination_inputs(self, verifier: Verifier, response: str, contexts: list[str], checked: dict[str, Any],
                            words_read: str = "evidence", name_endings: str = "keep",
-                           ) -> tuple[dict[str, float], list[dict[str, str]]]:
+                           specifics_match: str = "substring") -> tuple[dict[str, float], list[dict[str, str]]]:
         """The combination's inputs (the names in its file) and the units its talk input set aside: the verifier
         over the sentences (``checked``), over the checkable units the learned classifier keeps (1.0 when it
         keeps none), and the share of the response's names and numbers, and of its word pairs, found in the
         contexts (``words_read="evidence"``) or only in the units the verifier read each sentence against
         (``"units"``: a distractor in another context or window, sharing a claim's words, does not lift it).
         ``name_endings`` says how a name's possessive or contraction ending is read ("keep": as written, the file's
-        default when it names none; ``judges.metrics.grounding.NAME_ENDINGS``)."""
+        default when it names none; ``judges.metrics.grounding.NAME_ENDINGS``); ``specifics_match`` whether a name
+        or number is found only as a whole word or number ("substring": anywhere, the file's default when it names
+        none; ``judges.metrics.grounding.SPECIFICS_MATCH``)."""
         if words_read not in WORDS_READ:
             raise ValueError(f"faithfulness_with_verifier: the combination's words_read={words_read!r} is not one of "
                              f"{list(WORDS_READ)}")
@@ -320,7 +326,7 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
                 "learned_checkable_mean": learned["mean_probability"], "learned_checkable_weakest": learned["weakest"],
                 "learned_set_aside_share": len(set_aside) / max(len(set_aside) + len(kept), 1),
                 "learned_nothing_checkable": float(not kept),
-                "specifics_supported": specifics_share(response, evidence, name_endings),
+                "specifics_supported": specifics_share(response, evidence, name_endings, specifics_match),
                 "bigram_support": bigram_share(response, evidence)}, set_aside
 
     def model_identity(self) -> dict[str, Any]:
