@@ -598,6 +598,8 @@ def test_the_combinations_specifics_match_as_its_file_says(monkeypatch, tmp_path
     assert {k: v for k, v in anywhere.items() if k != "specifics_supported"} == {
         k: v for k, v in whole.items() if k != "specifics_supported"}
     sample = SingleTurnSample(response=reply, retrieved_contexts=[EVIDENCE])
+    assert verified.shipped_combination()["specifics_match"] == "whole"  # round 11
+    assert metric.score(sample).combination["specifics_supported"] == pytest.approx(1 / 2)
     for named, expected in (({}, 1.0), ({"specifics_match": "whole"}, 1 / 2), ({"specifics_match": "substring"}, 1.0)):
         file = {k: v for k, v in verified.shipped_combination().items() if k != "specifics_match"} | named
         monkeypatch.setattr("judges.metrics.rag.verified.shipped_combination", lambda file=file: file)
