@@ -91,6 +91,14 @@ def frame_words(text: str) -> frozenset[str]:
     return frozenset(w for w in tokenize(kept) if w not in _FUNCTION_WORDS and w not in ANTONYMS and not w.isdigit())
 
 
+def frame_echo(unit: str, evidence: str, fewest: int = 3) -> float:
+    """The share of ``unit``'s frame words (``frame_words``) that ``evidence`` holds; 0.0 when the unit has fewer
+    than ``fewest``. A unit that repeats the evidence's frame speaks about the evidence's facts, whatever it
+    changes in them."""
+    words = frame_words(unit)
+    return len(words & set(tokenize(evidence))) / len(words) if len(words) >= fewest else 0.0
+
+
 def shares_frame(claim: str, sentence: str) -> bool:
     """Whether ``sentence`` holds at least ``FRAME_SHARE`` of the claim's content words, and two of them
     (one when the claim has one)."""

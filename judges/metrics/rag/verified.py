@@ -53,6 +53,7 @@ from typing import Any, ClassVar
 
 import dspy
 
+from judges.data.contrasts import frame_echo
 from judges.data.language import detect_language, split_sentences
 from judges.lm.talk import talk_identity
 from judges.lm.verifier import Verifier, resolve_verifier, verifier_identity
@@ -195,6 +196,9 @@ def shipped_combination() -> dict[str, Any]:
     if found.get("specifics_match", "substring") not in SPECIFICS_MATCH:
         raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says specifics_match="
                          f"{found['specifics_match']!r}, not one of {list(SPECIFICS_MATCH)}")
+    echo = found.get("talk_echo")
+    if echo is not None and (isinstance(echo, bool) or not isinstance(echo, (int, float)) or not 0.0 < echo <= 1.0):
+        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says talk_echo={echo!r}, not a share in (0, 1]")
     return found | {"sha256": hashlib.sha256(COMBINATION.read_bytes()).hexdigest()}
 
 
@@ -283,7 +287,8 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
             inputs, set_aside = self.combination_inputs(verifier, response, retrieved_contexts, checked,
                                                         words_read=combination.get("words_read", "evidence"),
                                                         name_endings=combination.get("name_endings", "keep"),
-                                                        specifics_match=combination.get("specifics_match", "substring"))
+                                                        specifics_match=combination.get("specifics_match", "substring"),
+                                                        talk_echo=combination.get("talk_echo"))
             return dspy.Prediction(score=combined_probability(inputs, combination), supported_share=share,
                                    claims=claims, claims_source=source, set_aside=set_aside, combination=inputs,
                                    **checked)
@@ -299,7 +304,8 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
 
     def combination_inputs(self, verifier: Verifier, response: str, contexts: list[str], checked: dict[str, Any],
                            words_read: str = "evidence", name_endings: str = "keep",
-                           specifics_match: str = "substring") -> tuple[dict[str, float], list[dict[str, str]]]:
+                           specifics_match: str = "substring", talk_echo: float | None = None,
+                           ) -> tuple[dict[str, float], list[dict[str, str]]]:
         """The combination's inputs (the names in its file) and the units its talk input set aside: the verifier
         over the sentences (``checked``), over the checkable units the learned classifier keeps (1.0 when it
         keeps none), and the share of the response's names and numbers, and of its word pairs, found in the
@@ -308,11 +314,18 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         ``name_endings`` says how a name's possessive or contraction ending is read ("keep": as written, the file's
         default when it names none; ``judges.metrics.grounding.NAME_ENDINGS``); ``specifics_match`` whether a name
         or number is found only as a whole word or number ("substring": anywhere, the file's default when it names
-        none; ``judges.metrics.grounding.SPECIFICS_MATCH``)."""
+        none; ``judges.metrics.grounding.SPECIFICS_MATCH``). With ``talk_echo`` a unit the classifier sets aside is
+        checked after all when it is no question and the contexts hold at least that share of its frame words
+        (``judges.data.contrasts.frame_echo``): a copy of the evidence with one fact changed is a claim, however
+        the classifier reads it (None, the file's default when it names none: the classifier decides alone)."""
         if words_read not in WORDS_READ:
             raise ValueError(f"faithfulness_with_verifier: the combination's words_read={words_read!r} is not one of "
                              f"{list(WORDS_READ)}")
         kept, set_aside = units_checked(response, "checkable-learned")
+        if talk_echo is not None:
+            echoes = [u for u in set_aside if not u["sentence"].rstrip().endswith("?")
+                      and frame_echo(u["sentence"], "\n".join(contexts)) >= talk_echo]
+            kept, set_aside = kept + [u["sentence"] for u in echoes], [u for u in set_aside if u not in echoes]
         # A kept unit that is a whole sentence was verified already: each claim's row depends on it alone.
         rows = {row["claim"]: row for row in checked["verdicts"]}
         fresh = [claim for claim in dict.fromkeys(kept) if claim not in rows]
