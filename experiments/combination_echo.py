@@ -30,15 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from combination_matching import CONTRASTIVE as ROUND_ELEVEN_CONTRASTIVE  # noqa: E402
 from combination_matching import READ as READ_BEFORE  # noqa: E402
 from combination_matching import UNREAD as ROUND_ELEVEN  # noqa: E402
-from combination_units import (  # noqa: E402
-    contrastive_by_kind,
-    distractor_table,
-    faithful_by_kind,
-    natural_table,
-    run,
-    settle,
-    unread_rule,
-)
+from combination_units import contrastive_by_kind, natural_table, reading_round, run  # noqa: E402
 
 #: The natural sets written for this round, and its contrastive set.
 UNREAD = ("dialogue-eleventh", "summaries-ninth")
@@ -46,7 +38,8 @@ UNREAD_CONTRASTIVE = "contrastive-eleventh"
 READ = tuple(dict.fromkeys((*ROUND_ELEVEN, "contrastive-tenth", *READ_BEFORE)))
 #: The contrastive sets read before this round, and the dialogue and summary sets written for the project.
 READ_CONTRASTIVE = [f"contrastive-{w}" for w in ROUND_ELEVEN_CONTRASTIVE]
-WRITTEN_DIALOGUE = [f"dialogue-{w}" for w in ("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")]
+WRITTEN_DIALOGUE = [f"dialogue-{w}"
+                    for w in ("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")]
 WRITTEN_SUMMARIES = [f"summaries-{w}" for w in ("fresh", "second", "third", "fourth", "fifth", "sixth", "seventh",
                                                  "eighth")]
 SHIPPED = {"words_read": "units", "name_endings": "strip", "specifics_match": "whole"}
@@ -72,7 +65,8 @@ def choose(out: Path) -> int:
     scores = {name: families(natural, name) for name in NAMES}
     print("\n| score | " + " | ".join(scores["S"]) + " | mean of the three |\n|---|" + "---:|" * 4)
     for name, found in scores.items():
-        print(f"| {name} | " + " | ".join(f"{v:.4f}" for v in found.values()) + f" | {np.mean(list(found.values())):.4f} |")
+        print(f"| {name} | " + " | ".join(f"{v:.4f}" for v in found.values())
+              + f" | {np.mean(list(found.values())):.4f} |")
     contrastive_by_kind(out, ROUND_ELEVEN_CONTRASTIVE, NAMES)
     best = max((n for n in READS if n != "S"), key=lambda n: np.mean(list(scores[n].values())))
     gain = np.mean(list(scores[best].values())) - np.mean(list(scores["S"].values()))
@@ -87,23 +81,13 @@ def decide(out: Path, write: str | None) -> int:
     if chosen is None:
         print("choose found no L above S: the round stopped")
         return 0
-    names = ("S", chosen, "verifier_mean")
-    natural = natural_table(out, (*UNREAD, UNREAD_CONTRASTIVE, *READ), names, (*UNREAD, UNREAD_CONTRASTIVE))
-    contrastive = [*READ_CONTRASTIVE, f"contrastive-{UNREAD_CONTRASTIVE.split('-')[1]}"]
-    print(f"\n{len(contrastive)} contrastive sets' mean: " + ", ".join(
-        f"{k} {np.mean([natural[n][k] for n in contrastive]):.4f}" for k in names))
-    contrastive_by_kind(out, (*ROUND_ELEVEN_CONTRASTIVE, "eleventh"), names)
-    faithful_by_kind(out, ("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh"),
-                     names)
-    distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
-    distractor_table(distractors, names, "seventh")
-    blocked = unread_rule(natural, distractors, old="S", new=chosen, unread=UNREAD,
-                          guards=(UNREAD_CONTRASTIVE, "begin-cmu-tc"), distractor_set="seventh")
-    share = READS[chosen]["talk_echo"]
-    return settle(out, natural, distractors, blocked, old="S", new=chosen, unread=UNREAD, write=write,
-                  changes={"candidate": chosen, "talk_echo": share,
-                           "talk_echo_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-seventh"],
-                           "talk_echo_rule": 'docs/verifier-log.md, "A shipped combination, round 12"'})
+    return reading_round(out, write, old="S", new=chosen, unread=UNREAD, unread_contrastive=UNREAD_CONTRASTIVE,
+                         read=READ, contrastive=(*ROUND_ELEVEN_CONTRASTIVE, "eleventh"),
+                         dialogue=("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+                                   "eleventh"), distractor_set="seventh",
+                         changes={"candidate": chosen, "talk_echo": READS[chosen]["talk_echo"],
+                                  "talk_echo_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-seventh"],
+                                  "talk_echo_rule": 'docs/verifier-log.md, "A shipped combination, round 12"'})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,11 +16,8 @@ for it and prints every set's numbers.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -28,15 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from combination_refit import CONTRASTIVE as ROUND_TEN_CONTRASTIVE  # noqa: E402
 from combination_refit import READ as READ_BEFORE  # noqa: E402
 from combination_refit import UNREAD as ROUND_TEN  # noqa: E402
-from combination_units import (  # noqa: E402
-    contrastive_by_kind,
-    distractor_table,
-    faithful_by_kind,
-    natural_table,
-    run,
-    settle,
-    unread_rule,
-)
+from combination_units import reading_round, run  # noqa: E402
 
 #: The natural sets written for this round, and its contrastive set.
 UNREAD = ("dialogue-tenth", "summaries-eighth")
@@ -47,30 +36,19 @@ READ = tuple(dict.fromkeys((*ROUND_TEN, "contrastive-ninth", *READ_BEFORE)))
 #: S (round 10, shipped) and K (specifics found as whole words), both with the shipped file's weights.
 READS = {"S": {"words_read": "units", "name_endings": "strip", "specifics_match": "substring"},
          "K": {"words_read": "units", "name_endings": "strip", "specifics_match": "whole"}}
-NAMES = (*READS, "verifier_mean")
 #: The distractor sets: five read by earlier rounds, the sixth written for this one.
 DISTRACTORS = ("first", "second", "third", "fourth", "fifth", "sixth")
 
 
-def rule(natural: dict, distractors: dict) -> list[str]:
-    """What blocks K (docs/verifier-log.md, round 11); empty when K replaces S."""
-    return unread_rule(natural, distractors, old="S", new="K", unread=UNREAD,
-                       guards=(UNREAD_CONTRASTIVE, "begin-cmu-tc"), distractor_set="sixth")
-
-
 def decide(out: Path, write: str | None) -> int:
-    natural = natural_table(out, (*UNREAD, UNREAD_CONTRASTIVE, *READ), NAMES, (*UNREAD, UNREAD_CONTRASTIVE))
-    contrastive = [f"contrastive-{w}" for w in CONTRASTIVE]
-    print(f"\n{len(contrastive)} contrastive sets' mean: " + ", ".join(
-        f"{k} {np.mean([natural[n][k] for n in contrastive]):.4f}" for k in NAMES))
-    contrastive_by_kind(out, CONTRASTIVE, NAMES)
-    faithful_by_kind(out, ("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"), NAMES)
-    distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
-    distractor_table(distractors, NAMES, "sixth")
-    return settle(out, natural, distractors, rule(natural, distractors), old="S", new="K", unread=UNREAD, write=write,
-                  changes={"candidate": "K", "specifics_match": "whole",
-                           "specifics_match_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-sixth"],
-                           "specifics_match_rule": 'docs/verifier-log.md, "A shipped combination, round 11"'})
+    """The rule in docs/verifier-log.md, round 11, and every set's numbers."""
+    return reading_round(out, write, old="S", new="K", unread=UNREAD, unread_contrastive=UNREAD_CONTRASTIVE,
+                         read=READ, contrastive=CONTRASTIVE,
+                         dialogue=("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"),
+                         distractor_set="sixth",
+                         changes={"candidate": "K", "specifics_match": "whole",
+                                  "specifics_match_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-sixth"],
+                                  "specifics_match_rule": 'docs/verifier-log.md, "A shipped combination, round 11"'})
 
 
 def main(argv: list[str] | None = None) -> int:

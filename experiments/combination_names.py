@@ -16,25 +16,14 @@ round's rule to the sets written for it and prints every set's numbers.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.verifier.contrastive import FIRST_SEVEN_CONTRASTIVE  # noqa: E402
-from combination_units import (  # noqa: E402
-    contrastive_by_kind,
-    distractor_table,
-    faithful_by_kind,
-    natural_table,
-    run,
-    settle,
-    unread_rule,
-)
+from combination_units import reading_round, run  # noqa: E402
 from combination_units import READ as READ_BEFORE  # noqa: E402
 from combination_units import UNREAD as ROUND_EIGHT  # noqa: E402
 
@@ -46,30 +35,18 @@ CONTRASTIVE = (*FIRST_SEVEN_CONTRASTIVE, "eighth")
 READ = (*ROUND_EIGHT, *READ_BEFORE)
 #: H (round 8, shipped) and I (names read without their endings), both with the shipped file's weights.
 READS = {"H": {"words_read": "units", "name_endings": "keep"}, "I": {"words_read": "units", "name_endings": "strip"}}
-NAMES = (*READS, "verifier_mean")
 #: The distractor sets: three read by earlier rounds, the fourth written before this round and read by none.
 DISTRACTORS = ("first", "second", "third", "fourth")
 
 
-def rule(natural: dict, distractors: dict) -> list[str]:
-    """What blocks I (docs/verifier-log.md, round 9); empty when I replaces H."""
-    return unread_rule(natural, distractors, old="H", new="I", unread=UNREAD,
-                       guards=(UNREAD_CONTRASTIVE, "begin-cmu-tc"), distractor_set="fourth")
-
-
 def decide(out: Path, write: str | None) -> int:
-    natural = natural_table(out, (*UNREAD, UNREAD_CONTRASTIVE, *READ), NAMES, (*UNREAD, UNREAD_CONTRASTIVE))
-    contrastive = [f"contrastive-{w}" for w in CONTRASTIVE]
-    print(f"\n{len(contrastive)} contrastive sets' mean: " + ", ".join(
-        f"{k} {np.mean([natural[n][k] for n in contrastive]):.4f}" for k in NAMES))
-    contrastive_by_kind(out, CONTRASTIVE, NAMES)
-    faithful_by_kind(out, ("third", "fourth", "fifth", "sixth", "seventh", "eighth"), NAMES)
-    distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
-    distractor_table(distractors, NAMES, "fourth")
-    return settle(out, natural, distractors, rule(natural, distractors), old="H", new="I", unread=UNREAD, write=write,
-                  changes={"candidate": "I", "name_endings": "strip",
-                           "name_endings_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-fourth"],
-                           "name_endings_rule": 'docs/verifier-log.md, "A shipped combination, round 9"'})
+    """The rule in docs/verifier-log.md, round 9, and every set's numbers."""
+    return reading_round(out, write, old="H", new="I", unread=UNREAD, unread_contrastive=UNREAD_CONTRASTIVE,
+                         read=READ, contrastive=CONTRASTIVE,
+                         dialogue=("third", "fourth", "fifth", "sixth", "seventh", "eighth"), distractor_set="fourth",
+                         changes={"candidate": "I", "name_endings": "strip",
+                                  "name_endings_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-fourth"],
+                                  "name_endings_rule": 'docs/verifier-log.md, "A shipped combination, round 9"'})
 
 
 def main(argv: list[str] | None = None) -> int:

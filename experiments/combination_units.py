@@ -254,6 +254,25 @@ def settle(out: Path, natural: dict, distractors: dict, blocked: list[str], *, o
     return 0
 
 
+def reading_round(out: Path, write: str | None, *, old: str, new: str, unread, unread_contrastive: str, read,
+                  contrastive, dialogue, distractor_set: str, changes: dict) -> int:
+    """``decide`` of a round that reads the shipped weights' inputs another way (rounds 9, 11 and 12): every set's
+    table, the contrastive sets' mean and kinds, the dialogue sets' faithful kinds, the distractor table, then the
+    rule (``unread_rule``) and ``settle``. ``contrastive`` and ``dialogue`` name the sets by their ordinal."""
+    names = (old, new, "verifier_mean")
+    natural = natural_table(out, (*unread, unread_contrastive, *read), names, (*unread, unread_contrastive))
+    sets = [f"contrastive-{w}" for w in contrastive]
+    print(f"\n{len(sets)} contrastive sets' mean: " + ", ".join(
+        f"{k} {np.mean([natural[n][k] for n in sets]):.4f}" for k in names))
+    contrastive_by_kind(out, contrastive, names)
+    faithful_by_kind(out, dialogue, names)
+    distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
+    distractor_table(distractors, names, distractor_set)
+    blocked = unread_rule(natural, distractors, old=old, new=new, unread=unread,
+                          guards=(unread_contrastive, "begin-cmu-tc"), distractor_set=distractor_set)
+    return settle(out, natural, distractors, blocked, old=old, new=new, unread=unread, write=write, changes=changes)
+
+
 def blend(out: Path) -> int:
     """Could a share of the verifier mean close the contrastive sets' gap? ROC-AUC of a * H + (1 - a) * mean on
     every cached set (read sets only: a trade-off to look at, not a candidate)."""
