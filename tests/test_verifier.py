@@ -18,7 +18,7 @@ from judges import (
     Verifier,
     VerifierError,
 )
-from judges.data.language import detect_language
+from judges.data.language import detect_language, split_sentences
 from judges.data.opposites import direction_contrasts
 from judges.lm.verifier import resolve_verifier
 from judges.lm.verifier.files import SHIPPED_MANIFEST, SHIPPED_WEIGHTS, load_shipped
@@ -581,6 +581,31 @@ def test_the_combinations_specifics_read_a_names_ending_as_its_file_says(monkeyp
         metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, name_endings="drop")
 
 
+def test_a_unit_set_aside_as_talk_is_checked_when_it_repeats_the_evidence():
+    """``talk_echo``: the classifier sets aside a copy of the evidence with its negation removed; with a share named,
+    that copy is checked (its P caps the score), while talk and a question sharing few frame words stay aside."""
+    from judges.data.contrasts import frame_echo
+
+    evidence = "The strike planned for next week will not take place, the union said after talks."
+    copy = "The strike planned for next week will take place."
+    assert frame_echo(copy, evidence) == 1.0
+    assert frame_echo("Oh, I would love to visit the caves someday!", "Visitors to Harwood Caves fell.") < 0.5
+    assert frame_echo("It will take place.", evidence) == 0.0  # fewer than three frame words: nothing to repeat
+    metric = FaithfulnessWithVerifier()
+    checked = {"verdicts": [{"claim": copy, "probability": 0.3, "chunk": evidence}], "weakest": 0.3,
+               "mean_probability": 0.3}
+    alone, aside = metric.combination_inputs(metric.model(), copy, [evidence], checked, words_read="units")
+    assert [u["sentence"] for u in aside] == [copy] and alone["learned_nothing_checkable"] == 1.0
+    echoed, aside = metric.combination_inputs(metric.model(), copy, [evidence], checked, words_read="units",
+                                              talk_echo=0.8)
+    assert aside == [] and echoed["learned_checkable_weakest"] == 0.3 and echoed["learned_nothing_checkable"] == 0.0
+    talk = "Haha, that sounds like a relief for everyone. Will you be travelling next week?"
+    rows = {"verdicts": [{"claim": c, "probability": 0.2, "chunk": evidence} for c in split_sentences(talk)],
+            "weakest": 0.2, "mean_probability": 0.2}
+    kept_talk, aside = metric.combination_inputs(metric.model(), talk, [evidence], rows, talk_echo=0.8)
+    assert len(aside) == 2 and kept_talk["learned_nothing_checkable"] == 1.0
+
+
 def test_the_combinations_specifics_match_as_its_file_says(monkeypatch, tmp_path):
     """``specifics_match``: "substring" finds a changed "33" inside the evidence's "330"; "whole" does not. A score
     reads what the shipped file names ("substring" when it names nothing); a file naming another value is refused."""
@@ -608,13 +633,16 @@ def test_the_combinations_specifics_match_as_its_file_says(monkeypatch, tmp_path
     monkeypatch.undo()
     with pytest.raises(ValueError, match="specifics: match must be one of"):
         metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, specifics_match="prefix")
-    wrong = tmp_path / "combination.json"
-    wrong.write_text(json.dumps(json.loads(verified.COMBINATION.read_text()) | {"specifics_match": "prefix"}))
+    wrong, shipped = tmp_path / "combination.json", json.loads(verified.COMBINATION.read_text())
     monkeypatch.setattr(verified, "COMBINATION", wrong)
-    verified.shipped_combination.cache_clear()
     try:
-        with pytest.raises(ValueError, match="says specifics_match='prefix', not one of"):
-            verified.shipped_combination()
+        for named, message in (({"specifics_match": "prefix"}, "says specifics_match='prefix', not one of"),
+                               ({"talk_echo": 1.5}, r"says talk_echo=1.5, not a share in \(0, 1\]"),
+                               ({"talk_echo": True}, "says talk_echo=True, not a share")):
+            wrong.write_text(json.dumps(shipped | named))
+            verified.shipped_combination.cache_clear()
+            with pytest.raises(ValueError, match=message):
+                verified.shipped_combination()
     finally:
         monkeypatch.undo()
         verified.shipped_combination.cache_clear()

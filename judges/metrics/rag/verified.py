@@ -32,8 +32,10 @@ the units the verifier read its sentences against (the file's ``words_read``; a 
 contraction ending, its ``name_endings``; found as a whole word or number, or anywhere, its ``specifics_match``),
 and of its word pairs: a distractor in another context, or outside the unit the verifier read, is not read. Its
 probability is capped by the weakest claim the classifier keeps (times min(1, P / 0.5)), so that overlap cannot
-lift a claim the verifier rejects, while talk does not cap it. Why it is the default, and where it loses, is in docs/verifier.md; how it
-was chosen and decided is in docs/verifier-log.md ("A shipped combination", rounds 5 to 11).
+lift a claim the verifier rejects, while talk does not cap it. A unit the classifier sets aside is checked after
+all when it repeats the evidence, as far as the file's ``talk_echo`` says. Why it is the default, and where it
+loses, is in docs/verifier.md; how it was chosen and decided is in docs/verifier-log.md ("A shipped combination",
+rounds 5 to 12).
 
 Language: the shipped verifier knows English only. On a response or evidence in another language
 (``judges.data.language.detect_language``) ``multilingual_verifier`` scores it when given; without one the
