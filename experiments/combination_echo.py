@@ -7,8 +7,8 @@ the evidence's frame ("The strike planned for next week will take place.", a cop
     .venv/bin/python experiments/combination_echo.py decide              # the rule in docs/verifier-log.md, round 12
     .venv/bin/python experiments/combination_echo.py decide --write judges/lm/weights/faithfulness-combination.json
 
-S is the shipped combination after round 11: the learned classifier alone decides which units are talk, and on the
-contrastive sets it sets aside one in ten changed copies, whose score then has nothing checkable to cap it. L<share>
+S is the shipped combination after round 11: the learned classifier alone decides which units are talk, and a
+changed copy it sets aside has nothing checkable to cap its score. L<share>
 is the same file and weights with ``talk_echo=<share>``: a set-aside unit that is no question and whose frame words
 the evidence holds at that share or more is checked (``judges.data.contrasts.frame_echo``). ``run`` scores every set
 once with the shipped judge and derives every reading from the same verdicts (``combination_units.Scorer``).
@@ -77,6 +77,7 @@ def choose(out: Path) -> int:
 
 
 def decide(out: Path, write: str | None) -> int:
+    """The rule in docs/verifier-log.md, round 12, for the L ``choose`` picked, and every set's numbers."""
     chosen = json.loads((out / "choice.json").read_text(encoding="utf-8"))["chosen"]
     if chosen is None:
         print("choose found no L above S: the round stopped")

@@ -71,6 +71,11 @@ def test_a_specific_is_found_only_as_a_whole_number_or_word():
     assert supported_specifics("It went to Jones.", "Jonestown held it.")[1] == ["Jones"]
     assert supported_specifics("It went to Jones.", "Jonestown held it.", match="substring")[1] == []
     assert supported_specifics("It went to Jones.", "Mr Jones's house.")[1] == []
+    assert supported_specifics("It went to Paul.", "It went to Paula.")[1] == []  # one more letter is allowed
+    assert supported_specifics("It cost 2500 euros.", "It cost 2,500 euros.")[1] == []
+    assert supported_specifics("It cost 1.1 million.", "It cost 1.15 million.")[1] == ["1.1"]
+    assert supported_specifics("It was -5 degrees.", "The score was 10-5.")[1] == ["-5"]
+    assert supported_specifics("It was -5 degrees.", "It fell to -5 overnight.")[1] == []
     with pytest.raises(ValueError, match="specifics: match must be one of"):
         specifics(reply, match="prefix")
 

@@ -599,11 +599,20 @@ def test_a_unit_set_aside_as_talk_is_checked_when_it_repeats_the_evidence():
     echoed, aside = metric.combination_inputs(metric.model(), copy, [evidence], checked, words_read="units",
                                               talk_echo=0.8)
     assert aside == [] and echoed["learned_checkable_weakest"] == 0.3 and echoed["learned_nothing_checkable"] == 0.0
-    talk = "Haha, that sounds like a relief for everyone. Will you be travelling next week?"
+    talk = "Haha, that sounds like a relief for everyone. Will the strike planned for next week take place?"
+    assert frame_echo(split_sentences(talk)[1], evidence) == 1.0  # a question: set aside however much it repeats
     rows = {"verdicts": [{"claim": c, "probability": 0.2, "chunk": evidence} for c in split_sentences(talk)],
             "weakest": 0.2, "mean_probability": 0.2}
     kept_talk, aside = metric.combination_inputs(metric.model(), talk, [evidence], rows, talk_echo=0.8)
     assert len(aside) == 2 and kept_talk["learned_nothing_checkable"] == 1.0
+    # An echoed unit the sentences did not give a row is verified on its own.
+    other = {"verdicts": [{"claim": "Another sentence.", "probability": 0.3, "chunk": evidence}], "weakest": 0.3,
+             "mean_probability": 0.3}
+    fresh, _ = metric.combination_inputs(metric.model(), copy, [evidence], other, talk_echo=0.8)
+    assert fresh["learned_checkable_weakest"] == pytest.approx(
+        metric.verify_claims(metric.model(), [copy], [evidence])["weakest"])
+    with pytest.raises(ValueError, match="talk_echo=0, not a share"):
+        metric.combination_inputs(metric.model(), copy, [evidence], checked, talk_echo=0)
 
 
 def test_the_combinations_specifics_match_as_its_file_says(monkeypatch, tmp_path):

@@ -78,13 +78,15 @@ def _folded(text: str) -> str:
 
 def _found(specific: str, haystack: str, match: str) -> bool:
     """Is ``specific`` in the folded ``haystack``? "substring": anywhere, as before round 11. "whole": a
-    number not inside a longer number ("12" is not in "120" or "12.5"), a word not inside a longer word
-    ("Jones" is not in "Jonestown"; "Roman" is in "Romans")."""
+    number not inside a longer number ("12" is not in "120" or "12.5"; "-5" not in "10-5"), a name starting at a
+    word's start and followed by one more letter at most, so that a plural's "s" still counts ("Roman" is in
+    "Romans"; "Jones" is not in "Jonestown", but "Paul" is in "Paula")."""
     if match == "substring":
         return normalised(specific) in haystack
     needle = _folded(specific)
-    before = r"(?<![\d.])" if needle[:1].isdigit() else r"(?<![^\W\d_])"
-    after = r"(?!\d|[.,]\d)" if needle[-1:].isdigit() else r"(?![^\W\d_]{2})"
+    number = needle.lstrip("+-")[:1].isdigit()
+    before = r"(?<![\d.])" if number else r"(?<![^\W\d_])"
+    after = r"(?!\d|\.\d)" if needle[-1:].isdigit() else r"(?![^\W\d_]{2})"
     return re.search(before + re.escape(needle) + after, haystack) is not None
 
 

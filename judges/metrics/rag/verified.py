@@ -198,10 +198,15 @@ def shipped_combination() -> dict[str, Any]:
     if found.get("specifics_match", "substring") not in SPECIFICS_MATCH:
         raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says specifics_match="
                          f"{found['specifics_match']!r}, not one of {list(SPECIFICS_MATCH)}")
-    echo = found.get("talk_echo")
-    if echo is not None and (isinstance(echo, bool) or not isinstance(echo, (int, float)) or not 0.0 < echo <= 1.0):
-        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says talk_echo={echo!r}, not a share in (0, 1]")
+    checked_talk_echo(found.get("talk_echo"), f"{COMBINATION} says")
     return found | {"sha256": hashlib.sha256(COMBINATION.read_bytes()).hexdigest()}
+
+
+def checked_talk_echo(value: Any, where: str) -> float | None:
+    """``value`` as the combination's ``talk_echo``: None, or a share in (0, 1]; else ValueError saying ``where``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0):
+        raise ValueError(f"faithfulness_with_verifier: {where} talk_echo={value!r}, not a share in (0, 1]")
+    return value
 
 
 def combined_probability(inputs: dict[str, float], combination: dict[str, Any]) -> float:
@@ -317,7 +322,7 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         default when it names none; ``judges.metrics.grounding.NAME_ENDINGS``); ``specifics_match`` whether a name
         or number is found only as a whole word or number ("substring": anywhere, the file's default when it names
         none; ``judges.metrics.grounding.SPECIFICS_MATCH``). With ``talk_echo`` a unit the classifier sets aside is
-        checked after all when it is no question and the contexts hold at least that share of its frame words
+        checked after all, whole, when it is no question and the contexts hold at least that share of its frame words
         (``judges.data.contrasts.frame_echo``): a copy of the evidence with one fact changed is a claim, however
         the classifier reads it (None, the file's default when it names none: the classifier decides alone)."""
         if words_read not in WORDS_READ:
@@ -325,7 +330,8 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
                              f"{list(WORDS_READ)}")
         kept, set_aside = units_checked(response, "checkable-learned")
         if talk_echo is not None:
-            echoes = [u for u in set_aside if not u["sentence"].rstrip().endswith("?")
+            checked_talk_echo(talk_echo, "the combination's")
+            echoes = [u for u in set_aside if u["kind"] != "question" and not u["sentence"].rstrip("\"')").endswith("?")
                       and frame_echo(u["sentence"], "\n".join(contexts)) >= talk_echo]
             kept, set_aside = kept + [u["sentence"] for u in echoes], [u for u in set_aside if u not in echoes]
         # A kept unit that is a whole sentence was verified already: each claim's row depends on it alone.
