@@ -5,7 +5,8 @@
 
 The sentences are ``sets/units_train.jsonl`` (UNITS_TRAIN.md): each a sentence of a chat reply, labelled
 checkable (it states a fact about the world) or talk; ``--sets train news`` adds ``sets/units_news.jsonl``
-(UNITS_NEWS.md), sentences of summaries and reports. ``sets/units_test.jsonl`` (UNITS_TEST.md), written by
+(UNITS_NEWS.md), sentences of summaries and reports; ``--sets train chat`` adds ``sets/units_chat.jsonl``
+(UNITS_CHAT.md), chat sentences by another writer. ``sets/units_test.jsonl`` (UNITS_TEST.md), written by
 another hand, only measures. The model is scikit-learn's logistic regression over the embedded embedder's
 sentence vector and the rules' verdict, its C chosen by 5-fold cross-validation on the training sentences.
 
@@ -24,7 +25,8 @@ import numpy as np
 
 from judges.lm.talk import TALK_WEIGHTS, TalkClassifier, rule_feature
 
-UNIT_SETS = {"train": "units_train.jsonl", "test": "units_test.jsonl", "news": "units_news.jsonl"}
+UNIT_SETS = {"train": "units_train.jsonl", "test": "units_test.jsonl", "news": "units_news.jsonl",
+             "chat": "units_chat.jsonl"}
 #: The regularisation strengths cross-validation chooses from.
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 
