@@ -81,7 +81,7 @@ def decide(out: Path, talk_weights: str, install: bool) -> int:
                                    "eleventh"), distractor_set=DISTRACTOR_SET, changes={})
     decision = json.loads((out / "decision.json").read_text(encoding="utf-8"))
     blocked = decision["blocked"] + ([f"units_test: T {refitted:.4f} < S {shipped:.4f} - 0.01"]
-                                     if refitted < shipped - 0.01 else [])
+                                     if refitted < shipped - 0.01 - 1e-9 else [])  # "at least", in floats
     passed = not blocked and not decision["under_mean"]
     print(f"\nround 13 with units_test: T {'replaces S' if passed else 'does not replace S: ' + '; '.join(blocked)}")
     if install and passed:

@@ -22,16 +22,17 @@ from importlib import resources
 
 CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
     w: f"contrastive_{w}.jsonl"
-    for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh")}
+    for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+              "twelfth")}
 #: The contrastive sets the combination's rounds 1 to 8 read; the eighth was written for round 9.
 FIRST_SEVEN_CONTRASTIVE = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh")
 DISTRACTOR_SETS = {"first": "distractors.jsonl"} | {
-    w: f"distractors_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh")}
+    w: f"distractors_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")}
 SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl"}
 DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
-                                                      "ninth", "tenth", "eleventh")}
-SUMMARY_SETS = {w: f"summaries_{w}.jsonl"
-                for w in ("fresh", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")}
+                                                      "ninth", "tenth", "eleventh", "twelfth")}
+SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third", "fourth", "fifth", "sixth", "seventh",
+                                                     "eighth", "ninth", "tenth")}
 
 
 def _read(name: str) -> list[dict]:
@@ -47,7 +48,7 @@ def load_contrastive(which: str = "first") -> list[dict]:
 
 
 def load_distractors(which: str = "first") -> list[dict]:
-    """A distractor set (DISTRACTORS.md; the second to seventh, DISTRACTORS_SECOND.md to DISTRACTORS_SEVENTH.md, each
+    """A distractor set (DISTRACTORS.md; the second to eighth, DISTRACTORS_SECOND.md to DISTRACTORS_EIGHTH.md, each
     for a round after the sets before it were read): id, evidence, contradicted, kind, supported, distractors."""
     if which not in DISTRACTOR_SETS:
         raise ValueError(f"load_distractors: which must be one of {sorted(DISTRACTOR_SETS)}, got {which!r}")
@@ -63,7 +64,7 @@ def load_swaps(which: str = "first") -> list[dict]:
 
 
 def load_dialogue(which: str = "fresh") -> list[dict]:
-    """A dialogue set (DIALOGUE_FRESH.md; the third to eleventh, DIALOGUE_THIRD.md to DIALOGUE_ELEVENTH.md, each written
+    """A dialogue set (DIALOGUE_FRESH.md; the third to twelfth, DIALOGUE_THIRD.md to DIALOGUE_TWELFTH.md, each written
     for a round after the sets before it were read): id, topic, knowledge, user_input, reply, label, kind. Talk
     passes there: a reply is faithful when every fact it states is in the knowledge."""
     if which not in DIALOGUE_SETS:
@@ -72,7 +73,7 @@ def load_dialogue(which: str = "fresh") -> list[dict]:
 
 
 def load_summaries(which: str = "fresh") -> list[dict]:
-    """A summary set (SUMMARIES_FRESH.md; the second to ninth, SUMMARIES_SECOND.md to SUMMARIES_NINTH.md, each
+    """A summary set (SUMMARIES_FRESH.md; the second to tenth, SUMMARIES_SECOND.md to SUMMARIES_TENTH.md, each
     for a round after the sets before it were read; the sixth holds 120 summaries): id, article_id, article,
     summary, label, kind."""
     if which not in SUMMARY_SETS:
