@@ -34,7 +34,7 @@ from combination_names import READ as READ_BEFORE  # noqa: E402
 from combination_names import UNREAD as ROUND_NINE  # noqa: E402
 from combination_signals import CHEAP, load_sets, logistic  # noqa: E402
 from combination_signals import READ as FITTED  # noqa: E402
-from combination_units import ARRANGEMENTS, distractor_table, settle, unread_rule  # noqa: E402
+from combination_units import ARRANGEMENTS, cheap_aucs, distractor_table, settle, unread_rule  # noqa: E402
 from judges import FaithfulnessWithVerifier  # noqa: E402
 from judges.metrics.rag.verified import combined_probability, shipped_combination  # noqa: E402
 from verifier_agreement import halves  # noqa: E402
@@ -126,7 +126,7 @@ def run(out: Path, names: list[str]) -> None:
 
 def cheap_best(found, at) -> str:
     """The cheap signal ranking the items ``at`` best, and its ROC-AUC there."""
-    cheap = {c: roc_auc(found["y"][at], found["cheap"][at, i]) for i, c in enumerate(CHEAP)}
+    cheap = cheap_aucs(found, at)
     best = max(cheap, key=lambda c: cheap[c])
     return f"{best} {cheap[best]:.4f}"
 
@@ -146,7 +146,7 @@ def decide(out: Path, write: str | None) -> int:
         y, scored = found["y"], {"S": found["S"], "J": scores_with(found, weights),
                                  "verifier_mean": found["verifier_mean"]}
         natural[name] = {k: roc_auc(y, v) for k, v in scored.items()}
-        cheap = {c: roc_auc(y, found["cheap"][:, i]) for i, c in enumerate(CHEAP)}
+        cheap = cheap_aucs(found)
         best = max(cheap, key=lambda c: cheap[c])
         note = " (unread)" if name in (*UNREAD, UNREAD_CONTRASTIVE) else " (fitted on)" if name in FITTED else ""
         print(f"| {name}{note} | " + " | ".join(f"{natural[name][k]:.4f}" for k in NAMES)

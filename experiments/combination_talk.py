@@ -78,13 +78,11 @@ def decide(out: Path, talk_weights: str, install: bool) -> int:
     code = reading_round(out, None, old="S", new="T", unread=UNREAD, unread_contrastive=UNREAD_CONTRASTIVE,
                          read=READ, contrastive=("twelfth",),
                          dialogue=("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
-                                   "eleventh"), distractor_set=DISTRACTOR_SET, changes={})
+                                   "eleventh"), distractor_set=DISTRACTOR_SET, changes={},
+                         also_blocked=[f"units_test: T {refitted:.4f} < S {shipped:.4f} - 0.01"]
+                         if refitted < shipped - 0.01 - 1e-9 else [])  # "at least", in floats
     decision = json.loads((out / "decision.json").read_text(encoding="utf-8"))
-    blocked = decision["blocked"] + ([f"units_test: T {refitted:.4f} < S {shipped:.4f} - 0.01"]
-                                     if refitted < shipped - 0.01 - 1e-9 else [])  # "at least", in floats
-    passed = not blocked and not decision["under_mean"]
-    print(f"\nround 13 with units_test: T {'replaces S' if passed else 'does not replace S: ' + '; '.join(blocked)}")
-    if install and passed:
+    if install and not decision["blocked"] and not decision["under_mean"]:
         shutil.copyfile(talk_weights, TALK_WEIGHTS)
         print(f"installed {talk_weights} as {TALK_WEIGHTS}")
     return code

@@ -162,6 +162,11 @@ def faithful_by_kind(out: Path, sets=("third", "fourth", "fifth", "sixth", "seve
             print(f"| {which} | {kind} | " + " | ".join(f"{found[k][kinds == kind].mean():.3f}" for k in names) + " |")
 
 
+def cheap_aucs(found, at=slice(None)) -> dict[str, float]:
+    """Each cheap signal's ROC-AUC on the items ``at`` (all by default) of a cached set."""
+    return {c: roc_auc(found["y"][at], found["cheap"][at, i]) for i, c in enumerate(CHEAP)}
+
+
 def natural_table(out: Path, sets, names, unread) -> dict[str, dict]:
     """Each cached set's ROC-AUC for every score in ``names`` and every cheap signal, printed with the best cheap
     signal; the sets in ``unread`` are marked."""
@@ -172,7 +177,7 @@ def natural_table(out: Path, sets, names, unread) -> dict[str, dict]:
         found = np.load(out / f"{name}.npz")
         y = found["y"]
         natural[name] = {k: roc_auc(y, found[k]) for k in names}
-        cheap = {c: roc_auc(y, found["cheap"][:, i]) for i, c in enumerate(CHEAP)}
+        cheap = cheap_aucs(found)
         best = max(cheap, key=lambda c: cheap[c])
         natural[name]["cheap"] = cheap
         print(f"| {name}{' (unread)' if name in unread else ''} | " + " | ".join(
@@ -182,7 +187,7 @@ def natural_table(out: Path, sets, names, unread) -> dict[str, dict]:
 
 def unread_rule(natural: dict, distractors: dict, *, old: str, new: str, unread, guards, distractor_set: str,
                 mean_margin: float = 0.0) -> list[str]:
-    """What blocks ``new`` in rounds 9 and 10 (docs/verifier-log.md); empty when it replaces ``old``: each unread
+    """What blocks ``new`` in rounds 9 to 13 (docs/verifier-log.md); empty when it replaces ``old``: each unread
     natural set at least ``old`` - 0.01 and their mean at least ``old`` + ``mean_margin``; each of ``guards`` at
     least ``old`` - 0.005; on ``distractor_set``, in each arrangement with distractors, ROC-AUC at least ``old``'s
     - 0.005 and at most 2 more contradicted claims lifted."""
@@ -255,10 +260,11 @@ def settle(out: Path, natural: dict, distractors: dict, blocked: list[str], *, o
 
 
 def reading_round(out: Path, write: str | None, *, old: str, new: str, unread, unread_contrastive: str, read,
-                  contrastive, dialogue, distractor_set: str, changes: dict) -> int:
-    """``decide`` of a round that reads the shipped weights' inputs another way (rounds 9, 11 and 12): every set's
-    table, the contrastive sets' mean and kinds, the dialogue sets' faithful kinds, the distractor table, then the
-    rule (``unread_rule``) and ``settle``. ``contrastive`` and ``dialogue`` name the sets by their ordinal."""
+                  contrastive, dialogue, distractor_set: str, changes: dict, also_blocked: list[str] = ()) -> int:
+    """``decide`` of a round that reads the shipped weights' inputs another way (rounds 9, 11, 12 and 13): every
+    set's table, the contrastive sets' mean and kinds, the dialogue sets' faithful kinds, the distractor table, then
+    the rule (``unread_rule``, and what a round's own condition found, ``also_blocked``) and ``settle``.
+    ``contrastive`` and ``dialogue`` name the sets by their ordinal."""
     names = (old, new, "verifier_mean")
     natural = natural_table(out, (*unread, unread_contrastive, *read), names, (*unread, unread_contrastive))
     sets = [f"contrastive-{w}" for w in contrastive]
@@ -268,8 +274,8 @@ def reading_round(out: Path, write: str | None, *, old: str, new: str, unread, u
     faithful_by_kind(out, dialogue, names)
     distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
     distractor_table(distractors, names, distractor_set)
-    blocked = unread_rule(natural, distractors, old=old, new=new, unread=unread,
-                          guards=(unread_contrastive, "begin-cmu-tc"), distractor_set=distractor_set)
+    blocked = [*unread_rule(natural, distractors, old=old, new=new, unread=unread,
+                            guards=(unread_contrastive, "begin-cmu-tc"), distractor_set=distractor_set), *also_blocked]
     return settle(out, natural, distractors, blocked, old=old, new=new, unread=unread, write=write, changes=changes)
 
 

@@ -331,8 +331,9 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         kept, set_aside = units_checked(response, "checkable-learned")
         if talk_echo is not None:
             checked_talk_echo(talk_echo, "the combination's")
+            joined = "\n".join(contexts)
             echoes = [u for u in set_aside if u["kind"] != "question" and not u["sentence"].rstrip("\"')").endswith("?")
-                      and frame_echo(u["sentence"], "\n".join(contexts)) >= talk_echo]
+                      and frame_echo(u["sentence"], joined) >= talk_echo]
             kept, set_aside = kept + [u["sentence"] for u in echoes], [u for u in set_aside if u not in echoes]
         # A kept unit that is a whole sentence was verified already: each claim's row depends on it alone.
         rows = {row["claim"]: row for row in checked["verdicts"]}
