@@ -4,6 +4,7 @@ without costing the other sets? Printed as tables; the decision by the rule in d
 
     .venv/bin/python experiments/verifier_swaps.py                      # ~8 min on 2 cores
     .venv/bin/python experiments/verifier_swaps.py --candidate names --swap-set second --dialogue   # round 2
+    .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set third --round 3  # ~25 min
     .venv/bin/python experiments/verifier_swaps.py --summeval-limit 80
 
 Each way (``check_swaps`` off, as shipped, and on) scores with ``FaithfulnessWithVerifier(aggregate="mean")`` (the mean over
@@ -17,6 +18,10 @@ a claim's sentences):
   - the seven contrastive sets, whole, and the halves of BEGIN WoW, Q2 and SummEval
     (experiments/verifier_agreement.py, seed 0): ROC-AUC;
   - milliseconds per item of each of those sets, warm.
+
+Round 3 (``--round 3``) scores each way with both the mean and the judge as shipped (``aggregate="combined"``),
+reads all eight distractor sets, all twelve contrastive sets and the three swap sets, adds every written dialogue
+and summary set, whole, and decides by round 3's rule.
 """
 
 from __future__ import annotations
@@ -33,7 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.verifier.contrastive import (  # noqa: E402
+    CONTRASTIVE_SETS,
+    DIALOGUE_SETS,
+    DISTRACTOR_SETS,
     FIRST_SEVEN_CONTRASTIVE,
+    SUMMARY_SETS,
+    SWAP_SETS,
     load_contrastive,
     load_dialogue,
     load_distractors,
@@ -42,9 +52,11 @@ from calibration.verifier.contrastive import (  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
 from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 from judges.lm.verifier import resolve_verifier  # noqa: E402
+from combination_signals import dialogue, summaries  # noqa: E402
 from verifier_agreement import halves, sets  # noqa: E402
 
-CANDIDATES = {"all": True, "names": "names"}  # check_swaps=True (round 1), "names" (round 2: no one-span contrasts)
+#: check_swaps=True (round 1), "names" (round 2: no one-span contrasts), "names-numbers" (round 3)
+CANDIDATES = {"all": True, "names": "names", "names-numbers": "names-numbers"}
 
 
 def score(judge, response: str, contexts: list[str]) -> float:
@@ -68,16 +80,121 @@ def pairs_table(judge, items, arrangements) -> dict:
     return out
 
 
+def measure(judge, swaps, distractors, contrastive, agreement) -> dict:
+    """One way's tables: the swap sets, the distractor sets, the contrastive sets and the natural sets' halves."""
+    row: dict = {}
+    for which, items in swaps.items():
+        row["swaps" if which == "decides" else f"swaps {which}"] = pairs_table(judge, items, {
+            "alone": lambda it: [it["evidence"]], "with its distractor": lambda it: [f"{it['distractor']} {it['evidence']}"]})
+    for which, items in distractors.items():
+        row[f"distractors {which}"] = pairs_table(judge, items, {
+            "alone": lambda it: [it["evidence"]],
+            "one passage": lambda it: [" ".join([it["distractors"][0], it["evidence"], *it["distractors"][1:]])],
+            "four contexts": lambda it: [it["evidence"], *it["distractors"]]})
+    row["contrastive"] = {which: roc_auc([int(r["label"]) for r in items],
+                                         [score(judge, r["response"], [r["evidence"]]) for r in items])
+                          for which, items in contrastive.items()}
+    values, row["ms_per_item"] = {}, {}
+    for name, (samples, _) in agreement.items():
+        judge.score(samples[0])  # warm
+        started = time.perf_counter()
+        values[name] = np.asarray([float(judge.score(s).score) for s in samples])
+        row["ms_per_item"][name] = 1000 * (time.perf_counter() - started) / len(samples)
+    row["agreement"] = {f"{name} {half}": roc_auc(np.asarray(labels)[at], values[name][at])
+                        for name, (_, labels) in agreement.items()
+                        for half, at in (halves(name, labels) if name in ("begin-wow", "q2", "summeval")
+                                         else {"all": np.arange(len(labels))}).items()}
+    return row
+
+
+def round_three_rule(before: dict, after: dict, label: str) -> list[str]:
+    """Round 3's rule (docs/verifier-log.md, "Swapped entities, round 3") for one aggregate: what blocks N."""
+    blocked = []
+    gain = after["swaps"]["with its distractor"]["roc_auc"] - before["swaps"]["with its distractor"]["roc_auc"]
+    if gain < 0.05:
+        blocked.append(f"{label}: third swap set with its distractor {gain:+.4f} < +0.05")
+    fall = before["swaps"]["alone"]["roc_auc"] - after["swaps"]["alone"]["roc_auc"]
+    if fall > 0.005:
+        blocked.append(f"{label}: third swap set alone falls {fall:.4f}")
+    for arrangement in ("one passage", "four contexts"):
+        names = [k for k in before if k.startswith("distractors ")]
+        for name in names:
+            b, a = before[name][arrangement]["roc_auc"], after[name][arrangement]["roc_auc"]
+            if b - a > 0.005:
+                blocked.append(f"{label}: {name}, {arrangement}: {b:.4f} -> {a:.4f}")
+        lifted = [sum(way[name][arrangement]["lifted"] for name in names) for way in (before, after)]
+        if lifted[1] > lifted[0]:
+            blocked.append(f"{label}: distractor sets, {arrangement}: lifted {lifted[0]} -> {lifted[1]}")
+    fall = np.mean(list(before["contrastive"].values())) - np.mean(list(after["contrastive"].values()))
+    if fall > 0.005:
+        blocked.append(f"{label}: the contrastive sets' mean falls {fall:.4f}")
+    for name, b in before["agreement"].items():
+        if not name.endswith(" test") and b - after["agreement"][name] > 0.005:
+            blocked.append(f"{label}: {name}: {b:.4f} -> {after['agreement'][name]:.4f}")
+    return blocked
+
+
+def round_three(args) -> int:
+    swaps = {"decides": load_swaps("third")} | {w: load_swaps(w) for w in SWAP_SETS if w != "third"}
+    distractors = {which: load_distractors(which) for which in DISTRACTOR_SETS}
+    contrastive = {which: load_contrastive(which) for which in CONTRASTIVE_SETS}
+    agreement = {k: v for k, v in sets(args.summeval_limit).items() if k != "contrastive"}
+    agreement |= {f"dialogue-{w}": dialogue(w) for w in DIALOGUE_SETS} | {f"summaries-{w}": summaries(w)
+                                                                         for w in SUMMARY_SETS}
+    verifier = resolve_verifier(None)
+    results: dict[str, dict] = {}
+    for aggregate in ("mean", "combined"):
+        judge = FaithfulnessWithVerifier(aggregate=aggregate)
+        for way in ("shipped", "check_swaps"):
+            verifier.check_swaps = CANDIDATES[args.candidate] if way == "check_swaps" else False
+            results[f"{aggregate} {way}"] = measure(judge, swaps, distractors, contrastive, agreement)
+            print(f"{aggregate} {way}: done", flush=True)
+    verifier.check_swaps = False
+    blocked = []
+    for aggregate in ("mean", "combined"):
+        before, after = results[f"{aggregate} shipped"], results[f"{aggregate} check_swaps"]
+        print(f"\n## aggregate={aggregate!r}\n\n| set, arrangement | off: ROC-AUC, lifted | {args.candidate}: ROC-AUC, lifted |"
+              "\n|---|---|---|")
+        for name in [k for k in before if k.startswith(("swaps", "distractors"))]:
+            for arrangement in before[name]:
+                b, a = before[name][arrangement], after[name][arrangement]
+                print(f"| {name}, {arrangement} | {b['roc_auc']:.4f}, {b['lifted']} | {a['roc_auc']:.4f}, {a['lifted']} |")
+        print("\nthird swap set by kind (alone / with its distractor): " + "; ".join(
+            f"{kind} {before['swaps']['alone']['by_kind'][kind]:.3f} -> {after['swaps']['alone']['by_kind'][kind]:.3f} / "
+            f"{before['swaps']['with its distractor']['by_kind'][kind]:.3f} -> "
+            f"{after['swaps']['with its distractor']['by_kind'][kind]:.3f}" for kind in before["swaps"]["alone"]["by_kind"]))
+        print("contrastive sets: " + ", ".join(f"{w} {before['contrastive'][w]:.4f} -> {after['contrastive'][w]:.4f}"
+                                              for w in before["contrastive"])
+              + f"; mean {np.mean(list(before['contrastive'].values())):.4f} -> "
+                f"{np.mean(list(after['contrastive'].values())):.4f}")
+        print("natural sets: " + ", ".join(f"{k} {before['agreement'][k]:.4f} -> {after['agreement'][k]:.4f}"
+                                          for k in before["agreement"]))
+        print("ms per item: " + ", ".join(f"{name} {before['ms_per_item'][name]:.1f} -> {after['ms_per_item'][name]:.1f}"
+                                          for name in before["ms_per_item"]))
+        blocked += round_three_rule(before, after, aggregate)
+    print(f"\nrule: check_swaps={CANDIDATES[args.candidate]!r} " + (
+        "becomes the default" if not blocked else "stays off; blocked by: " + "; ".join(blocked)))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "verifier_swaps.json").write_text(json.dumps({"results": results, "blocked": blocked}, indent=1),
+                                             encoding="utf-8")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--summeval-limit", type=int, default=320)
     parser.add_argument("--candidate", default="all", choices=sorted(CANDIDATES),
                         help="check_swaps=True (all: round 1) or 'names' (round 2)")
-    parser.add_argument("--swap-set", default="first", help="the swap set the rule reads: first or second")
+    parser.add_argument("--swap-set", default="first", help="the swap set the rule reads: first, second or third")
+    parser.add_argument("--round", type=int, default=None, choices=(3,),
+                        help="3: both aggregates, every distractor, contrastive, dialogue and summary set; round 3's rule")
     parser.add_argument("--dialogue", action="store_true",
                         help="also the fresh dialogue set (DIALOGUE_FRESH.md), as a guard")
     parser.add_argument("--out", default="runs/verifier_swaps")
     args = parser.parse_args(argv)
+    if args.round == 3:
+        return round_three(args)
     swaps = load_swaps(args.swap_set)
     distractors = {which: load_distractors(which) for which in ("first", "second")}  # the sets of its rounds
     contrastive = {which: load_contrastive(which) for which in FIRST_SEVEN_CONTRASTIVE}
@@ -92,26 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict] = {}
     for way in ("shipped", "check_swaps"):
         verifier.check_swaps = CANDIDATES[args.candidate] if way == "check_swaps" else False
-        row: dict = {"swaps": pairs_table(judge, swaps, {
-            "alone": lambda it: [it["evidence"]], "with its distractor": lambda it: [f"{it['distractor']} {it['evidence']}"]})}
-        for which, items in distractors.items():
-            row[f"distractors {which}"] = pairs_table(judge, items, {
-                "alone": lambda it: [it["evidence"]],
-                "one passage": lambda it: [" ".join([it["distractors"][0], it["evidence"], *it["distractors"][1:]])],
-                "four contexts": lambda it: [it["evidence"], *it["distractors"]]})
-        row["contrastive"] = {which: roc_auc([int(r["label"]) for r in items],
-                                             [score(judge, r["response"], [r["evidence"]]) for r in items])
-                              for which, items in contrastive.items()}
-        values, row["ms_per_item"] = {}, {}
-        for name, (samples, _) in agreement.items():
-            judge.score(samples[0])  # warm
-            started = time.perf_counter()
-            values[name] = np.asarray([float(judge.score(s).score) for s in samples])
-            row["ms_per_item"][name] = 1000 * (time.perf_counter() - started) / len(samples)
-        row["agreement"] = {f"{name} {half}": roc_auc(np.asarray(labels)[at], values[name][at])
-                            for name, (_, labels) in agreement.items()
-                            for half, at in halves(name if name != "dialogue-fresh" else "contrastive", labels).items()}
-        results[way] = row
+        results[way] = measure(judge, {"decides": swaps}, distractors, contrastive, agreement)
         print(f"{way}: done", flush=True)
     verifier.check_swaps = False
     before, after = results["shipped"], results["check_swaps"]

@@ -491,13 +491,14 @@ def test_the_contrastive_sets_share_no_evidence_and_a_wrong_name_is_refused():
         load_contrastive("thirteenth")
 
 
-def test_the_swap_set_is_whole_and_typed():
-    """SWAPS.md: 48 items, 16 of each kind, every field a sentence; each contradicted claim differs from its
-    supported one."""
+@pytest.mark.parametrize("which, prefix", [("first", "swap"), ("second", "swapb"), ("third", "swapc")])
+def test_the_swap_sets_are_whole_and_typed(which, prefix):
+    """SWAPS.md, SWAPS_SECOND.md, SWAPS_THIRD.md: 48 items, 16 of each kind, every field a sentence; each
+    contradicted claim differs from its supported one."""
     from calibration.verifier.contrastive import load_swaps
 
-    items = load_swaps()
-    assert len(items) == 48 and [it["id"] for it in items] == [f"swap-{i:02d}" for i in range(1, 49)]
+    items = load_swaps(which)
+    assert len(items) == 48 and [it["id"] for it in items] == [f"{prefix}-{i:02d}" for i in range(1, 49)]
     assert {kind: sum(it["kind"] == kind for it in items) for kind in ("reordered_name", "common_noun",
                                                                          "number_word")} == dict.fromkeys(
         ("reordered_name", "common_noun", "number_word"), 16)

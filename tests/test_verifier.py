@@ -1249,6 +1249,33 @@ def test_swapped_entities_give_contrasts_only_when_asked():
                      swaps="names") == []
     assert contrasts("It is one of the main forms.", "It is one of the major forms.", swaps=True) != []
     assert contrasts("It is one of the main forms.", "It is one of the major forms.", swaps="names") == []
+    # a discourse word opens a reply, it names nothing; a name's first word is no new name beside its last
+    for reply in ("Yes, he was a pioneer of rockabilly!", "Well, politically it is divided in two parts."):
+        assert contrasts(reply, "Accompanied by Scotty Moore, Presley was a pioneer of rockabilly; politically it "
+                                "is divided in two parts.", swaps="names") == []
+    assert contrasts("Paul Merson criticised the call-up last week.", "Pundit Merson criticised the call-up last "
+                     "week, said Sky Sports.", swaps="names") == []
+
+
+def test_spelled_numbers_are_numbers_to_the_names_numbers_swaps():
+    """``swaps="names-numbers"``: the opening name, and spelled numbers read as numbers on both sides (by
+    text_to_num): a count only against a count, an ordinal against an ordinal; the same value is no contrast."""
+    from judges.data.contrasts import contrasts
+
+    assert contrasts("Insects have eight legs.", "Insects have six legs.") == []
+    assert contrasts("Insects have eight legs.", "Insects have six legs.", swaps="names-numbers") == [
+        "Insects have 6 legs."]
+    assert contrasts("Insects have 8 legs.", "Insects have six legs.", swaps="names-numbers") == ["Insects have 6 legs."]
+    assert contrasts("He came fifth in the race.", "He came 3rd in the race.", swaps="names-numbers") == [
+        "He came 3rd in the race."]
+    assert contrasts("Algeria is the tenth largest country in Africa.", "Algeria is the 10th largest country in "
+                     "Africa.", swaps="names-numbers") == []
+    assert contrasts("He came on in the 83rd minute of the game.", "He came on with seven minutes of the game "
+                     "left.", swaps="names-numbers") == []
+    assert contrasts("Sydney is the capital of Australia.", "The capital of Australia is Canberra.",
+                     swaps="names-numbers") == ["Canberra is the capital of Australia."]
+    assert contrasts("Plants absorb oxygen from the air.", "Plants absorb carbon dioxide from the air.",
+                     swaps="names-numbers") == []
 
 
 def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_lifts_it():
@@ -1265,8 +1292,12 @@ def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_l
     names = Verifier(check_swaps="names")
     assert names.support(["The capital of Australia is Canberra."],
                          ["Sydney is the capital of Australia."])[0]["probability"] < 0.5
-    for wrong in (1, "yes", None):
-        with pytest.raises(ValueError, match="check_swaps must be True, False or 'names'"):
+    numbers = Verifier(check_swaps="names-numbers")
+    capped = numbers.support(evidence, ["Insects have eight legs."])[0]
+    assert capped["probability"] < 0.5 and capped["contradiction"]["contrast"] == "Insects have 6 legs."
+    assert numbers.support(evidence, ["Insects have six legs."])[0]["probability"] > 0.5
+    for wrong in (1, "yes", None, "numbers"):
+        with pytest.raises(ValueError, match="check_swaps must be one of"):
             Verifier(check_swaps=wrong)
 
 

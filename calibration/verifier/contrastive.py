@@ -28,7 +28,7 @@ CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
 FIRST_SEVEN_CONTRASTIVE = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh")
 DISTRACTOR_SETS = {"first": "distractors.jsonl"} | {
     w: f"distractors_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")}
-SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl"}
+SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl", "third": "swaps_third.jsonl"}
 DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
                                                       "ninth", "tenth", "eleventh", "twelfth")}
 SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third", "fourth", "fifth", "sixth", "seventh",

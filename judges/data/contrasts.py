@@ -39,6 +39,18 @@ NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?%?")
 DATE = re.compile(rf"\b(?:{MONTHS})\.?\s+\d{{1,2}}\b|\b\d{{1,2}}\s+(?:{MONTHS})\b", re.IGNORECASE)
 NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 STOP_CAPITALS = {"I", "The", "A", "An", "It", "This", "That", "He", "She", "They", "We", "You", "In", "On", "At"}
+#: Words a reply opens with that answer or react rather than name ("Yes, he was ...", "Well, it is ..."): never an
+#: opening name.
+DISCOURSE_WORDS = frozenset(
+    "yes yeah yep yup no nope well so oh ok okay sure um uh hmm ah wow haha hey hi hello indeed really right "
+    "actually but however also anyway besides thanks true exactly absolutely definitely maybe perhaps probably "
+    "interesting cool great nice".split())
+#: ``check_swaps`` values: off, every check (round 1), the opening name and same-subject support (round 2), and
+#: the opening name and spelled numbers read as numbers (round 3).
+SWAP_CHECKS = (False, True, "names", "names-numbers")
+#: The ``check_swaps`` values under which another unit's support stops a contradiction's cap only when that unit
+#: is about the claim's subject (``judges.lm.verifier.opposites.about_the_same``).
+SAME_SUBJECT = (True, "names")
 #: A sentence shares a claim's frame when it holds at least this share of the claim's content words.
 FRAME_SHARE = 0.5
 #: At most this many contrasts a (claim, sentence).
@@ -120,20 +132,25 @@ def specific_contrasts(claim: str, sentence: str) -> list[str]:
 
 
 def _opening_name(claim: str, sentence: str) -> str | None:
-    """The claim's capitalised first word when it may be a name the sentence lacks (no stop or function
-    word, not in the sentence), else None."""
-    first = re.match(r"[A-Z][\w'-]*", claim.strip())
-    if not first or first.group() in STOP_CAPITALS or first.group().casefold() in _FUNCTION_WORDS \
-            or first.group().casefold() in set(tokenize(sentence)):
+    """The claim's opening run of capitalised words when it may be a name the sentence lacks (its first word no
+    stop, function or discourse word, and none of its words in the sentence: "Paul Merson" is no new name where
+    the sentence says "Merson"), else None."""
+    first = re.match(r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*", claim.strip())
+    if not first:
+        return None
+    words = first.group().split()
+    said = set(tokenize(sentence))
+    if words[0] in STOP_CAPITALS or words[0].casefold() in _FUNCTION_WORDS | DISCOURSE_WORDS \
+            or any(w in said for w in tokenize(first.group())):
         return None
     return first.group()
 
 
 def opening_name_contrasts(claim: str, sentence: str) -> list[str]:
-    """The claim with its capitalised first word, when the sentence lacks it, replaced by each name the
-    sentence has and the claim lacks: "Sydney is the capital of Australia." against "The capital of Australia
-    is Canberra." gives "Canberra is the capital of Australia." (a sentence's first word is no specific
-    otherwise: every sentence opens with a capital)."""
+    """The claim with its opening name (``_opening_name``), when the sentence lacks it, replaced by each name
+    the sentence has and the claim lacks: "Sydney is the capital of Australia." against "The capital of
+    Australia is Canberra." gives "Canberra is the capital of Australia." (a sentence's first word is no
+    specific otherwise: every sentence opens with a capital)."""
     first = _opening_name(claim, sentence)
     if first is None:
         return []
@@ -142,6 +159,40 @@ def opening_name_contrasts(claim: str, sentence: str) -> list[str]:
              not in said]
     start = claim.index(first)
     return [claim[:start] + name + claim[start + len(first):] for name in names]
+
+
+def spelled_as_digits(text: str) -> str:
+    """``text`` with its spelled numbers written in digits ("six legs" -> "6 legs", "tenth" -> "10th") by
+    ``text_to_num.alpha2digit``; a lone "one" or "first" stays a word (it is a pronoun or an order as often as
+    a count)."""
+    from text_to_num import alpha2digit
+
+    return alpha2digit(text, "en", threshold=1)
+
+
+def _counts(text: str) -> list[tuple[int, int, bool]]:
+    """``(start, end, ordinal)`` of each number specific of ``text``; ordinal when "st", "nd", "rd" or "th"
+    follows it (the span then holds it)."""
+    found = []
+    for s, e, kind in specific_spans(text):
+        if kind == "number":
+            suffix = re.match(r"(?:st|nd|rd|th)\b", text[e:], re.IGNORECASE)
+            found.append((s, e + (2 if suffix else 0), bool(suffix)))
+    return found
+
+
+def spelled_number_contrasts(claim: str, sentence: str) -> list[str]:
+    """The claim with one number the sentence lacks replaced by one the sentence has and the claim lacks, spelled
+    numbers read as numbers on both sides and an ordinal only against an ordinal: "Insects have eight legs."
+    against "Insects have six legs." gives "Insects have 6 legs."; "the 83rd minute" against "seven minutes
+    remaining" gives none. Empty when neither text spells a number."""
+    said, have = spelled_as_digits(claim), spelled_as_digits(sentence)
+    if said == claim and have == sentence:
+        return []
+    there, here = normalised(have), normalised(said)
+    mine = [(s, e, o) for s, e, o in _counts(said) if normalised(said[s:e]) not in there]
+    theirs = [(have[s:e], o) for s, e, o in _counts(have) if normalised(have[s:e]) not in here]
+    return [said[:s] + value + said[e:] for s, e, ordinal in mine for value, other in theirs if other == ordinal]
 
 
 _SPAN = re.compile(r"[\w'-]+")
@@ -167,8 +218,9 @@ def one_span_contrasts(claim: str, sentence: str, longest: int = 3) -> list[str]
 
 def contrasts(claim: str, sentence: str, *, swaps: bool | str = False) -> list[str]:
     """The claim with one detail as ``sentence`` has it (a specific, or a direction word turned; with ``swaps``,
-    also an opening name, and unless ``swaps == "names"`` any one short span), at most ``MAX_CONTRASTS``,
-    without repeats; empty unless the sentence shares the claim's frame."""
+    also an opening name; with ``swaps == "names-numbers"`` also a spelled number; with ``swaps=True`` any one
+    short span), at most ``MAX_CONTRASTS``, without repeats; empty unless the sentence shares the claim's
+    frame."""
     opening = _opening_name(claim, sentence) if swaps else None
     framed = claim.strip()[len(opening):] if opening else claim  # a name that opens the claim is no frame word
     if not shares_frame(framed, sentence):
@@ -176,6 +228,8 @@ def contrasts(claim: str, sentence: str, *, swaps: bool | str = False) -> list[s
     found = direction_contrasts(claim, sentence) + specific_contrasts(claim, sentence)
     if swaps:
         found += opening_name_contrasts(claim, sentence)
-        if swaps != "names":  # a one-span contrast also catches a paraphrase's other wording
+        if swaps == "names-numbers":
+            found += spelled_number_contrasts(claim, sentence)
+        elif swaps is True:  # a one-span contrast also catches a paraphrase's other wording
             found += one_span_contrasts(claim, sentence)
     return [text for text in dict.fromkeys(found) if text != claim][:MAX_CONTRASTS]

@@ -67,6 +67,7 @@ from typing import Any
 
 import numpy as np
 
+from judges.data.contrasts import SWAP_CHECKS
 from judges.data.language import split_sentences
 from judges.lm.files import EMBEDDED, folder_digest
 from judges.lm.onnx_files import length_batches
@@ -116,8 +117,8 @@ class Verifier:
                             ("closest_when_unsupported", closest_when_unsupported)):
             if not isinstance(value, bool):
                 raise ValueError(f"Verifier: {name} must be True or False, got {value!r}")
-        if not (isinstance(check_swaps, bool) or check_swaps == "names"):
-            raise ValueError(f"Verifier: check_swaps must be True, False or 'names', got {check_swaps!r}")
+        if not any(check_swaps is value or (isinstance(value, str) and check_swaps == value) for value in SWAP_CHECKS):
+            raise ValueError(f"Verifier: check_swaps must be one of {list(SWAP_CHECKS)}, got {check_swaps!r}")
         self.check_opposites, self.check_contradictions = check_opposites, check_contradictions
         self.closest_when_unsupported, self.check_swaps = closest_when_unsupported, check_swaps
         self.max_length, self.chunk_tokens, self.batch_size = max_length, chunk_tokens, batch_size

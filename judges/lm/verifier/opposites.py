@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from judges.data.contrasts import contrasts, frame_words
+from judges.data.contrasts import SAME_SUBJECT, contrasts, frame_words
 from judges.data.language import tokenize
 from judges.data.opposites import direction_contrasts
 
@@ -113,7 +113,7 @@ def check_against_contradictions(rows: list[dict[str, Any]], sentences: Sequence
         if rivals[likeliest] < SUPPORTED or rivals[likeliest] <= claim_p:
             continue
         if rows[i]["probability"] >= SUPPORTED and sentence not in rows[i]["chunk"] and (
-                not swaps or about_the_same(rows[i]["claim"], sentence, rows[i]["chunk"])):
+                swaps not in SAME_SUBJECT or about_the_same(rows[i]["claim"], sentence, rows[i]["chunk"])):
             continue  # supported by another unit: a long text's other sentence about something alike
         capped = sigmoid(logit(claim_p) - logit(rivals[likeliest]))
         if i not in strongest or capped < strongest[i][0]:
