@@ -4,7 +4,8 @@ without costing the other sets? Printed as tables; the decision by the rule in d
 
     .venv/bin/python experiments/verifier_swaps.py                      # ~8 min on 2 cores
     .venv/bin/python experiments/verifier_swaps.py --candidate names --swap-set second --dialogue   # round 2
-    .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set third --round 3  # ~25 min
+    .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set third --round 3  # ~13 min
+    .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set fourth --round 4
     .venv/bin/python experiments/verifier_swaps.py --summeval-limit 80
 
 Each way (``check_swaps`` off, as shipped, and on) scores with ``FaithfulnessWithVerifier(aggregate="mean")`` (the mean over
@@ -19,9 +20,10 @@ a claim's sentences):
     (experiments/verifier_agreement.py, seed 0): ROC-AUC;
   - milliseconds per item of each of those sets, warm.
 
-Round 3 (``--round 3``) scores each way with both the mean and the judge as shipped (``aggregate="combined"``),
-reads all eight distractor sets, all twelve contrastive sets and the three swap sets, adds every written dialogue
-and summary set, whole, and decides by round 3's rule.
+Rounds 3 and 4 (``--round 3``, ``--round 4``) score each way with both the mean and the judge as shipped
+(``aggregate="combined"``), read every registered distractor, contrastive and swap set, add every written dialogue
+and summary set, whole, and decide by the rule the two rounds share: the swap set ``--swap-set`` names decides
+line 1. (Sets registered after round 3 ran join a rerun of it.)
 """
 
 from __future__ import annotations
@@ -108,14 +110,15 @@ def measure(judge, swaps, distractors, contrastive, agreement) -> dict:
 
 
 def round_three_rule(before: dict, after: dict, label: str) -> list[str]:
-    """Round 3's rule (docs/verifier-log.md, "Swapped entities, round 3") for one aggregate: what blocks N."""
+    """Rounds 3 and 4's rule (docs/verifier-log.md, "Swapped entities, round 3" and "round 4") for one
+    aggregate: what blocks the candidate. ``before["swaps"]`` is the deciding swap set."""
     blocked = []
     gain = after["swaps"]["with its distractor"]["roc_auc"] - before["swaps"]["with its distractor"]["roc_auc"]
     if gain < 0.05:
-        blocked.append(f"{label}: third swap set with its distractor {gain:+.4f} < +0.05")
+        blocked.append(f"{label}: the deciding swap set with its distractor {gain:+.4f} < +0.05")
     fall = before["swaps"]["alone"]["roc_auc"] - after["swaps"]["alone"]["roc_auc"]
     if fall > 0.005:
-        blocked.append(f"{label}: third swap set alone falls {fall:.4f}")
+        blocked.append(f"{label}: the deciding swap set alone falls {fall:.4f}")
     for arrangement in ("one passage", "four contexts"):
         names = [k for k in before if k.startswith("distractors ")]
         for name in names:
@@ -134,8 +137,8 @@ def round_three_rule(before: dict, after: dict, label: str) -> list[str]:
     return blocked
 
 
-def round_three(args) -> int:
-    swaps = {"decides": load_swaps("third")} | {w: load_swaps(w) for w in SWAP_SETS if w != "third"}
+def rounds_three_and_four(args) -> int:
+    swaps = {"decides": load_swaps(args.swap_set)} | {w: load_swaps(w) for w in SWAP_SETS if w != args.swap_set}
     distractors = {which: load_distractors(which) for which in DISTRACTOR_SETS}
     contrastive = {which: load_contrastive(which) for which in CONTRASTIVE_SETS}
     agreement = {k: v for k, v in sets(args.summeval_limit).items() if k != "contrastive"}
@@ -159,7 +162,7 @@ def round_three(args) -> int:
             for arrangement in before[name]:
                 b, a = before[name][arrangement], after[name][arrangement]
                 print(f"| {name}, {arrangement} | {b['roc_auc']:.4f}, {b['lifted']} | {a['roc_auc']:.4f}, {a['lifted']} |")
-        print("\nthird swap set by kind (alone / with its distractor): " + "; ".join(
+        print(f"\n{args.swap_set} swap set by kind (alone / with its distractor): " + "; ".join(
             f"{kind} {before['swaps']['alone']['by_kind'][kind]:.3f} -> {after['swaps']['alone']['by_kind'][kind]:.3f} / "
             f"{before['swaps']['with its distractor']['by_kind'][kind]:.3f} -> "
             f"{after['swaps']['with its distractor']['by_kind'][kind]:.3f}" for kind in before["swaps"]["alone"]["by_kind"]))
@@ -186,15 +189,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summeval-limit", type=int, default=320)
     parser.add_argument("--candidate", default="all", choices=sorted(CANDIDATES),
                         help="check_swaps=True (all: round 1) or 'names' (round 2)")
-    parser.add_argument("--swap-set", default="first", help="the swap set the rule reads: first, second or third")
-    parser.add_argument("--round", type=int, default=None, choices=(3,),
-                        help="3: both aggregates, every distractor, contrastive, dialogue and summary set; round 3's rule")
+    parser.add_argument("--swap-set", default="first", help="the swap set the rule reads: first to fourth")
+    parser.add_argument("--round", type=int, default=None, choices=(3, 4),
+                        help="3 or 4: both aggregates, every distractor, contrastive, dialogue and summary set; "
+                             "their rule")
     parser.add_argument("--dialogue", action="store_true",
                         help="also the fresh dialogue set (DIALOGUE_FRESH.md), as a guard")
     parser.add_argument("--out", default="runs/verifier_swaps")
     args = parser.parse_args(argv)
-    if args.round == 3:
-        return round_three(args)
+    if args.round in (3, 4):
+        return rounds_three_and_four(args)
     swaps = load_swaps(args.swap_set)
     distractors = {which: load_distractors(which) for which in ("first", "second")}  # the sets of its rounds
     contrastive = {which: load_contrastive(which) for which in FIRST_SEVEN_CONTRASTIVE}

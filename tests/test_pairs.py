@@ -491,7 +491,8 @@ def test_the_contrastive_sets_share_no_evidence_and_a_wrong_name_is_refused():
         load_contrastive("thirteenth")
 
 
-@pytest.mark.parametrize("which, prefix", [("first", "swap"), ("second", "swapb"), ("third", "swapc")])
+@pytest.mark.parametrize("which, prefix", [("first", "swap"), ("second", "swapb"), ("third", "swapc"),
+                                           ("fourth", "swapd")])
 def test_the_swap_sets_are_whole_and_typed(which, prefix):
     """SWAPS.md, SWAPS_SECOND.md, SWAPS_THIRD.md: 48 items, 16 of each kind, every field a sentence; each
     contradicted claim differs from its supported one."""
@@ -510,7 +511,7 @@ def test_the_swap_sets_are_whole_and_typed(which, prefix):
 
 @pytest.mark.parametrize("which, prefix", [("first", "d"), ("second", "e"), ("third", "h"), ("fourth", "m"),
                                              ("fifth", "p"), ("sixth", "p"),
-                                             ("seventh", "r"), ("eighth", "t")])
+                                             ("seventh", "r"), ("eighth", "t"), ("ninth", "v")])
 def test_each_distractor_set_has_eight_of_each_kind_and_three_distractors_a_row(which, prefix):
     """DISTRACTORS*.md: 48 rows, 8 of each kind, ids in order; three distractors a row, none the evidence."""
     from calibration.verifier.contrastive import load_distractors
@@ -527,7 +528,8 @@ def test_each_distractor_set_has_eight_of_each_kind_and_three_distractors_a_row(
 @pytest.mark.parametrize("which, prefix", [("fresh", "dlg-"), ("third", "d3-"), ("fourth", "d4-"), ("fifth", "d5-"),
                                              ("sixth", "d6-"), ("seventh", "d7-"), ("eighth", "d8-"),
                                              ("ninth", "d9-"), ("tenth", "d10-"),
-                                             ("eleventh", "d11-"), ("twelfth", "d12-")])
+                                             ("eleventh", "d11-"), ("twelfth", "d12-"),
+                                             ("thirteenth", "d13-")])
 def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
     """DIALOGUE_*.md: 160 replies, 80 of each label, unique ids, every text field a sentence."""
     from calibration.verifier.contrastive import load_dialogue
@@ -538,13 +540,13 @@ def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
     assert sum(it["label"] for it in items) == 80
     assert all(isinstance(it[k], str) and it[k].strip() for it in items for k in ("knowledge", "user_input", "reply"))
     with pytest.raises(ValueError, match="load_dialogue: which must be one of"):
-        load_dialogue("thirteenth")
+        load_dialogue("fourteenth")
 
 
 @pytest.mark.parametrize("which, articles", [("fresh", 40), ("second", 40), ("third", 40), ("fourth", 40),
                                              ("fifth", 40), ("sixth", 30), ("seventh", 40),
                                              ("eighth", 40), ("ninth", 40),
-                                             ("tenth", 40)])
+                                             ("tenth", 40), ("eleventh", 40)])
 def test_each_summary_set_has_two_faithful_and_two_changed_summaries_an_article(which, articles):
     from collections import Counter
 

@@ -1257,6 +1257,21 @@ def test_swapped_entities_give_contrasts_only_when_asked():
                      "week, said Sky Sports.", swaps="names") == []
 
 
+def test_an_opening_word_is_a_name_only_where_no_lexicon_lists_it():
+    """``may_be_a_name``: a contraction, an opening or function word, or a word of LemmInflect's lexicon (a common
+    noun, verb, adjective or number word) opening a sentence is no name; "Sydney" and "Darwin's" may be."""
+    from judges.data.contrasts import contrasts, may_be_a_name
+
+    for word in ("Wasn't", "It's", "Gorgeous", "Surprise", "If", "Lead", "All", "Sixty-four", "Well", "Plants"):
+        assert not may_be_a_name(word), word
+    for word in ("Sydney", "Gregor", "Darwin's", "Orinoco"):
+        assert may_be_a_name(word), word
+    assert contrasts("Wasn't it invented by a Hungarian architect?", "The puzzle was invented in 1974 by the "
+                     "Hungarian architect Erno Rubik.", swaps="names-numbers") == []
+    assert contrasts("Lead traces were found in soil samples taken at the Brannock site.", "The soil samples from "
+                     "the Brannock site were analysed at a laboratory in Hartwell.", swaps="names-numbers") == []
+
+
 def test_spelled_numbers_are_numbers_to_the_names_numbers_swaps():
     """``swaps="names-numbers"``: the opening name, and spelled numbers read as numbers on both sides (by
     text_to_num): a count only against a count, an ordinal against an ordinal; the same value is no contrast."""

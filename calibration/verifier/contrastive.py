@@ -27,12 +27,12 @@ CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
 #: The contrastive sets the combination's rounds 1 to 8 read; the eighth was written for round 9.
 FIRST_SEVEN_CONTRASTIVE = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh")
 DISTRACTOR_SETS = {"first": "distractors.jsonl"} | {
-    w: f"distractors_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")}
-SWAP_SETS = {"first": "swaps.jsonl", "second": "swaps_second.jsonl", "third": "swaps_third.jsonl"}
+    w: f"distractors_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")}
+SWAP_SETS = {"first": "swaps.jsonl"} | {w: f"swaps_{w}.jsonl" for w in ("second", "third", "fourth")}
 DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
-                                                      "ninth", "tenth", "eleventh", "twelfth")}
+                                                      "ninth", "tenth", "eleventh", "twelfth", "thirteenth")}
 SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third", "fourth", "fifth", "sixth", "seventh",
-                                                     "eighth", "ninth", "tenth")}
+                                                     "eighth", "ninth", "tenth", "eleventh")}
 
 
 def _read(name: str) -> list[dict]:

@@ -39,12 +39,12 @@ NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?%?")
 DATE = re.compile(rf"\b(?:{MONTHS})\.?\s+\d{{1,2}}\b|\b\d{{1,2}}\s+(?:{MONTHS})\b", re.IGNORECASE)
 NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 STOP_CAPITALS = {"I", "The", "A", "An", "It", "This", "That", "He", "She", "They", "We", "You", "In", "On", "At"}
-#: Words a reply opens with that answer or react rather than name ("Yes, he was ...", "Well, it is ..."): never an
-#: opening name.
-DISCOURSE_WORDS = frozenset(
+#: Words a sentence opens with that answer, react or lead into a clause rather than name ("Yes, he was ...",
+#: "If I've got it right, ..."), and that the lexicon below does not list: never an opening name.
+OPENING_WORDS = frozenset(
     "yes yeah yep yup no nope well so oh ok okay sure um uh hmm ah wow haha hey hi hello indeed really right "
     "actually but however also anyway besides thanks true exactly absolutely definitely maybe perhaps probably "
-    "interesting cool great nice".split())
+    "interesting cool great nice if although though because since unless whether while once".split())
 #: ``check_swaps`` values: off, every check (round 1), the opening name and same-subject support (round 2), and
 #: the opening name and spelled numbers read as numbers (round 3).
 SWAP_CHECKS = (False, True, "names", "names-numbers")
@@ -131,19 +131,28 @@ def specific_contrasts(claim: str, sentence: str) -> list[str]:
     return [claim[:s] + value + claim[e:] for s, e, kind in mine for value, other in theirs if other == kind]
 
 
+def may_be_a_name(word: str) -> bool:
+    """Whether a capitalised word that opens a sentence may be a name: no contraction ("Wasn't", "It's"), no
+    stop, function or opening word, and no part of it (split at hyphens) a word of LemmInflect's English lexicon,
+    which lists common nouns, verbs, adjectives and adverbs but no names ("Lead", "Gorgeous", "Sixty-four" are
+    words; "Sydney", "Gregor" are not)."""
+    from lemminflect import getAllLemmas
+
+    stem = re.sub(r"'s$", "", word)
+    if "'" in stem or stem in STOP_CAPITALS or stem.casefold() in _FUNCTION_WORDS | OPENING_WORDS:
+        return False
+    return not any(getAllLemmas(part.casefold()) for part in stem.split("-") if part)
+
+
 def _opening_name(claim: str, sentence: str) -> str | None:
-    """The claim's opening run of capitalised words when it may be a name the sentence lacks (its first word no
-    stop, function or discourse word, and none of its words in the sentence: "Paul Merson" is no new name where
-    the sentence says "Merson"), else None."""
+    """The claim's opening run of capitalised words when it may be a name the sentence lacks (its first word
+    ``may_be_a_name``, and none of its words in the sentence: "Paul Merson" is no new name where the sentence
+    says "Merson"), else None."""
     first = re.match(r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*", claim.strip())
-    if not first:
+    if not first or not may_be_a_name(first.group().split()[0]):
         return None
-    words = first.group().split()
     said = set(tokenize(sentence))
-    if words[0] in STOP_CAPITALS or words[0].casefold() in _FUNCTION_WORDS | DISCOURSE_WORDS \
-            or any(w in said for w in tokenize(first.group())):
-        return None
-    return first.group()
+    return None if any(w in said for w in tokenize(first.group())) else first.group()
 
 
 def opening_name_contrasts(claim: str, sentence: str) -> list[str]:
