@@ -1087,7 +1087,7 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     manifest = json.loads(SHIPPED_MANIFEST.read_text())
     assert shipped == {"max_length": 256, "chunk_tokens": 128, "single_sentences": True, "top_units": 2,
                        "stop_at": 0.9, "check_opposites": True, "check_contradictions": True,
-                       "closest_when_unsupported": True,
+                       "closest_when_unsupported": True, "check_swaps": "names-numbers",
                        "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
     int8 = metric_config(FaithfulnessWithVerifier(verifier="embedded-int8"))["models"]["verifier"]
     assert int8["int8"].startswith(resolve_verifier("embedded-int8").runtime + " ")  # "onnx 1.32.0": they differ
@@ -1199,10 +1199,11 @@ def test_the_contradiction_formula_and_the_closest_unit_on_a_scripted_scorer():
             Verifier(closest_when_unsupported=bad)
 
 
-def test_files_saved_before_the_verifier_moved_still_resume_and_load(tmp_path, monkeypatch):
+def test_files_saved_before_the_verifier_moved_load_and_its_run_file_names_what_changed_since(tmp_path, monkeypatch):
     """tests/data holds a run file and a compiled judge saved at 0306f0d, before the verifier's modules moved
-    into judges/lm/verifier/ and calibration/verifier/: the run resumes without scoring again, and the compiled
-    judge loads and scores as it did then."""
+    into judges/lm/verifier/ and calibration/verifier/: the compiled judge loads and scores as it did then. The
+    run file resumed until the swap checks became the default; since, it is refused with either aggregate,
+    naming the setting that changed, instead of mixing scores read without and with them."""
     from judges import ExactMatch, evaluate
     from judges.lm.verifier.model import Verifier as Moved
 
@@ -1216,13 +1217,10 @@ def test_files_saved_before_the_verifier_moved_still_resume_and_load(tmp_path, m
          "reference": "Paris is in France."}]
     run = tmp_path / "run.jsonl"
     shutil.copy(data / "run_before_the_move.jsonl", run)
-    monkeypatch.setattr(Moved, "support", lambda *a, **k: pytest.fail("a resumed run scored again"))
-    # The file was scored by the mean, the default then: it resumes with the mean, and is refused with the
-    # combination, the default since (a run never mixes the two kinds of score).
-    with pytest.raises(ValueError, match=r"settings\.aggregate: \"mean\" in the file, \"combined\" now"):
-        evaluate(samples, [FaithfulnessWithVerifier(), ExactMatch()], run_file=run)
-    result = evaluate(samples, [FaithfulnessWithVerifier(aggregate="mean"), ExactMatch()], run_file=run)
-    assert result.summary()["faithfulness_with_verifier"]["mean"] == pytest.approx(0.6238380973854895)
+    monkeypatch.setattr(Moved, "support", lambda *a, **k: pytest.fail("a refused run scored"))
+    for aggregate in ("mean", None):
+        with pytest.raises(ValueError, match=r"models\.verifier\.check_swaps: only now"):
+            evaluate(samples, [FaithfulnessWithVerifier(aggregate=aggregate), ExactMatch()], run_file=run)
     monkeypatch.undo()
     from calibration.fitting.compiled import CompiledJudge
 
@@ -1294,11 +1292,13 @@ def test_spelled_numbers_are_numbers_to_the_names_numbers_swaps():
 
 
 def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_lifts_it():
+    """Off, a shared-word sentence about another subject lifts a contradicted claim; every swap check caps it,
+    and the default ("names-numbers") reads "eight" against "six" as numbers."""
     from judges.lm.verifier import Verifier
 
-    shipped, swaps = resolve_verifier(None), Verifier(check_swaps=True)
+    off, swaps = Verifier(check_swaps=False), Verifier(check_swaps=True)
     evidence = ["Insects have six legs. A spider has eight legs."]
-    assert shipped.support(evidence, ["Insects have eight legs."])[0]["probability"] > 0.5  # lifted by the spider
+    assert off.support(evidence, ["Insects have eight legs."])[0]["probability"] > 0.5  # lifted by the spider
     capped = swaps.support(evidence, ["Insects have eight legs."])[0]
     assert capped["probability"] < 0.5 and capped["contradiction"]["sentence"] == "Insects have six legs."
     assert swaps.support(evidence, ["Insects have six legs."])[0]["probability"] > 0.5
@@ -1307,7 +1307,8 @@ def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_l
     names = Verifier(check_swaps="names")
     assert names.support(["The capital of Australia is Canberra."],
                          ["Sydney is the capital of Australia."])[0]["probability"] < 0.5
-    numbers = Verifier(check_swaps="names-numbers")
+    numbers = resolve_verifier(None)  # the default: "names-numbers"
+    assert numbers.check_swaps == "names-numbers"
     capped = numbers.support(evidence, ["Insects have eight legs."])[0]
     assert capped["probability"] < 0.5 and capped["contradiction"]["contrast"] == "Insects have 6 legs."
     assert numbers.support(evidence, ["Insects have six legs."])[0]["probability"] > 0.5

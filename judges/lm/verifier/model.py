@@ -42,6 +42,11 @@
 * **Checked against contradictions** (``check_contradictions=True``, the default): a claim saying "8,856
   metres" where any evidence sentence about the same thing says "8,849" keeps P only as far as that sentence
   prefers the claim to its own version, whatever other sentences score (``judges.lm.verifier.opposites``).
+* **Swapped entities** (``check_swaps="names-numbers"``, the default): the contradiction check also reads a
+  claim's opening name ("Sydney is the capital of Australia." against "The capital of Australia is Canberra.";
+  a word an English lexicon lists is no name) and spelled numbers as numbers ("eight legs" against "six legs").
+  ``True`` adds any one short span and same-subject support, ``"names"`` the latter without spelled numbers,
+  ``False`` none.
 * **Read where it is spoken of when supported nowhere** (``closest_when_unsupported=True``, the default): a
   claim no unit supports (P < 0.5, or the caller's ``cutoff``) takes P at the unit sharing most of its words,
   not at the highest-scoring one, so a sentence about something else cannot lift it over the sentence that
@@ -101,7 +106,7 @@ class Verifier:
                  batch_size: int = 16, single_sentences: bool = True, top_units: int | None = 2,
                  quantize: bool = False, runtime: str = "auto", padding_ratio: float = 1.25,
                  stop_at: float | None = 0.9, check_opposites: bool = True, check_contradictions: bool = True,
-                 closest_when_unsupported: bool = True, check_swaps: bool | str = False):
+                 closest_when_unsupported: bool = True, check_swaps: bool | str = "names-numbers"):
         for name, value in (("max_length", max_length), ("chunk_tokens", chunk_tokens), ("batch_size", batch_size),
                             ("top_units", 1 if top_units is None else top_units)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -342,10 +347,9 @@ def _int8(model):
 
 
 #: The scoring settings a metric's verifier runs with (``Verifier``'s defaults), part of its identity.
-#: ``check_swaps`` is not among them: it is off, as before it existed, so run files made before it still
-#: resume; it joins them if it ever becomes the default.
+#: ``check_swaps`` joined them when "names-numbers" became its default (swapped entities round 4).
 SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units", "stop_at", "check_opposites",
-                    "check_contradictions", "closest_when_unsupported")
+                    "check_contradictions", "closest_when_unsupported", "check_swaps")
 
 
 def verifier_identity(model: str | None) -> dict[str, Any]:
