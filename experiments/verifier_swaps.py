@@ -8,7 +8,7 @@ without costing the other sets? Printed as tables; the decision by the rule in d
     .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set fourth --round 4
     .venv/bin/python experiments/verifier_swaps.py --summeval-limit 80
 
-Each way (``check_swaps`` off, as shipped, and on) scores with ``FaithfulnessWithVerifier(aggregate="mean")`` (the mean over
+Each way (``check_swaps`` off, as shipped before round 4, and the candidate) scores with ``FaithfulnessWithVerifier(aggregate="mean")`` (the mean over
 a claim's sentences):
   - the swap set (``calibration/verifier/sets/swaps.jsonl``, SWAPS.md): each contradicted and supported
     claim against the evidence alone, and against one passage "distractor, evidence" (the distractor is a
@@ -109,7 +109,7 @@ def measure(judge, swaps, distractors, contrastive, agreement) -> dict:
     return row
 
 
-def round_three_rule(before: dict, after: dict, label: str) -> list[str]:
+def swap_rule(before: dict, after: dict, label: str) -> list[str]:
     """Rounds 3 and 4's rule (docs/verifier-log.md, "Swapped entities, round 3" and "round 4") for one
     aggregate: what blocks the candidate. ``before["swaps"]`` is the deciding swap set."""
     blocked = []
@@ -145,6 +145,7 @@ def rounds_three_and_four(args) -> int:
     agreement |= {f"dialogue-{w}": dialogue(w) for w in DIALOGUE_SETS} | {f"summaries-{w}": summaries(w)
                                                                          for w in SUMMARY_SETS}
     verifier = resolve_verifier(None)
+    default = verifier.check_swaps
     results: dict[str, dict] = {}
     for aggregate in ("mean", "combined"):
         judge = FaithfulnessWithVerifier(aggregate=aggregate)
@@ -152,7 +153,7 @@ def rounds_three_and_four(args) -> int:
             verifier.check_swaps = CANDIDATES[args.candidate] if way == "check_swaps" else False
             results[f"{aggregate} {way}"] = measure(judge, swaps, distractors, contrastive, agreement)
             print(f"{aggregate} {way}: done", flush=True)
-    verifier.check_swaps = False
+    verifier.check_swaps = default  # the library's default again
     blocked = []
     for aggregate in ("mean", "combined"):
         before, after = results[f"{aggregate} shipped"], results[f"{aggregate} check_swaps"]
@@ -174,7 +175,7 @@ def rounds_three_and_four(args) -> int:
                                           for k in before["agreement"]))
         print("ms per item: " + ", ".join(f"{name} {before['ms_per_item'][name]:.1f} -> {after['ms_per_item'][name]:.1f}"
                                           for name in before["ms_per_item"]))
-        blocked += round_three_rule(before, after, aggregate)
+        blocked += swap_rule(before, after, aggregate)
     print(f"\nrule: check_swaps={CANDIDATES[args.candidate]!r} " + (
         "becomes the default" if not blocked else "stays off; blocked by: " + "; ".join(blocked)))
     out = Path(args.out)
@@ -210,12 +211,13 @@ def main(argv: list[str] | None = None) -> int:
                                                          retrieved_contexts=[r["knowledge"]]) for r in fresh],
                                        [int(r["label"]) for r in fresh])
     verifier, judge = resolve_verifier(None), FaithfulnessWithVerifier(aggregate="mean")
+    default = verifier.check_swaps
     results: dict[str, dict] = {}
     for way in ("shipped", "check_swaps"):
         verifier.check_swaps = CANDIDATES[args.candidate] if way == "check_swaps" else False
         results[way] = measure(judge, {"decides": swaps}, distractors, contrastive, agreement)
         print(f"{way}: done", flush=True)
-    verifier.check_swaps = False
+    verifier.check_swaps = default  # the library's default again
     before, after = results["shipped"], results["check_swaps"]
     print("\n| set, arrangement | shipped: ROC-AUC, lifted | check_swaps: ROC-AUC, lifted |\n|---|---|---|")
     for name in [k for k in before if k.startswith(("swaps", "distractors"))]:
