@@ -6,6 +6,7 @@ import os
 import shutil
 import threading
 from collections import Counter
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -1088,6 +1089,7 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     assert shipped == {"max_length": 256, "chunk_tokens": 128, "single_sentences": True, "top_units": 2,
                        "stop_at": 0.9, "check_opposites": True, "check_contradictions": True,
                        "closest_when_unsupported": True, "check_swaps": "names-numbers",
+                       "swap_libraries": f"lemminflect {version('lemminflect')}, text2num {version('text2num')}",
                        "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
     int8 = metric_config(FaithfulnessWithVerifier(verifier="embedded-int8"))["models"]["verifier"]
     assert int8["int8"].startswith(resolve_verifier("embedded-int8").runtime + " ")  # "onnx 1.32.0": they differ
@@ -1221,6 +1223,13 @@ def test_files_saved_before_the_verifier_moved_load_and_its_run_file_names_what_
     for aggregate in ("mean", None):
         with pytest.raises(ValueError, match=r"models\.verifier\.check_swaps: only now"):
             evaluate(samples, [FaithfulnessWithVerifier(aggregate=aggregate), ExactMatch()], run_file=run)
+    # with the scoring settings of the day it was saved, it resumes with the mean without scoring again
+    from judges.lm.verifier import model as verifier_model
+
+    monkeypatch.setattr(verifier_model, "SCORING_SETTINGS", tuple(
+        name for name in verifier_model.SCORING_SETTINGS if name != "check_swaps"))
+    result = evaluate(samples, [FaithfulnessWithVerifier(aggregate="mean"), ExactMatch()], run_file=run)
+    assert result.summary()["faithfulness_with_verifier"]["mean"] == pytest.approx(0.6238380973854895)
     monkeypatch.undo()
     from calibration.fitting.compiled import CompiledJudge
 
@@ -1256,11 +1265,13 @@ def test_swapped_entities_give_contrasts_only_when_asked():
 
 
 def test_an_opening_word_is_a_name_only_where_no_lexicon_lists_it():
-    """``may_be_a_name``: a contraction, an opening or function word, or a word of LemmInflect's lexicon (a common
-    noun, verb, adjective or number word) opening a sentence is no name; "Sydney" and "Darwin's" may be."""
+    """``may_be_a_name``: a contraction, an opening or function word, a month or weekday, or a word of
+    LemmInflect's lexicon (a common noun, verb, adjective or number word; also a name that is a word, "Mercury")
+    opening a sentence is no name; "Sydney" and "Darwin's" may be."""
     from judges.data.contrasts import contrasts, may_be_a_name
 
-    for word in ("Wasn't", "It's", "Gorgeous", "Surprise", "If", "Lead", "All", "Sixty-four", "Well", "Plants"):
+    for word in ("Wasn't", "It's", "Gorgeous", "Surprise", "If", "Lead", "All", "Sixty-four", "Well", "Plants",
+                 "April", "Monday", "Mercury"):
         assert not may_be_a_name(word), word
     for word in ("Sydney", "Gregor", "Darwin's", "Orinoco"):
         assert may_be_a_name(word), word
@@ -1289,6 +1300,18 @@ def test_spelled_numbers_are_numbers_to_the_names_numbers_swaps():
                      swaps="names-numbers") == ["Canberra is the capital of Australia."]
     assert contrasts("Plants absorb oxygen from the air.", "Plants absorb carbon dioxide from the air.",
                      swaps="names-numbers") == []
+    # whole numbers: 8 is not found inside 1998, 6 not inside 16
+    assert contrasts("The team had eight players in 1998.", "The team had six players in 1998.",
+                     swaps="names-numbers") == ["The team had 6 players in 1998."]
+    assert contrasts("Insects have six legs.", "Insects have sixteen legs.", swaps="names-numbers") == [
+        "Insects have 16 legs."]
+    # a lone "one" is a pronoun as often as a count; numbers come from the digit forms only
+    assert contrasts("No one knows who painted the two portraits.", "Nobody knows who painted the 2 portraits.",
+                     swaps="names-numbers") == []
+    assert contrasts("The bridge has 8 lanes and two towers.", "The bridge has six lanes and 2 towers.",
+                     swaps="names-numbers") == ["The bridge has 6 lanes and 2 towers."]
+    with pytest.raises(ValueError, match="swaps must be one of"):
+        contrasts("Insects have six legs.", "Insects have six legs.", swaps="names-number")
 
 
 def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_lifts_it():

@@ -119,11 +119,12 @@ def shares_frame(claim: str, sentence: str) -> bool:
     return bool(words) and shared >= FRAME_SHARE * len(words) and shared >= min(2, len(words))
 
 
-def specific_contrasts(claim: str, sentence: str) -> list[str]:
+def specific_contrasts(claim: str, sentence: str, *, numbers: bool = True) -> list[str]:
     """The claim with one specific the sentence lacks replaced by one of the same kind that the sentence has
-    and the claim lacks, for each such pair, in the claim's order."""
+    and the claim lacks, for each such pair, in the claim's order (numbers left out with ``numbers=False``)."""
     have = normalised(sentence)
-    mine = [(s, e, kind) for s, e, kind in specific_spans(claim) if normalised(claim[s:e]) not in have]
+    mine = [(s, e, kind) for s, e, kind in specific_spans(claim) if normalised(claim[s:e]) not in have
+            and (numbers or kind != "number")]
     if not mine:
         return []
     said = normalised(claim)
@@ -133,13 +134,15 @@ def specific_contrasts(claim: str, sentence: str) -> list[str]:
 
 def may_be_a_name(word: str) -> bool:
     """Whether a capitalised word that opens a sentence may be a name: no contraction ("Wasn't", "It's"), no
-    stop, function or opening word, and no part of it (split at hyphens) a word of LemmInflect's English lexicon,
-    which lists common nouns, verbs, adjectives and adverbs but no names ("Lead", "Gorgeous", "Sixty-four" are
-    words; "Sydney", "Gregor" are not)."""
+    stop, function or opening word, no month or weekday, and no part of it (split at hyphens) a word of
+    LemmInflect's English lexicon of common nouns, verbs, adjectives and adverbs ("Lead", "Gorgeous", "Sixty-four"
+    are words; "Sydney", "Gregor" are not). Names that are also words ("Mercury", "China", "Bill") are read as
+    words: a missed swap costs less than a paraphrase capped."""
     from lemminflect import getAllLemmas
 
     stem = re.sub(r"'s$", "", word)
-    if "'" in stem or stem in STOP_CAPITALS or stem.casefold() in _FUNCTION_WORDS | OPENING_WORDS:
+    if "'" in stem or stem in STOP_CAPITALS or stem.casefold() in _FUNCTION_WORDS | OPENING_WORDS \
+            or re.fullmatch(f"{MONTHS}|{_WEEKDAYS}", stem, re.IGNORECASE):
         return False
     return not any(getAllLemmas(part.casefold()) for part in stem.split("-") if part)
 
@@ -176,7 +179,7 @@ def spelled_as_digits(text: str) -> str:
     a count)."""
     from text_to_num import alpha2digit
 
-    return alpha2digit(text, "en", threshold=1)
+    return alpha2digit(text, "en", threshold=2)
 
 
 def _counts(text: str) -> list[tuple[int, int, bool]]:
@@ -192,13 +195,15 @@ def _counts(text: str) -> list[tuple[int, int, bool]]:
 
 def spelled_number_contrasts(claim: str, sentence: str) -> list[str]:
     """The claim with one number the sentence lacks replaced by one the sentence has and the claim lacks, spelled
-    numbers read as numbers on both sides and an ordinal only against an ordinal: "Insects have eight legs."
+    numbers read as numbers on both sides, compared as whole numbers, and an ordinal only against an ordinal:
+    "Insects have eight legs."
     against "Insects have six legs." gives "Insects have 6 legs."; "the 83rd minute" against "seven minutes
     remaining" gives none. Empty when neither text spells a number."""
     said, have = spelled_as_digits(claim), spelled_as_digits(sentence)
     if said == claim and have == sentence:
         return []
-    there, here = normalised(have), normalised(said)
+    there = {normalised(have[s:e]) for s, e, _ in _counts(have)}  # whole numbers: 8 is not found in 1998
+    here = {normalised(said[s:e]) for s, e, _ in _counts(said)}
     mine = [(s, e, o) for s, e, o in _counts(said) if normalised(said[s:e]) not in there]
     theirs = [(have[s:e], o) for s, e, o in _counts(have) if normalised(have[s:e]) not in here]
     return [said[:s] + value + said[e:] for s, e, ordinal in mine for value, other in theirs if other == ordinal]
@@ -230,15 +235,18 @@ def contrasts(claim: str, sentence: str, *, swaps: bool | str = False) -> list[s
     also an opening name; with ``swaps == "names-numbers"`` also a spelled number; with ``swaps=True`` any one
     short span), at most ``MAX_CONTRASTS``, without repeats; empty unless the sentence shares the claim's
     frame."""
+    if not any(swaps is value or (isinstance(value, str) and swaps == value) for value in SWAP_CHECKS):
+        raise ValueError(f"contrasts: swaps must be one of {list(SWAP_CHECKS)}, got {swaps!r}")
     opening = _opening_name(claim, sentence) if swaps else None
     framed = claim.strip()[len(opening):] if opening else claim  # a name that opens the claim is no frame word
     if not shares_frame(framed, sentence):
         return []
-    found = direction_contrasts(claim, sentence) + specific_contrasts(claim, sentence)
-    if swaps:
-        found += opening_name_contrasts(claim, sentence)
-        if swaps == "names-numbers":
-            found += spelled_number_contrasts(claim, sentence)
-        elif swaps is True:  # a one-span contrast also catches a paraphrase's other wording
-            found += one_span_contrasts(claim, sentence)
+    # the opening name's contrasts first: the specifics inside a multi-word opening run give garbled ones
+    found = opening_name_contrasts(claim, sentence) if swaps else []
+    spelled = swaps == "names-numbers" and (spelled_as_digits(claim) != claim or spelled_as_digits(sentence) != sentence)
+    found += direction_contrasts(claim, sentence) + specific_contrasts(claim, sentence, numbers=not spelled)
+    if spelled:  # numbers from the digit forms only: "8 lanes and two towers" is not "2 lanes"
+        found += spelled_number_contrasts(claim, sentence)
+    elif swaps is True:  # a one-span contrast also catches a paraphrase's other wording
+        found += one_span_contrasts(claim, sentence)
     return [text for text in dict.fromkeys(found) if text != claim][:MAX_CONTRASTS]

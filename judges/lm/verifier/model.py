@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from judges.data.contrasts import SWAP_CHECKS
+from judges.data.contrasts import SWAP_CHECKS, may_be_a_name
 from judges.data.language import split_sentences
 from judges.lm.files import EMBEDDED, folder_digest
 from judges.lm.onnx_files import length_batches
@@ -126,6 +126,8 @@ class Verifier:
             raise ValueError(f"Verifier: check_swaps must be one of {list(SWAP_CHECKS)}, got {check_swaps!r}")
         self.check_opposites, self.check_contradictions = check_opposites, check_contradictions
         self.closest_when_unsupported, self.check_swaps = closest_when_unsupported, check_swaps
+        if check_swaps:  # the lexicon loads here, once, not on the first item several threads score at once
+            may_be_a_name("Warm")
         self.max_length, self.chunk_tokens, self.batch_size = max_length, chunk_tokens, batch_size
         self.top_units, self.padding_ratio = top_units, float(padding_ratio)
         self.stop_at = None if stop_at is None else float(stop_at)
@@ -320,7 +322,9 @@ class Verifier:
             check_against_opposites(rows, self.probabilities)
         if self.check_contradictions:
             sentences = dict.fromkeys(s.strip() for each in unit_sentences.values() for s in each if s.strip())
-            check_against_contradictions(rows, list(sentences), self.probabilities, swaps=self.check_swaps)
+            # the swap checks read English words and numbers: a verifier for other languages runs without them
+            swaps = self.check_swaps if self.languages == ("en",) else False
+            check_against_contradictions(rows, list(sentences), self.probabilities, swaps=swaps)
         return rows
 
     def __repr__(self) -> str:
@@ -361,6 +365,8 @@ def verifier_identity(model: str | None) -> dict[str, Any]:
     batch (float32's do not)."""
     defaults = inspect.signature(Verifier.__init__).parameters
     identity: dict[str, Any] = {name: defaults[name].default for name in SCORING_SETTINGS}
+    if identity.get("check_swaps"):  # the swap checks read a lexicon and a number parser: their versions count
+        identity["swap_libraries"] = f"lemminflect {version('lemminflect')}, text2num {version('text2num')}"
     if model in (None, EMBEDDED, EMBEDDED_INT8):
         identity.update(weights=f"groundedness-minilm sha256:{checked_manifest()['sha256']}", int8=False)
         if model == EMBEDDED_INT8:
