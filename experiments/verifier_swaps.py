@@ -4,7 +4,7 @@ without costing the other sets? Printed as tables; the decision by the rule in d
 
     .venv/bin/python experiments/verifier_swaps.py                      # ~8 min on 2 cores
     .venv/bin/python experiments/verifier_swaps.py --candidate names --swap-set second --dialogue   # round 2
-    .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set third --round 3  # ~13 min
+    .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set third --round 3
     .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set fourth --round 4
     .venv/bin/python experiments/verifier_swaps.py --summeval-limit 80
 
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--summeval-limit", type=int, default=320)
     parser.add_argument("--candidate", default="all", choices=sorted(CANDIDATES),
-                        help="check_swaps=True (all: round 1) or 'names' (round 2)")
+                        help="check_swaps=True (all: round 1), 'names' (round 2) or 'names-numbers' (rounds 3, 4)")
     parser.add_argument("--swap-set", default="first", help="the swap set the rule reads: first to fourth")
     parser.add_argument("--round", type=int, default=None, choices=(3, 4),
                         help="3 or 4: both aggregates, every distractor, contrastive, dialogue and summary set; "

@@ -119,12 +119,11 @@ def shares_frame(claim: str, sentence: str) -> bool:
     return bool(words) and shared >= FRAME_SHARE * len(words) and shared >= min(2, len(words))
 
 
-def specific_contrasts(claim: str, sentence: str, *, numbers: bool = True) -> list[str]:
+def specific_contrasts(claim: str, sentence: str) -> list[str]:
     """The claim with one specific the sentence lacks replaced by one of the same kind that the sentence has
-    and the claim lacks, for each such pair, in the claim's order (numbers left out with ``numbers=False``)."""
+    and the claim lacks, for each such pair, in the claim's order."""
     have = normalised(sentence)
-    mine = [(s, e, kind) for s, e, kind in specific_spans(claim) if normalised(claim[s:e]) not in have
-            and (numbers or kind != "number")]
+    mine = [(s, e, kind) for s, e, kind in specific_spans(claim) if normalised(claim[s:e]) not in have]
     if not mine:
         return []
     said = normalised(claim)
@@ -202,10 +201,11 @@ def spelled_number_contrasts(claim: str, sentence: str) -> list[str]:
     said, have = spelled_as_digits(claim), spelled_as_digits(sentence)
     if said == claim and have == sentence:
         return []
-    there = {normalised(have[s:e]) for s, e, _ in _counts(have)}  # whole numbers: 8 is not found in 1998
-    here = {normalised(said[s:e]) for s, e, _ in _counts(said)}
-    mine = [(s, e, o) for s, e, o in _counts(said) if normalised(said[s:e]) not in there]
-    theirs = [(have[s:e], o) for s, e, o in _counts(have) if normalised(have[s:e]) not in here]
+    value = lambda text: normalised(text).rstrip("%")  # noqa: E731 - "8%" is the "8" of "8 percent"
+    there = {value(have[s:e]) for s, e, _ in _counts(have)}  # whole numbers: 8 is not found in 1998
+    here = {value(said[s:e]) for s, e, _ in _counts(said)}
+    mine = [(s, e, o) for s, e, o in _counts(said) if value(said[s:e]) not in there]
+    theirs = [(have[s:e], o) for s, e, o in _counts(have) if value(have[s:e]) not in here]
     return [said[:s] + value + said[e:] for s, e, ordinal in mine for value, other in theirs if other == ordinal]
 
 
@@ -243,9 +243,8 @@ def contrasts(claim: str, sentence: str, *, swaps: bool | str = False) -> list[s
         return []
     # the opening name's contrasts first: the specifics inside a multi-word opening run give garbled ones
     found = opening_name_contrasts(claim, sentence) if swaps else []
-    spelled = swaps == "names-numbers" and (spelled_as_digits(claim) != claim or spelled_as_digits(sentence) != sentence)
-    found += direction_contrasts(claim, sentence) + specific_contrasts(claim, sentence, numbers=not spelled)
-    if spelled:  # numbers from the digit forms only: "8 lanes and two towers" is not "2 lanes"
+    found += direction_contrasts(claim, sentence) + specific_contrasts(claim, sentence)
+    if swaps == "names-numbers":
         found += spelled_number_contrasts(claim, sentence)
     elif swaps is True:  # a one-span contrast also catches a paraphrase's other wording
         found += one_span_contrasts(claim, sentence)
