@@ -23,16 +23,18 @@ from importlib import resources
 CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
     w: f"contrastive_{w}.jsonl"
     for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
-              "twelfth")}
+              "twelfth", "thirteenth")}
 #: The contrastive sets the combination's rounds 1 to 8 read; the eighth was written for round 9.
 FIRST_SEVEN_CONTRASTIVE = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh")
 DISTRACTOR_SETS = {"first": "distractors.jsonl"} | {
-    w: f"distractors_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")}
+    w: f"distractors_{w}.jsonl"
+    for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")}
 SWAP_SETS = {"first": "swaps.jsonl"} | {w: f"swaps_{w}.jsonl" for w in ("second", "third", "fourth")}
 DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
-                                                      "ninth", "tenth", "eleventh", "twelfth", "thirteenth")}
+                                                      "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
+                                                      "fourteenth")}
 SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third", "fourth", "fifth", "sixth", "seventh",
-                                                     "eighth", "ninth", "tenth", "eleventh")}
+                                                     "eighth", "ninth", "tenth", "eleventh", "twelfth")}
 
 
 def _read(name: str) -> list[dict]:
@@ -64,16 +66,16 @@ def load_swaps(which: str = "first") -> list[dict]:
 
 
 def load_dialogue(which: str = "fresh") -> list[dict]:
-    """A dialogue set (DIALOGUE_FRESH.md; the third to twelfth, DIALOGUE_THIRD.md to DIALOGUE_TWELFTH.md, each written
-    for a round after the sets before it were read): id, topic, knowledge, user_input, reply, label, kind. Talk
-    passes there: a reply is faithful when every fact it states is in the knowledge."""
+    """A dialogue set (DIALOGUE_FRESH.md; the third to fourteenth, DIALOGUE_THIRD.md to DIALOGUE_FOURTEENTH.md,
+    each written for a round after the sets before it were read): id, topic, knowledge, user_input, reply, label,
+    kind. Talk passes there: a reply is faithful when every fact it states is in the knowledge."""
     if which not in DIALOGUE_SETS:
         raise ValueError(f"load_dialogue: which must be one of {sorted(DIALOGUE_SETS)}, got {which!r}")
     return _read(DIALOGUE_SETS[which])
 
 
 def load_summaries(which: str = "fresh") -> list[dict]:
-    """A summary set (SUMMARIES_FRESH.md; the second to tenth, SUMMARIES_SECOND.md to SUMMARIES_TENTH.md, each
+    """A summary set (SUMMARIES_FRESH.md; the second to twelfth, SUMMARIES_SECOND.md to SUMMARIES_TWELFTH.md, each
     for a round after the sets before it were read; the sixth holds 120 summaries): id, article_id, article,
     summary, label, kind."""
     if which not in SUMMARY_SETS:
