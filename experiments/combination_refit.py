@@ -50,6 +50,10 @@ DISTRACTORS = ("first", "second", "third", "fourth", "fifth")
 NAMES = ("S", "J", "verifier_mean")
 #: The gate's input, kept beside the file's inputs.
 GATE = "learned_checkable_weakest"
+#: A cache's columns: the inputs the shipped file read from round 6 to round 13, then the gate's. Fixed, so that a
+#: cache stays readable after the file changes what it reads (round 14 dropped bigram_support).
+COLUMNS = ("verifier_mean", "verifier_weakest", "learned_checkable_mean", "learned_set_aside_share",
+           "learned_nothing_checkable", "specifics_supported", "bigram_support", GATE)
 
 
 def combination_with(weights: dict) -> dict:
@@ -80,23 +84,22 @@ class Inputs:
 
 
 def matrix(rows: list[tuple[dict | None, float, float]]) -> np.ndarray:
-    """Each item's inputs in the file's order and the gate's, NaN where the combination did not score."""
-    names = [*shipped_combination()["inputs"], GATE]
-    return np.array([[r[0][n] for n in names] if r[0] else [np.nan] * len(names) for r in rows])
+    """Each item's inputs in ``COLUMNS``' order, NaN where the combination did not score."""
+    return np.array([[r[0][n] for n in COLUMNS] if r[0] else [np.nan] * len(COLUMNS) for r in rows])
 
 
 def fit_weights(parts: list[tuple[np.ndarray, np.ndarray]]) -> dict:
     """J: round 6's recipe on these inputs (rows where no combination scored left out)."""
-    kept = [(x[~np.isnan(x).any(axis=1), :-1], y[~np.isnan(x).any(axis=1)]) for x, y in parts]
+    at = [COLUMNS.index(n) for n in shipped_combination()["inputs"]]
+    kept = [(x[~np.isnan(x).any(axis=1)][:, at], y[~np.isnan(x).any(axis=1)]) for x, y in parts]
     scaler, model = logistic(kept)
     return {"inputs": list(shipped_combination()["inputs"]), "mean": scaler.mean_.tolist(),
             "scale": scaler.scale_.tolist(), "coef": model.coef_[0].tolist(), "intercept": float(model.intercept_[0])}
 
 
 def scores_with(found, weights: dict) -> np.ndarray:
-    names = [*shipped_combination()["inputs"], GATE]
     combination = combination_with(weights)
-    return np.array([combined_probability(dict(zip(names, row)), combination) if not np.isnan(row).any() else s
+    return np.array([combined_probability(dict(zip(COLUMNS, row)), combination) if not np.isnan(row).any() else s
                      for row, s in zip(found["x"], found["S"])])
 
 

@@ -492,7 +492,7 @@ def test_a_judge_saved_before_aggregate_existed_loads_scoring_as_it_was_saved():
 
 def test_the_default_score_is_the_shipped_combination_of_named_inputs():
     """The combination's formula, read from its file by hand; the raw aggregates stay available by name."""
-    from judges.metrics.rag.verified import COMBINATION, shipped_combination
+    from judges.metrics.rag.verified import COMBINATION, COMBINATION_INPUTS, shipped_combination
 
     metric = FaithfulnessWithVerifier()
     sample = SingleTurnSample(user_input="Is it old?", response="Oh wow, so cool! The Eiffel Tower was completed in "
@@ -500,7 +500,7 @@ def test_the_default_score_is_the_shipped_combination_of_named_inputs():
     result = metric.score(sample)
     shipped = json.loads(COMBINATION.read_text(encoding="utf-8"))
     inputs = result.combination
-    assert set(shipped["inputs"]) <= set(inputs)
+    assert set(shipped["inputs"]) <= set(inputs) == set(COMBINATION_INPUTS)
     assert inputs["verifier_mean"] == result.mean_probability and inputs["verifier_weakest"] == result.weakest
     # "950" is not in the evidence; "Eiffel Tower" and "1889" are.
     assert inputs["learned_set_aside_share"] == pytest.approx(1 / 3) and inputs["specifics_supported"] == pytest.approx(2 / 3)
@@ -644,11 +644,16 @@ def test_the_combinations_specifics_match_as_its_file_says(monkeypatch, tmp_path
     with pytest.raises(ValueError, match="specifics: match must be one of"):
         metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, specifics_match="prefix")
     wrong, shipped = tmp_path / "combination.json", json.loads(verified.COMBINATION.read_text())
+    n = len(shipped["inputs"])
     monkeypatch.setattr(verified, "COMBINATION", wrong)
     try:
         for named, message in (({"specifics_match": "prefix"}, "says specifics_match='prefix', not one of"),
                                ({"talk_echo": 1.5}, r"says talk_echo=1.5, not a share in \(0, 1\]"),
-                               ({"talk_echo": True}, "says talk_echo=True, not a share")):
+                               ({"talk_echo": True}, "says talk_echo=True, not a share"),
+                               ({"inputs": [*shipped["inputs"][:-1], "novelty"]},
+                                r"names inputs \['novelty'\], not among"),
+                               ({"coef": shipped["coef"][:-1]}, f"gives {n} inputs but {n} means, {n} scales, "
+                                f"{n - 1} coefficients")):
             wrong.write_text(json.dumps(shipped | named))
             verified.shipped_combination.cache_clear()
             with pytest.raises(ValueError, match=message):

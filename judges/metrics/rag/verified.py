@@ -29,13 +29,15 @@ a dialogue set written for the project, plus made contrast pairs) reads the veri
 over the sentences; its mean over the units a learned classifier keeps as checkable (``judges.lm.talk``), the
 share it sets aside and whether nothing was checkable; the share of the response's names and numbers found in
 the units the verifier read its sentences against (the file's ``words_read``; a name read without its possessive or
-contraction ending, its ``name_endings``; found as a whole word or number, or anywhere, its ``specifics_match``),
-and of its word pairs: a distractor in another context, or outside the unit the verifier read, is not read. Its
+contraction ending, its ``name_endings``; found as a whole word or number, or anywhere, its ``specifics_match``):
+a distractor in another context, or outside the unit the verifier read, is not read. The share of its word pairs
+found there is computed too, and the shipped file no longer reads it: a copy with one fact changed shares more word
+pairs than a faithful paraphrase, and a distractor sharing a swapped claim's words added more. Its
 probability is capped by the weakest claim the classifier keeps (times min(1, P / 0.5)), so that overlap cannot
 lift a claim the verifier rejects, while talk does not cap it. A unit the classifier sets aside is checked after
 all when it repeats the evidence, as far as the file's ``talk_echo`` says. Why it is the default, and where it
 loses, is in docs/verifier.md; how it was chosen and decided is in docs/verifier-log.md ("A shipped combination",
-rounds 5 to 12).
+rounds 5 to 14).
 
 Language: the shipped verifier knows English only. On a response or evidence in another language
 (``judges.data.language.detect_language``) ``multilingual_verifier`` scores it when given; without one the
@@ -184,6 +186,9 @@ COMBINATION = Path(__file__).resolve().parents[2] / "lm" / "weights" / "faithful
 #: What the combination's word signals (specifics supported, bigram support) read, named by its file's
 #: ``words_read`` ("evidence" when absent): the whole contexts, or the units the verifier read.
 WORDS_READ = ("evidence", "units")
+#: The inputs ``combination_inputs`` computes: a combination file may read any of them.
+COMBINATION_INPUTS = ("verifier_mean", "verifier_weakest", "learned_checkable_mean", "learned_checkable_weakest",
+                      "learned_set_aside_share", "learned_nothing_checkable", "specifics_supported", "bigram_support")
 
 
 @functools.lru_cache(maxsize=1)
@@ -199,6 +204,13 @@ def shipped_combination() -> dict[str, Any]:
         raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says specifics_match="
                          f"{found['specifics_match']!r}, not one of {list(SPECIFICS_MATCH)}")
     checked_talk_echo(found.get("talk_echo"), f"{COMBINATION} says")
+    unknown = [name for name in found["inputs"] if name not in COMBINATION_INPUTS]
+    if unknown:
+        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} names inputs {unknown}, not among "
+                         f"{list(COMBINATION_INPUTS)}")
+    if not len(found["inputs"]) == len(found["mean"]) == len(found["scale"]) == len(found["coef"]):
+        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} gives {len(found['inputs'])} inputs but "
+                         f"{len(found['mean'])} means, {len(found['scale'])} scales, {len(found['coef'])} coefficients")
     return found | {"sha256": hashlib.sha256(COMBINATION.read_bytes()).hexdigest()}
 
 
@@ -222,7 +234,7 @@ def combined_probability(inputs: dict[str, float], combination: dict[str, Any]) 
 
 class FaithfulnessWithVerifier(VerifierStep, Judge):
     """How faithful the response is to the retrieved contexts, by a trained verifier: as built, the shipped
-    combination of its claims' probabilities, the talk it sets aside and two cheap signals (``aggregate=
+    combination of its claims' probabilities, the talk it sets aside and the names and numbers found (``aggregate=
     "combined"``); ``"mean"`` the expected share of supported claims, ``"share"`` the share at ``threshold``
     (Ragas's formula), ``"weakest"`` the weakest claim."""
 
