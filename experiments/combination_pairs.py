@@ -6,9 +6,9 @@
     .venv/bin/python experiments/combination_pairs.py decide            # the rule in docs/verifier-log.md, round 14
     .venv/bin/python experiments/combination_pairs.py decide --write judges/lm/weights/faithfulness-combination.json
 
-S is the shipped file. Z, the candidate, is S's file and weights without its input ``bigram_support``: a changed
-copy shares more of the evidence's word pairs than a faithful paraphrase does, and a distractor sharing a swapped
-claim's words lifts it. W, reported beside it, has the same fit data, recipe and gate as S (round 6's, refitted as
+S is the shipped file as round 13 left it (``combination_refit.ROUND_6_WEIGHTS``). Z, the candidate, is S without
+its input ``bigram_support``: a changed copy shares more of the evidence's word pairs than a faithful paraphrase
+does, and a distractor sharing a swapped claim's words lifts it. W, reported beside it, has the same fit data, recipe and gate as S (round 6's, refitted as
 in round 10) over Z's inputs. ``run`` keeps each item's inputs as the shipped judge computes them
 (``combination_refit.Inputs``), so S, Z and W score the same verdicts; the distractor and swap sets' tables come
 from the same inputs. ``look`` prints the read sets only; ``decide`` applies the round's rule to the sets written
@@ -33,11 +33,12 @@ from calibration.verifier.contrastive import (  # noqa: E402
     CONTRASTIVE_SETS,
     DISTRACTOR_SETS,
     SWAP_SETS,
+    load_contrastive,
     load_distractors,
     load_swaps,
 )
 from calibration.verifier.training import roc_auc  # noqa: E402
-from combination_refit import COLUMNS, Inputs, cheap_best, matrix, scores_with  # noqa: E402
+from combination_refit import COLUMNS, ROUND_6_WEIGHTS, Inputs, cheap_best, matrix, scores_with  # noqa: E402
 from combination_signals import CHEAP, load_sets, logistic  # noqa: E402
 from combination_signals import READ as FITTED  # noqa: E402
 from combination_units import ARRANGEMENTS, cheap_aucs, distractor_table, settle  # noqa: E402
@@ -45,17 +46,6 @@ from verifier_agreement import halves  # noqa: E402
 from verifier_swaps import pairs_table  # noqa: E402
 
 DROPPED = "bigram_support"
-#: S: the shipped file's inputs and weights as round 13 left them (``git show 5e55952:judges/lm/weights/
-#: faithfulness-combination.json``), so that the round reads the same after its decision changed the file.
-ROUND_13 = {"inputs": ["verifier_mean", "verifier_weakest", "learned_checkable_mean", "learned_set_aside_share",
-                       "learned_nothing_checkable", "specifics_supported", "bigram_support"],
-            "mean": [0.5708776757717505, 0.3930090045005065, 0.6505976029439388, 0.24255488692880495,
-                     0.10021157914983651, 0.9158530902447173, 0.6311588186757084],
-            "scale": [0.2892985186382759, 0.34707013994958336, 0.31478438886289833, 0.33417073453460483,
-                      0.30028189847896686, 0.2506433008032713, 0.3628091628963347],
-            "coef": [-0.4406213074279166, 1.3113192518990384, 0.5975672212728259, 0.27757952999356567,
-                     -0.3924022853371628, 0.6238849121142817, 0.08931557984939968],
-            "intercept": -0.33803959507058495}
 #: The sets written for this round, read by none before it.
 UNREAD = ("dialogue-fourteenth", "summaries-twelfth")
 UNREAD_CONTRASTIVE = "contrastive-thirteenth"
@@ -74,7 +64,7 @@ SWAP_ARRANGEMENTS = {"alone": lambda it: [it["evidence"]],
 
 def without_pairs(parts: list[tuple[np.ndarray, np.ndarray]]) -> dict:
     """W: round 6's recipe over S's inputs but ``DROPPED`` (rows where no combination scored left out)."""
-    inputs = [n for n in ROUND_13["inputs"] if n != DROPPED]
+    inputs = [n for n in ROUND_6_WEIGHTS["inputs"] if n != DROPPED]
     at = [COLUMNS.index(n) for n in inputs]
     kept = [(x[~np.isnan(x).any(axis=1)][:, at], y[~np.isnan(x).any(axis=1)]) for x, y in parts]
     scaler, model = logistic(kept)
@@ -84,14 +74,14 @@ def without_pairs(parts: list[tuple[np.ndarray, np.ndarray]]) -> dict:
 
 def without_pairs_unfitted() -> dict:
     """Z: S's inputs, standardisation, coefficients and intercept, ``DROPPED`` left out."""
-    at = [i for i, n in enumerate(ROUND_13["inputs"]) if n != DROPPED]
-    return {k: [ROUND_13[k][i] for i in at] for k in ("inputs", "mean", "scale", "coef")} | {
-        "intercept": ROUND_13["intercept"]}
+    at = [i for i, n in enumerate(ROUND_6_WEIGHTS["inputs"]) if n != DROPPED]
+    return {k: [ROUND_6_WEIGHTS[k][i] for i in at] for k in ("inputs", "mean", "scale", "coef")} | {
+        "intercept": ROUND_6_WEIGHTS["intercept"]}
 
 
 def tables(inputs: Inputs, weights: dict, which: dict) -> dict:
     """The distractor (or swap) sets ``which`` ({name: (items, arrangements)}) scored by S, Z, W and the mean."""
-    views = {"S": lambda s: inputs.score(s, ROUND_13), "Z": lambda s: inputs.score(s, without_pairs_unfitted()),
+    views = {"S": lambda s: inputs.score(s, ROUND_6_WEIGHTS), "Z": lambda s: inputs.score(s, without_pairs_unfitted()),
              "W": lambda s: inputs.score(s, weights), "verifier_mean": lambda s: inputs.of(s)[2]}
     return {name: {k: pairs_table(SimpleNamespace(score=lambda s, v=v: SimpleNamespace(score=v(s))), items,
                                   arrangements) for k, v in views.items()}
@@ -129,7 +119,7 @@ def natural_rows(out: Path, weights: dict, names, unread=()) -> dict:
     for name in names:
         found = np.load(out / f"{name}.npz")
         y = found["y"]
-        scored = {"S": scores_with(found, ROUND_13), "Z": scores_with(found, without_pairs_unfitted()),
+        scored = {"S": scores_with(found, ROUND_6_WEIGHTS), "Z": scores_with(found, without_pairs_unfitted()),
                   "W": scores_with(found, weights),
                   "verifier_mean": found["verifier_mean"]}
         natural[name] = {k: roc_auc(y, v) for k, v in scored.items()} | {"cheap": cheap_aucs(found)}
@@ -156,10 +146,31 @@ def fitted_halves(out: Path) -> None:
         held = [(found[n]["x"], found[n]["y"]) for n in (*FITTED, "made") if n != name]
         half = without_pairs([*held, (found[name]["x"][parts["train"]], y[parts["train"]])])
         test = parts["test"]
-        print(f"| {name} | {roc_auc(y[test], scores_with(found[name], ROUND_13)[test]):.4f} | "
+        print(f"| {name} | {roc_auc(y[test], scores_with(found[name], ROUND_6_WEIGHTS)[test]):.4f} | "
               f"{roc_auc(y[test], scores_with(found[name], without_pairs_unfitted())[test]):.4f} | "
               f"{roc_auc(y[test], scores_with(found[name], half)[test]):.4f} | "
               f"{roc_auc(y[test], found[name]['verifier_mean'][test]):.4f} | {cheap_best(found[name], test)} |")
+
+
+def contrastive_kinds(out: Path, weights: dict) -> None:
+    """Mean over every contrastive set cached: ROC-AUC of the faithful items against each kind of changed copy,
+    and the mean score of a faithful paraphrase and of a copy."""
+    found: dict[str, dict[str, list[float]]] = {}
+    sets = [w for w in CONTRASTIVE_SETS if (out / f"contrastive-{w}.npz").exists()]
+    for which in sets:
+        cached = np.load(out / f"contrastive-{which}.npz")
+        kinds, y = np.array([r["kind"] for r in load_contrastive(which)]), cached["y"]
+        scored = {"S": scores_with(cached, ROUND_6_WEIGHTS), "Z": scores_with(cached, without_pairs_unfitted()),
+                  "W": scores_with(cached, weights), "verifier_mean": cached["verifier_mean"]}
+        for kind in ("number", "name", "negation", "direction", "paraphrase", "copy"):
+            at = kinds == kind if kind in ("paraphrase", "copy") else (y == 1) | (kinds == kind)
+            for name, values in scored.items():
+                value = float(values[at].mean()) if kind in ("paraphrase", "copy") else roc_auc(y[at], values[at])
+                found.setdefault(kind, {}).setdefault(name, []).append(value)
+    print(f"\n| contrastive kind, mean of {len(sets)} sets | " + " | ".join(NAMES) + " |\n|---|" + "---:|" * len(NAMES))
+    for kind, by in found.items():
+        label = "mean score" if kind in ("paraphrase", "copy") else "ROC-AUC against the faithful"
+        print(f"| {kind} ({label}) | " + " | ".join(f"{np.mean(by[n]):.3f}" for n in NAMES) + " |")
 
 
 def swap_table(swaps: dict) -> None:
@@ -178,7 +189,7 @@ def look(out: Path) -> int:
     fitted_halves(out)
     distractor_table(json.loads((out / "distractors.json").read_text(encoding="utf-8")), NAMES, "")
     swap_table(json.loads((out / "swaps.json").read_text(encoding="utf-8")))
-    print(f"\nW's coefficients: {coefficients(weights)}; S's: {coefficients(ROUND_13)}")
+    print(f"\nW's coefficients: {coefficients(weights)}; S's: {coefficients(ROUND_6_WEIGHTS)}")
     return 0
 
 
@@ -215,10 +226,10 @@ def decide(out: Path, write: str | None) -> int:
     distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
     distractor_table(distractors, NAMES, UNREAD_DISTRACTORS)
     swap_table(json.loads((out / "swaps.json").read_text(encoding="utf-8")))
-    print(f"\nW's coefficients: {coefficients(weights)}; S's: {coefficients(ROUND_13)}")
-    for name in ("W",):  # reported beside the candidate: would the refit pass the same rule?
-        print("W under the same rule: " + ("passes" if not (found := rule(natural, distractors, name))
-                                            else "blocked by: " + "; ".join(found)))
+    contrastive_kinds(out, weights)
+    print(f"\nW's coefficients: {coefficients(weights)}; S's: {coefficients(ROUND_6_WEIGHTS)}")
+    refit = rule(natural, distractors, "W")  # reported beside the candidate: would the refit pass the same rule?
+    print("W under the same rule: " + ("passes" if not refit else "blocked by: " + "; ".join(refit)))
     return settle(out, natural, distractors, rule(natural, distractors), old="S", new="Z", unread=UNREAD, write=write,
                   changes=without_pairs_unfitted() | {
                       "pairs": "dropped", "pairs_decided_on": [*UNREAD, UNREAD_CONTRASTIVE,

@@ -4,8 +4,9 @@
     .venv/bin/python experiments/combination_refit.py decide    # the rule in docs/verifier-log.md, round 10
     .venv/bin/python experiments/combination_refit.py decide --write judges/lm/weights/faithfulness-combination.json
 
-S is the shipped file. Its weights were fitted in round 6 on inputs read the old way: word signals from the whole
-evidence, names as written. Rounds 8 and 9 changed what the inputs read and kept the weights. J has the same
+S is the shipped file as round 10 read it: round 6's weights (``ROUND_6_WEIGHTS``, shipped until round 14), fitted
+on inputs read the old way: word signals from the whole evidence, names as written. Rounds 8 and 9 changed what the
+inputs read and kept the weights; run today, the inputs are read as the judge reads them now. J has the same
 inputs, gate and fit data as round 6 (BEGIN WoW, Q2, SummEval, the fresh dialogue set and made contrast pairs,
 each weighted equally, ``combination_signals.logistic``), fitted on the inputs as S reads them now. ``run`` keeps
 each item's inputs as the shipped judge computes them (``result.combination``), so S and J score the same
@@ -54,6 +55,18 @@ GATE = "learned_checkable_weakest"
 #: cache stays readable after the file changes what it reads (round 14 dropped bigram_support).
 COLUMNS = ("verifier_mean", "verifier_weakest", "learned_checkable_mean", "learned_set_aside_share",
            "learned_nothing_checkable", "specifics_supported", "bigram_support", GATE)
+#: The shipped file's inputs and weights from round 6 to round 13 (``git show 5e55952:judges/lm/weights/
+#: faithfulness-combination.json``): rounds 10 and 14 read S with them, so that they read the same after round 14
+#: changed the file.
+ROUND_6_WEIGHTS = {"inputs": ["verifier_mean", "verifier_weakest", "learned_checkable_mean", "learned_set_aside_share",
+                              "learned_nothing_checkable", "specifics_supported", "bigram_support"],
+                   "mean": [0.5708776757717505, 0.3930090045005065, 0.6505976029439388, 0.24255488692880495,
+                            0.10021157914983651, 0.9158530902447173, 0.6311588186757084],
+                   "scale": [0.2892985186382759, 0.34707013994958336, 0.31478438886289833, 0.33417073453460483,
+                             0.30028189847896686, 0.2506433008032713, 0.3628091628963347],
+                   "coef": [-0.4406213074279166, 1.3113192518990384, 0.5975672212728259, 0.27757952999356567,
+                            -0.3924022853371628, 0.6238849121142817, 0.08931557984939968],
+                   "intercept": -0.33803959507058495}
 
 
 def combination_with(weights: dict) -> dict:
@@ -90,10 +103,10 @@ def matrix(rows: list[tuple[dict | None, float, float]]) -> np.ndarray:
 
 def fit_weights(parts: list[tuple[np.ndarray, np.ndarray]]) -> dict:
     """J: round 6's recipe on these inputs (rows where no combination scored left out)."""
-    at = [COLUMNS.index(n) for n in shipped_combination()["inputs"]]
+    at = [COLUMNS.index(n) for n in ROUND_6_WEIGHTS["inputs"]]
     kept = [(x[~np.isnan(x).any(axis=1)][:, at], y[~np.isnan(x).any(axis=1)]) for x, y in parts]
     scaler, model = logistic(kept)
-    return {"inputs": list(shipped_combination()["inputs"]), "mean": scaler.mean_.tolist(),
+    return {"inputs": list(ROUND_6_WEIGHTS["inputs"]), "mean": scaler.mean_.tolist(),
             "scale": scaler.scale_.tolist(), "coef": model.coef_[0].tolist(), "intercept": float(model.intercept_[0])}
 
 
@@ -119,7 +132,7 @@ def run(out: Path, names: list[str]) -> None:
     (out / "refit.json").write_text(json.dumps(weights, indent=1), encoding="utf-8")
     path = out / "distractors.json"
     if not path.exists():
-        views = {"S": lambda s: inputs.score(s, None), "J": lambda s: inputs.score(s, weights),
+        views = {"S": lambda s: inputs.score(s, ROUND_6_WEIGHTS), "J": lambda s: inputs.score(s, weights),
                  "verifier_mean": lambda s: inputs.of(s)[2]}
         tables = {which: {k: pairs_table(SimpleNamespace(score=lambda s, v=v: SimpleNamespace(score=v(s))),
                                          load_distractors(which), ARRANGEMENTS) for k, v in views.items()}
@@ -146,7 +159,7 @@ def decide(out: Path, write: str | None) -> int:
     print("| set | S | J | verifier mean | best cheap signal |\n|---|---:|---:|---:|---|")
     for name in (*UNREAD, UNREAD_CONTRASTIVE, *READ):
         found = np.load(out / f"{name}.npz")
-        y, scored = found["y"], {"S": found["S"], "J": scores_with(found, weights),
+        y, scored = found["y"], {"S": scores_with(found, ROUND_6_WEIGHTS), "J": scores_with(found, weights),
                                  "verifier_mean": found["verifier_mean"]}
         natural[name] = {k: roc_auc(y, v) for k, v in scored.items()}
         cheap = cheap_aucs(found)
@@ -166,13 +179,13 @@ def decide(out: Path, write: str | None) -> int:
         held = [(found[n]["x"], found[n]["y"]) for n in (*FITTED, "made") if n != name]
         half = fit_weights([*held, (found[name]["x"][parts["train"]], y[parts["train"]])])
         test = parts["test"]
-        print(f"| {name} | {roc_auc(y[test], found[name]['S'][test]):.4f} | "
+        print(f"| {name} | {roc_auc(y[test], scores_with(found[name], ROUND_6_WEIGHTS)[test]):.4f} | "
               f"{roc_auc(y[test], scores_with(found[name], half)[test]):.4f} | "
               f"{roc_auc(y[test], found[name]['verifier_mean'][test]):.4f} | {cheap_best(found[name], test)} |")
     distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
     distractor_table(distractors, NAMES, "fifth")
     print("\nJ's coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(weights["inputs"], weights["coef"]))
-          + "; S's: " + ", ".join(f"{c:+.3f}" for c in shipped_combination()["coef"]))
+          + "; S's: " + ", ".join(f"{c:+.3f}" for c in ROUND_6_WEIGHTS["coef"]))
     return settle(out, natural, distractors, rule(natural, distractors), old="S", new="J", unread=UNREAD, write=write,
                   changes=weights | {"candidate": "J",
                                      "refit_decided_on": [*UNREAD, UNREAD_CONTRASTIVE, "distractors-fifth"],

@@ -651,13 +651,20 @@ def test_the_combinations_specifics_match_as_its_file_says(monkeypatch, tmp_path
                                ({"talk_echo": 1.5}, r"says talk_echo=1.5, not a share in \(0, 1\]"),
                                ({"talk_echo": True}, "says talk_echo=True, not a share"),
                                ({"inputs": [*shipped["inputs"][:-1], "novelty"]},
-                                r"names inputs \['novelty'\], not among"),
+                                r"names inputs \['novelty'\]: not among"),
                                ({"coef": shipped["coef"][:-1]}, f"gives {n} inputs but {n} means, {n} scales, "
-                                f"{n - 1} coefficients")):
+                                f"{n - 1} coefficients"),
+                               ({"inputs": [*shipped["inputs"][:-1], shipped["inputs"][0]]}, "one twice"),
+                               ({"gate": "verifier_weakest / 0.4"}, "says gate='verifier_weakest / 0.4', not"),
+                               ({"gate": "novelty / 0.5"}, "says gate='novelty / 0.5', not")):
             wrong.write_text(json.dumps(shipped | named))
             verified.shipped_combination.cache_clear()
             with pytest.raises(ValueError, match=message):
                 verified.shipped_combination()
+        wrong.write_text(json.dumps({k: v for k, v in shipped.items() if k != "intercept"}))
+        verified.shipped_combination.cache_clear()
+        with pytest.raises(ValueError, match=r"has no \['intercept'\]"):
+            verified.shipped_combination()
     finally:
         monkeypatch.undo()
         verified.shipped_combination.cache_clear()

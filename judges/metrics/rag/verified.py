@@ -204,10 +204,17 @@ def shipped_combination() -> dict[str, Any]:
         raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says specifics_match="
                          f"{found['specifics_match']!r}, not one of {list(SPECIFICS_MATCH)}")
     checked_talk_echo(found.get("talk_echo"), f"{COMBINATION} says")
+    missing = [key for key in ("inputs", "mean", "scale", "coef", "intercept") if key not in found]
+    if missing:
+        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} has no {missing}")
     unknown = [name for name in found["inputs"] if name not in COMBINATION_INPUTS]
-    if unknown:
-        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} names inputs {unknown}, not among "
-                         f"{list(COMBINATION_INPUTS)}")
+    if unknown or len(set(found["inputs"])) < len(found["inputs"]):
+        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} names inputs {unknown or found['inputs']}: "
+                         f"{'not among ' + str(list(COMBINATION_INPUTS)) if unknown else 'one twice'}")
+    gate = found.get("gate")
+    if gate is not None and (gate.split(" / ")[0] not in COMBINATION_INPUTS or not gate.endswith(" / 0.5")):
+        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says gate={gate!r}, not '<input> / 0.5' "
+                         f"with an input among {list(COMBINATION_INPUTS)}")
     if not len(found["inputs"]) == len(found["mean"]) == len(found["scale"]) == len(found["coef"]):
         raise ValueError(f"faithfulness_with_verifier: {COMBINATION} gives {len(found['inputs'])} inputs but "
                          f"{len(found['mean'])} means, {len(found['scale'])} scales, {len(found['coef'])} coefficients")
@@ -325,10 +332,10 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
                            words_read: str = "evidence", name_endings: str = "keep",
                            specifics_match: str = "substring", talk_echo: float | None = None,
                            ) -> tuple[dict[str, float], list[dict[str, str]]]:
-        """The combination's inputs (the names in its file) and the units its talk input set aside: the verifier
-        over the sentences (``checked``), over the checkable units the learned classifier keeps (1.0 when it
-        keeps none), and the share of the response's names and numbers, and of its word pairs, found in the
-        contexts (``words_read="evidence"``) or only in the units the verifier read each sentence against
+        """Every input a combination file may read (``COMBINATION_INPUTS``) and the units its talk input set
+        aside: the verifier over the sentences (``checked``), over the checkable units the learned classifier
+        keeps (1.0 when it keeps none), and the share of the response's names and numbers, and of its word pairs,
+        found in the contexts (``words_read="evidence"``) or only in the units the verifier read each sentence against
         (``"units"``: a distractor in another context or window, sharing a claim's words, does not lift it).
         ``name_endings`` says how a name's possessive or contraction ending is read ("keep": as written, the file's
         default when it names none; ``judges.metrics.grounding.NAME_ENDINGS``); ``specifics_match`` whether a name
