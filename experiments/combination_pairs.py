@@ -8,11 +8,12 @@
 
 S is the shipped file as round 13 left it (``combination_refit.ROUND_6_WEIGHTS``). Z, the candidate, is S without
 its input ``bigram_support``: a changed copy shares more of the evidence's word pairs than a faithful paraphrase
-does, and a distractor sharing a swapped claim's words lifts it. W, reported beside it, has the same fit data, recipe and gate as S (round 6's, refitted as
-in round 10) over Z's inputs. ``run`` keeps each item's inputs as the shipped judge computes them
-(``combination_refit.Inputs``), so S, Z and W score the same verdicts; the distractor and swap sets' tables come
-from the same inputs. ``look`` prints the read sets only; ``decide`` applies the round's rule to the sets written
-for it and prints every set's numbers, the fitted sets also on a test half left out of W's fit.
+does, and a distractor sharing a swapped claim's words lifts it. W, reported beside it, has the same fit data,
+recipe and gate as S (round 6's, refitted as in round 10) over Z's inputs. ``run`` keeps each item's inputs as the
+shipped judge computes them (``combination_refit.Inputs``), so S, Z and W score the same verdicts; the distractor
+and swap sets' tables come from the same inputs. ``look`` prints the read sets only; ``decide`` applies the round's
+rule to the sets written for it and prints every set's numbers, the fitted sets also on a test half left out of
+W's fit.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibration.fitting.signals import feature_matrix  # noqa: E402
 from calibration.verifier.contrastive import (  # noqa: E402
     CONTRASTIVE_SETS,
     DISTRACTOR_SETS,
@@ -38,11 +38,18 @@ from calibration.verifier.contrastive import (  # noqa: E402
     load_swaps,
 )
 from calibration.verifier.training import roc_auc  # noqa: E402
-from combination_refit import COLUMNS, ROUND_6_WEIGHTS, Inputs, cheap_best, matrix, scores_with  # noqa: E402
-from combination_signals import CHEAP, load_sets, logistic  # noqa: E402
+from combination_refit import (  # noqa: E402
+    COLUMNS,
+    ROUND_6_WEIGHTS,
+    Inputs,
+    cache_and_fit,
+    cheap_best,
+    fitted_test_halves,
+    scores_with,
+)
+from combination_signals import logistic  # noqa: E402
 from combination_signals import READ as FITTED  # noqa: E402
 from combination_units import ARRANGEMENTS, cheap_aucs, distractor_table, settle  # noqa: E402
-from verifier_agreement import halves  # noqa: E402
 from verifier_swaps import pairs_table  # noqa: E402
 
 DROPPED = "bigram_support"
@@ -91,19 +98,8 @@ def tables(inputs: Inputs, weights: dict, which: dict) -> dict:
 def run(out: Path, names: list[str], distractors: tuple[str, ...]) -> None:
     """Each named set's inputs, S's score, the verifier mean and the cheap signals into ``out``; W fitted on the
     fitted sets and the made pairs; the distractor sets ``distractors`` and the swap sets scored by all three."""
-    out.mkdir(parents=True, exist_ok=True)
     inputs = Inputs()
-    wanted = [n for n in ("made", *FITTED, *names) if not (out / f"{n}.npz").exists()]
-    data = load_sets(wanted) if wanted else {}
-    for name in wanted:
-        samples, labels = data[name]
-        rows = [inputs.of(s) for s in samples]
-        np.savez(out / f"{name}.npz", y=np.asarray(labels), x=matrix(rows), S=np.array([r[1] for r in rows]),
-                 verifier_mean=np.array([r[2] for r in rows]), cheap=feature_matrix(CHEAP, samples))
-        print(f"{name}: {len(samples)} items", flush=True)
-    found = {n: np.load(out / f"{n}.npz") for n in (*FITTED, "made")}
-    weights = without_pairs([(found[n]["x"], found[n]["y"]) for n in (*FITTED, "made")])
-    (out / "refit.json").write_text(json.dumps(weights, indent=1), encoding="utf-8")
+    weights = cache_and_fit(out, names, inputs, without_pairs)
     for file, which in (("distractors.json", {w: (load_distractors(w), ARRANGEMENTS) for w in distractors}),
                         ("swaps.json", {w: (load_swaps(w), SWAP_ARRANGEMENTS) for w in SWAP_SETS})):
         done = json.loads((out / file).read_text(encoding="utf-8")) if (out / file).exists() else {}
@@ -139,17 +135,11 @@ def fitted_halves(out: Path) -> None:
     """The fitted sets on a test half left out of W's fit (S was fitted on all of it)."""
     print("\n| fitted set, test half left out of W's fit (S and Z were fitted on it) | S | Z | W | verifier mean "
           "| best cheap signal |\n|---|---:|---:|---:|---:|---|")
-    found = {n: np.load(out / f"{n}.npz") for n in (*FITTED, "made")}
-    for name in FITTED:
-        y = found[name]["y"]
-        parts = halves(name if name != "dialogue-fresh" else "begin-wow", list(y))  # any name: a seeded split
-        held = [(found[n]["x"], found[n]["y"]) for n in (*FITTED, "made") if n != name]
-        half = without_pairs([*held, (found[name]["x"][parts["train"]], y[parts["train"]])])
-        test = parts["test"]
-        print(f"| {name} | {roc_auc(y[test], scores_with(found[name], ROUND_6_WEIGHTS)[test]):.4f} | "
-              f"{roc_auc(y[test], scores_with(found[name], without_pairs_unfitted())[test]):.4f} | "
-              f"{roc_auc(y[test], scores_with(found[name], half)[test]):.4f} | "
-              f"{roc_auc(y[test], found[name]['verifier_mean'][test]):.4f} | {cheap_best(found[name], test)} |")
+    for name, cached, test, half in fitted_test_halves(out, without_pairs):
+        y = cached["y"]
+        scored = [scores_with(cached, w) for w in (ROUND_6_WEIGHTS, without_pairs_unfitted(), half)]
+        print(f"| {name} | " + " | ".join(f"{roc_auc(y[test], s[test]):.4f}" for s in scored)
+              + f" | {roc_auc(y[test], cached['verifier_mean'][test]):.4f} | {cheap_best(cached, test)} |")
 
 
 def contrastive_kinds(out: Path, weights: dict) -> None:

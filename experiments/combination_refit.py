@@ -116,10 +116,12 @@ def scores_with(found, weights: dict) -> np.ndarray:
                      for row, s in zip(found["x"], found["S"])])
 
 
-def run(out: Path, names: list[str]) -> None:
+def cache_and_fit(out: Path, names: list[str], inputs: Inputs, fit) -> dict:
+    """Each named set's, the fitted sets' and the made pairs' inputs (``matrix``), the shipped judge's score, the
+    verifier mean and the cheap signals, cached in ``out`` once; then ``fit``'s weights on the fitted sets and the
+    made pairs, written to ``out``/refit.json and returned."""
     out.mkdir(parents=True, exist_ok=True)
-    inputs = Inputs()
-    wanted = [n for n in ("made", *names) if not (out / f"{n}.npz").exists()]
+    wanted = [n for n in dict.fromkeys(("made", *FITTED, *names)) if not (out / f"{n}.npz").exists()]
     data = load_sets(wanted) if wanted else {}
     for name in wanted:
         samples, labels = data[name]
@@ -128,8 +130,14 @@ def run(out: Path, names: list[str]) -> None:
                  verifier_mean=np.array([r[2] for r in rows]), cheap=feature_matrix(CHEAP, samples))
         print(f"{name}: {len(samples)} items", flush=True)
     found = {n: np.load(out / f"{n}.npz") for n in (*FITTED, "made")}
-    weights = fit_weights([(found[n]["x"], found[n]["y"]) for n in (*FITTED, "made")])
+    weights = fit([(found[n]["x"], found[n]["y"]) for n in (*FITTED, "made")])
     (out / "refit.json").write_text(json.dumps(weights, indent=1), encoding="utf-8")
+    return weights
+
+
+def run(out: Path, names: list[str]) -> None:
+    inputs = Inputs()
+    weights = cache_and_fit(out, names, inputs, fit_weights)
     path = out / "distractors.json"
     if not path.exists():
         views = {"S": lambda s: inputs.score(s, ROUND_6_WEIGHTS), "J": lambda s: inputs.score(s, weights),
@@ -138,6 +146,17 @@ def run(out: Path, names: list[str]) -> None:
                                          load_distractors(which), ARRANGEMENTS) for k, v in views.items()}
                   for which in DISTRACTORS}
         path.write_text(json.dumps(tables, indent=1), encoding="utf-8")
+
+
+def fitted_test_halves(out: Path, fit):
+    """Per fitted set: (name, its cache, its test half's indices, ``fit``'s weights fitted without that half: on
+    the other fitted sets, the made pairs and the set's train half)."""
+    found = {n: np.load(out / f"{n}.npz") for n in (*FITTED, "made")}
+    for name in FITTED:
+        y = found[name]["y"]
+        parts = halves(name if name != "dialogue-fresh" else "begin-wow", list(y))  # any name: a seeded split
+        held = [(found[n]["x"], found[n]["y"]) for n in (*FITTED, "made") if n != name]
+        yield name, found[name], parts["test"], fit([*held, (found[name]["x"][parts["train"]], y[parts["train"]])])
 
 
 def cheap_best(found, at) -> str:
@@ -172,16 +191,11 @@ def decide(out: Path, write: str | None) -> int:
         f"{k} {np.mean([natural[n][k] for n in contrastive]):.4f}" for k in NAMES))
     print("\n| fitted set, test half left out of J's fit (S was fitted on it) | S | J | verifier mean "
           "| best cheap signal |\n|---|---:|---:|---:|---|")
-    found = {n: np.load(out / f"{n}.npz") for n in (*FITTED, "made")}
-    for name in FITTED:
-        y = found[name]["y"]
-        parts = halves(name if name != "dialogue-fresh" else "begin-wow", list(y))  # any name: a seeded split
-        held = [(found[n]["x"], found[n]["y"]) for n in (*FITTED, "made") if n != name]
-        half = fit_weights([*held, (found[name]["x"][parts["train"]], y[parts["train"]])])
-        test = parts["test"]
-        print(f"| {name} | {roc_auc(y[test], scores_with(found[name], ROUND_6_WEIGHTS)[test]):.4f} | "
-              f"{roc_auc(y[test], scores_with(found[name], half)[test]):.4f} | "
-              f"{roc_auc(y[test], found[name]['verifier_mean'][test]):.4f} | {cheap_best(found[name], test)} |")
+    for name, cached, test, half in fitted_test_halves(out, fit_weights):
+        y = cached["y"]
+        print(f"| {name} | {roc_auc(y[test], scores_with(cached, ROUND_6_WEIGHTS)[test]):.4f} | "
+              f"{roc_auc(y[test], scores_with(cached, half)[test]):.4f} | "
+              f"{roc_auc(y[test], cached['verifier_mean'][test]):.4f} | {cheap_best(cached, test)} |")
     distractors = json.loads((out / "distractors.json").read_text(encoding="utf-8"))
     distractor_table(distractors, NAMES, "fifth")
     print("\nJ's coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(weights["inputs"], weights["coef"]))
