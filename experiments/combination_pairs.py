@@ -30,8 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.verifier.contrastive import (  # noqa: E402
-    CONTRASTIVE_SETS,
-    DISTRACTOR_SETS,
     SWAP_SETS,
     load_contrastive,
     load_distractors,
@@ -61,9 +59,10 @@ DIALOGUE = [f"dialogue-{w}" for w in ("third", "fourth", "fifth", "sixth", "seve
                                       "eleventh", "twelfth", "thirteenth")]
 SUMMARIES = [f"summaries-{w}" for w in ("fresh", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
                                         "ninth", "tenth", "eleventh")]
-CONTRASTIVE = [f"contrastive-{w}" for w in CONTRASTIVE_SETS if w != "thirteenth"]
+CONTRASTIVE = [f"contrastive-{w}" for w in ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
+                                             "ninth", "tenth", "eleventh", "twelfth")]
 READ = (*DIALOGUE, *SUMMARIES, *CONTRASTIVE, "begin-cmu-tc")
-READ_DISTRACTORS = tuple(w for w in DISTRACTOR_SETS if w != UNREAD_DISTRACTORS)
+READ_DISTRACTORS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")
 NAMES = ("S", "Z", "W", "verifier_mean")
 SWAP_ARRANGEMENTS = {"alone": lambda it: [it["evidence"]],
                      "with its distractor": lambda it: [f"{it['distractor']} {it['evidence']}"]}
@@ -146,7 +145,7 @@ def contrastive_kinds(out: Path, weights: dict) -> None:
     """Mean over every contrastive set cached: ROC-AUC of the faithful items against each kind of changed copy,
     and the mean score of a faithful paraphrase and of a copy."""
     found: dict[str, dict[str, list[float]]] = {}
-    sets = [w for w in CONTRASTIVE_SETS if (out / f"contrastive-{w}.npz").exists()]
+    sets = [name.removeprefix("contrastive-") for name in (*CONTRASTIVE, UNREAD_CONTRASTIVE)]
     for which in sets:
         cached = np.load(out / f"contrastive-{which}.npz")
         kinds, y = np.array([r["kind"] for r in load_contrastive(which)]), cached["y"]
@@ -245,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.sets == "read":
             run(out, list(READ), READ_DISTRACTORS)
         else:
-            run(out, [*UNREAD, UNREAD_CONTRASTIVE, *READ], tuple(DISTRACTOR_SETS))
+            run(out, [*UNREAD, UNREAD_CONTRASTIVE, *READ], (*READ_DISTRACTORS, UNREAD_DISTRACTORS))
         return 0
     return look(out) if args.step == "look" else decide(out, args.write)
 

@@ -10,6 +10,10 @@ it, how, and what it decided:
   dialogue sets (DIALOGUE_FRESH.md, ...)     chat replies to a knowledge text, faithful or not, talk mixed in
   summary sets (SUMMARIES_FRESH.md, ...)     summaries of written articles, faithful or changed in one fact
 
+Four sets in ``sets/`` that no loader names yet (dialogue_fifteenth, summaries_thirteenth, contrastive_fourteenth,
+distractors_eleventh, each with its page) were written after round 14 for a round to come: no script reads them
+until that round registers them here, after its rule is written.
+
 Owns: reading those sets. Nothing that ships is fitted or trained on them: they are tests (the first contrastive set
 is watched while the verifier trains, never trained on). An experiment may fit a user's recipe on the dialogue sets
 to measure it (experiments/label_efficient.py, calibration_judge_first.py); what it fits is thrown away.
