@@ -1350,6 +1350,11 @@ def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_l
     for wrong in (1, "yes", None, "numbers"):
         with pytest.raises(ValueError, match="check_swaps must be one of"):
             Verifier(check_swaps=wrong)
+    # The swap checks read English words: a verifier for another language keeps the setting but does not read them.
+    other = Verifier(languages=("de",))
+    assert other.check_swaps == "names-numbers" and other.swaps_read is False and numbers.swaps_read == "names-numbers"
+    row = other.support(["The capital of Australia is Canberra."], ["Sydney is the capital of Australia."])[0]
+    assert row["contradiction"] is None and row["probability"] > 0.5
 
 
 def test_finetuning_the_top_blocks_trains_them_alone_reuses_lower_states_and_adds_contrast_pairs(tmp_path):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from typing import Any
 
 from judges.data.language import split_sentences, tokenize
 from judges.data.opposites import ANTONYMS, direction_contrasts
@@ -230,13 +231,20 @@ def one_span_contrasts(claim: str, sentence: str, longest: int = 3) -> list[str]
     return [claim[:mine[a0][1]] + new + claim[mine[a1 - 1][2]:]]
 
 
+def checked_swaps(value: Any, where: str) -> bool | str:
+    """``value`` as a ``check_swaps`` setting, one of ``SWAP_CHECKS`` (True is not 1); else ValueError naming
+    ``where``."""
+    if not any(value is known or (isinstance(known, str) and value == known) for known in SWAP_CHECKS):
+        raise ValueError(f"{where} must be one of {list(SWAP_CHECKS)}, got {value!r}")
+    return value
+
+
 def contrasts(claim: str, sentence: str, *, swaps: bool | str = False) -> list[str]:
     """The claim with one detail as ``sentence`` has it (a specific, or a direction word turned; with ``swaps``,
     also an opening name; with ``swaps == "names-numbers"`` also a spelled number; with ``swaps=True`` any one
     short span), at most ``MAX_CONTRASTS``, without repeats; empty unless the sentence shares the claim's
     frame."""
-    if not any(swaps is value or (isinstance(value, str) and swaps == value) for value in SWAP_CHECKS):
-        raise ValueError(f"contrasts: swaps must be one of {list(SWAP_CHECKS)}, got {swaps!r}")
+    checked_swaps(swaps, "contrasts: swaps")
     opening = _opening_name(claim, sentence) if swaps else None
     framed = claim.strip()[len(opening):] if opening else claim  # a name that opens the claim is no frame word
     if not shares_frame(framed, sentence):

@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from judges.data.contrasts import SWAP_CHECKS, may_be_a_name
+from judges.data.contrasts import checked_swaps, may_be_a_name
 from judges.data.language import split_sentences
 from judges.lm.files import EMBEDDED, folder_digest
 from judges.lm.onnx_files import length_batches
@@ -122,12 +122,9 @@ class Verifier:
                             ("closest_when_unsupported", closest_when_unsupported)):
             if not isinstance(value, bool):
                 raise ValueError(f"Verifier: {name} must be True or False, got {value!r}")
-        if not any(check_swaps is value or (isinstance(value, str) and check_swaps == value) for value in SWAP_CHECKS):
-            raise ValueError(f"Verifier: check_swaps must be one of {list(SWAP_CHECKS)}, got {check_swaps!r}")
+        checked_swaps(check_swaps, "Verifier: check_swaps")
         self.check_opposites, self.check_contradictions = check_opposites, check_contradictions
         self.closest_when_unsupported, self.check_swaps = closest_when_unsupported, check_swaps
-        if check_swaps:  # the lexicon loads here, once, not on the first item several threads score at once
-            may_be_a_name("Warm")
         self.max_length, self.chunk_tokens, self.batch_size = max_length, chunk_tokens, batch_size
         self.top_units, self.padding_ratio = top_units, float(padding_ratio)
         self.stop_at = None if stop_at is None else float(stop_at)
@@ -160,6 +157,8 @@ class Verifier:
         self.runtime = "torch" if self._session is None else "onnx"
         self._known: OrderedDict[tuple[str, str], float] | None = None if quantize else OrderedDict()
         self._known_lock = threading.Lock()
+        if self.swaps_read:  # the lexicon loads here, once, not on the first item several threads score at once
+            may_be_a_name("Warm")
         self._pads_left = getattr(self._tokenizer, "padding_side", "right") == "left"
 
     def forget(self) -> None:
@@ -322,10 +321,14 @@ class Verifier:
             check_against_opposites(rows, self.probabilities)
         if self.check_contradictions:
             sentences = dict.fromkeys(s.strip() for each in unit_sentences.values() for s in each if s.strip())
-            # the swap checks read English words and numbers: a verifier for other languages runs without them
-            swaps = self.check_swaps if self.languages == ("en",) else False
-            check_against_contradictions(rows, list(sentences), self.probabilities, swaps=swaps)
+            check_against_contradictions(rows, list(sentences), self.probabilities, swaps=self.swaps_read)
         return rows
+
+    @property
+    def swaps_read(self) -> bool | str:
+        """``check_swaps`` where it applies: the swap checks read English words and numbers, so a verifier for
+        other languages runs without them."""
+        return self.check_swaps if self.languages == ("en",) else False
 
     def __repr__(self) -> str:
         return f"Verifier({self.name!r}, languages={list(self.languages)}, runtime={self.runtime!r})"
