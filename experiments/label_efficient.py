@@ -3,13 +3,16 @@
     .venv/bin/python experiments/label_efficient.py                       # the curve, both sets
     .venv/bin/python experiments/label_efficient.py --sets q2 --sizes 60 --draws 1 --variants top2   # a smoke run
     .venv/bin/python experiments/label_efficient.py --sets dialogue-written --judge shipped --variants calibration,all
+    .venv/bin/python experiments/label_efficient.py --sets begin-wow,summeval --judge shipped --variants calibration
 
 A user with labels of a new dialogue domain runs ``fit(FaithfulnessWithVerifier(), labels, optimizer="finetune",
 calibrator="stacked")`` (cross-fitted, 3 folds, the default guard). This script does that on draws of n labels from
 the train half of a set the shipped verifier never trained on (Q2's WoW annotations; BEGIN's WoW part) and measures
 the calibrated judge on the set's test half (experiments/verifier_agreement.py's halves, seed 0), per recipe. A
 set of the project's own: "dialogue-written", the third to ninth dialogue sets written here (1,120 replies; talk
-passes), none trained on and none in the combination's fit. ``--judge shipped`` starts from the judge as it ships
+passes), none trained on and none in the combination's fit. "summeval" (1,600 summaries, which the verifier never
+trained on but the combination was fitted on, both halves) measures calibration where the judge as shipped trails a
+cheap signal; so does "begin-wow" with ``--judge shipped``. ``--judge shipped`` starts from the judge as it ships
 now (the combination; a fine-tuned verifier then scores the mean), ``mean`` (the default) from the verifier mean, as
 the first trial did.
 
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/label_efficient")
     args = parser.parse_args(argv)
     recipes = [SHORT[v] for v in args.variants.split(",")]
-    data = sets(summeval_limit=1)  # SummEval is not used here
+    data = sets(summeval_limit=None if "summeval" in args.sets.split(",") else 1)  # SummEval whole only when named
     if "dialogue-written" in args.sets.split(","):
         data["dialogue-written"] = written_dialogue()
     contrast = contrastive_sets()
