@@ -137,6 +137,20 @@ def swap_rule(before: dict, after: dict, label: str) -> list[str]:
     return blocked
 
 
+def both_ways(verifier, candidate, measure_one, label: str = "") -> dict[str, dict]:
+    """``measure_one()`` with the swap checks off ("shipped": as shipped before round 4) and set to ``candidate``
+    ("check_swaps"); the verifier's own setting (the library's default) is restored after, also on an error."""
+    default, results = verifier.check_swaps, {}
+    try:
+        for way in ("shipped", "check_swaps"):
+            verifier.check_swaps = candidate if way == "check_swaps" else False
+            results[way] = measure_one()
+            print(f"{label} {way}: done".strip(), flush=True)
+    finally:
+        verifier.check_swaps = default
+    return results
+
+
 def rounds_three_and_four(args) -> int:
     swaps = {"decides": load_swaps(args.swap_set)} | {w: load_swaps(w) for w in SWAP_SETS if w != args.swap_set}
     distractors = {which: load_distractors(which) for which in DISTRACTOR_SETS}
@@ -145,15 +159,12 @@ def rounds_three_and_four(args) -> int:
     agreement |= {f"dialogue-{w}": dialogue(w) for w in DIALOGUE_SETS} | {f"summaries-{w}": summaries(w)
                                                                          for w in SUMMARY_SETS}
     verifier = resolve_verifier(None)
-    default = verifier.check_swaps
     results: dict[str, dict] = {}
     for aggregate in ("mean", "combined"):
         judge = FaithfulnessWithVerifier(aggregate=aggregate)
-        for way in ("shipped", "check_swaps"):
-            verifier.check_swaps = CANDIDATES[args.candidate] if way == "check_swaps" else False
-            results[f"{aggregate} {way}"] = measure(judge, swaps, distractors, contrastive, agreement)
-            print(f"{aggregate} {way}: done", flush=True)
-    verifier.check_swaps = default  # the library's default again
+        results |= {f"{aggregate} {way}": found for way, found in both_ways(
+            verifier, CANDIDATES[args.candidate], lambda: measure(judge, swaps, distractors, contrastive, agreement),
+            aggregate).items()}
     blocked = []
     for aggregate in ("mean", "combined"):
         before, after = results[f"{aggregate} shipped"], results[f"{aggregate} check_swaps"]
@@ -211,13 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                                                          retrieved_contexts=[r["knowledge"]]) for r in fresh],
                                        [int(r["label"]) for r in fresh])
     verifier, judge = resolve_verifier(None), FaithfulnessWithVerifier(aggregate="mean")
-    default = verifier.check_swaps
-    results: dict[str, dict] = {}
-    for way in ("shipped", "check_swaps"):
-        verifier.check_swaps = CANDIDATES[args.candidate] if way == "check_swaps" else False
-        results[way] = measure(judge, {"decides": swaps}, distractors, contrastive, agreement)
-        print(f"{way}: done", flush=True)
-    verifier.check_swaps = default  # the library's default again
+    results = both_ways(verifier, CANDIDATES[args.candidate],
+                        lambda: measure(judge, {"decides": swaps}, distractors, contrastive, agreement))
     before, after = results["shipped"], results["check_swaps"]
     print("\n| set, arrangement | shipped: ROC-AUC, lifted | check_swaps: ROC-AUC, lifted |\n|---|---|---|")
     for name in [k for k in before if k.startswith(("swaps", "distractors"))]:
