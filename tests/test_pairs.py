@@ -466,7 +466,7 @@ def test_as_reply_dresses_a_claim_without_changing_its_words():
 # --- the contrastive test set ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("which", ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
-                                   "tenth", "eleventh", "twelfth", "thirteenth"])
+                                   "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth"])
 def test_contrastive_set_is_balanced_and_typed(which):
     items = load_contrastive(which)
     labels = Counter(item["label"] for item in items)
@@ -485,10 +485,10 @@ def test_contrastive_set_is_balanced_and_typed(which):
 
 def test_the_contrastive_sets_share_no_evidence_and_a_wrong_name_is_refused():
     sets = [{item["evidence"] for item in load_contrastive(which)} for which in CONTRASTIVE_SETS]
-    assert len(sets) == 13
+    assert len(sets) == 14
     assert all(sets) and not any(a & b for i, a in enumerate(sets) for b in sets[i + 1:])
     with pytest.raises(ValueError, match="which must be one of"):
-        load_contrastive("fourteenth")
+        load_contrastive("fifteenth")
 
 
 @pytest.mark.parametrize("which, prefix", [("first", "swap"), ("second", "swapb"), ("third", "swapc"),
@@ -511,7 +511,8 @@ def test_the_swap_sets_are_whole_and_typed(which, prefix):
 
 @pytest.mark.parametrize("which, prefix", [("first", "d"), ("second", "e"), ("third", "h"), ("fourth", "m"),
                                              ("fifth", "p"), ("sixth", "p"),
-                                             ("seventh", "r"), ("eighth", "t"), ("ninth", "v"), ("tenth", "t")])
+                                             ("seventh", "r"), ("eighth", "t"), ("ninth", "v"), ("tenth", "t"),
+                                             ("eleventh", "k")])
 def test_each_distractor_set_has_eight_of_each_kind_and_three_distractors_a_row(which, prefix):
     """DISTRACTORS*.md: 48 rows, 8 of each kind, ids in order; three distractors a row, none the evidence."""
     from calibration.verifier.contrastive import load_distractors
@@ -529,7 +530,8 @@ def test_each_distractor_set_has_eight_of_each_kind_and_three_distractors_a_row(
                                              ("sixth", "d6-"), ("seventh", "d7-"), ("eighth", "d8-"),
                                              ("ninth", "d9-"), ("tenth", "d10-"),
                                              ("eleventh", "d11-"), ("twelfth", "d12-"),
-                                             ("thirteenth", "d13-"), ("fourteenth", "d14-")])
+                                             ("thirteenth", "d13-"), ("fourteenth", "d14-"),
+                                             ("fifteenth", "d15-")])
 def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
     """DIALOGUE_*.md: 160 replies, 80 of each label, unique ids, every text field a sentence."""
     from calibration.verifier.contrastive import load_dialogue
@@ -540,13 +542,14 @@ def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
     assert sum(it["label"] for it in items) == 80
     assert all(isinstance(it[k], str) and it[k].strip() for it in items for k in ("knowledge", "user_input", "reply"))
     with pytest.raises(ValueError, match="load_dialogue: which must be one of"):
-        load_dialogue("fifteenth")
+        load_dialogue("sixteenth")
 
 
 @pytest.mark.parametrize("which, articles", [("fresh", 40), ("second", 40), ("third", 40), ("fourth", 40),
                                              ("fifth", 40), ("sixth", 30), ("seventh", 40),
                                              ("eighth", 40), ("ninth", 40),
-                                             ("tenth", 40), ("eleventh", 40), ("twelfth", 40)])
+                                             ("tenth", 40), ("eleventh", 40), ("twelfth", 40),
+                                             ("thirteenth", 40)])
 def test_each_summary_set_has_two_faithful_and_two_changed_summaries_an_article(which, articles):
     from collections import Counter
 

@@ -41,6 +41,21 @@ def test_a_unit_the_rules_set_aside_and_the_decider_keeps_is_checked_as_written(
     assert checkable_claims("Hello there.", lambda s: [])[0] == []  # no unit: the decider is not asked
 
 
+def test_with_questions_by_the_rules_a_question_the_decider_keeps_is_set_aside():
+    """``questions="rules"``: a plain question is set aside whatever the decider says; a question presupposing a
+    fact stays the decider's, and checks the fact inside it."""
+    reply = "The tower was finished in 1889. Have you been? Did you know that it is 330 metres tall?"
+    keeps = lambda sentences: [True] * len(sentences)  # noqa: E731
+    assert checkable_claims(reply, keeps)[0] == ["The tower was finished in 1889.", "Have you been?",
+                                                 "it is 330 metres tall."]
+    claims, aside = checkable_claims(reply, keeps, questions="rules")
+    assert claims == ["The tower was finished in 1889.", "it is 330 metres tall."]
+    assert aside == [{"sentence": "Have you been?", "kind": "question"}]
+    assert checkable_claims(reply, lambda s: [False] * len(s), questions="rules")[0] == []
+    with pytest.raises(ValueError, match="questions='all' is not one of"):
+        checkable_claims(reply, keeps, questions="all")
+
+
 def fake_embedder(dims=3):
     """Each sentence as [has "!", has a digit, 1]: enough for a classifier to tell the two kinds apart."""
     return Embedder(lambda texts: np.array([[float("!" in t), float(any(c.isdigit() for c in t)), 1.0][:dims]

@@ -650,6 +650,7 @@ def test_the_combinations_specifics_match_as_its_file_says(monkeypatch, tmp_path
         for named, message in (({"specifics_match": "prefix"}, "says specifics_match='prefix', not one of"),
                                ({"talk_echo": 1.5}, r"says talk_echo=1.5, not a share in \(0, 1\]"),
                                ({"talk_echo": True}, "says talk_echo=True, not a share"),
+                               ({"questions": "never"}, "says questions='never', not one of"),
                                ({"inputs": [*shipped["inputs"][:-1], "novelty"]},
                                 r"names inputs \['novelty'\]: not among"),
                                ({"coef": shipped["coef"][:-1]}, f"gives {n} inputs but {n} means, {n} scales, "
@@ -668,6 +669,35 @@ def test_the_combinations_specifics_match_as_its_file_says(monkeypatch, tmp_path
     finally:
         monkeypatch.undo()
         verified.shipped_combination.cache_clear()
+
+
+def test_the_combinations_questions_are_set_aside_by_the_rules_as_its_file_says(monkeypatch):
+    """``questions="rules"``: a question the classifier keeps is set aside, so its low P no longer caps the reply;
+    with "classifier" (a file naming nothing) the classifier decides alone. A score reads what the file names."""
+    from judges.metrics.rag import verified
+
+    metric = FaithfulnessWithVerifier()
+    monkeypatch.setattr("judges.metrics.rag.claims.shipped_talk_classifier",
+                        lambda: type("Keeps", (), {"checkable": staticmethod(lambda s: [True] * len(s))})())
+    reply = "The Eiffel Tower was completed in 1889. Was it the tallest tower back then?"
+    claim, question = split_sentences(reply)
+    checked = {"verdicts": [{"claim": claim, "probability": 0.9, "chunk": EVIDENCE},
+                            {"claim": question, "probability": 0.1, "chunk": EVIDENCE}],
+               "weakest": 0.1, "mean_probability": 0.5}
+    alone, aside = metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked)
+    assert aside == [] and alone["learned_checkable_weakest"] == 0.1
+    ruled, aside = metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, questions="rules")
+    assert aside == [{"sentence": question, "kind": "question"}]
+    assert ruled["learned_checkable_weakest"] == 0.9 and ruled["learned_set_aside_share"] == 0.5
+    assert {k: v for k, v in ruled.items() if not k.startswith("learned_")} == {
+        k: v for k, v in alone.items() if not k.startswith("learned_")}  # the sentences' inputs are the same
+    sample = SingleTurnSample(response=reply, retrieved_contexts=[EVIDENCE])
+    for named, expected in (({}, []), ({"questions": "rules"}, [question]), ({"questions": "classifier"}, [])):
+        file = {k: v for k, v in verified.shipped_combination().items() if k != "questions"} | named
+        monkeypatch.setattr("judges.metrics.rag.verified.shipped_combination", lambda file=file: file)
+        assert [u["sentence"] for u in metric.score(sample).set_aside] == expected
+    with pytest.raises(ValueError, match="questions='always' is not one of"):
+        metric.combination_inputs(metric.model(), reply, [EVIDENCE], checked, questions="always")
 
 
 def test_the_combination_verifies_only_the_kept_units_that_are_not_sentences(monkeypatch):

@@ -39,6 +39,9 @@ from judges.data.language import has_cjk, split_sentences
 KINDS = ("claim", "question", "greeting", "backchannel", "opinion", "experience")
 #: The kind of a unit the rules took for a claim and a learned classifier set aside.
 LEARNED_TALK = "talk"
+#: Who decides a question when a classifier decides talk: the classifier alone ("classifier"), or the rules too
+#: ("rules": a unit they read as a question holding no claim is set aside whatever the classifier says).
+QUESTIONS = ("classifier", "rules")
 
 
 class Unit(NamedTuple):
@@ -158,19 +161,26 @@ def claim_units(text: str) -> list[Unit]:
     return units
 
 
-def checkable_claims(text: str, checkable: Callable[[list[str]], Sequence[bool]] | None = None
-                     ) -> tuple[list[str], list[dict[str, str]]]:
+def checkable_claims(text: str, checkable: Callable[[list[str]], Sequence[bool]] | None = None,
+                     questions: str = "classifier") -> tuple[list[str], list[dict[str, str]]]:
     """``(claims, set_aside)``: the claims of ``text``'s checkable units, and each unit holding none as
     ``{"sentence", "kind"}``, so a metric can say what it left unchecked and why.
 
     ``checkable`` (sentences -> one bool each; ``judges.lm.talk.TalkClassifier.checkable``) decides instead of
     the rules which units hold a claim. A unit it keeps checks the rules' claim where they found one (the fact
-    inside a hedge), else the sentence; a unit it sets aside that the rules took for a claim is kind "talk"."""
+    inside a hedge), else the sentence; a unit it sets aside that the rules took for a claim is kind "talk".
+    With ``questions="rules"`` a unit the rules read as a question holding no claim ("Have you been?") is set
+    aside even where ``checkable`` keeps it: a question asserts nothing to check. A question presupposing a fact
+    ("Did you know that X?") is still the classifier's to decide."""
+    if questions not in QUESTIONS:
+        raise ValueError(f"checkable_claims: questions={questions!r} is not one of {list(QUESTIONS)}")
     units = claim_units(text)
     if checkable is None:
         return ([u.claim for u in units if u.claim],
                 [{"sentence": u.text.strip(), "kind": u.kind} for u in units if not u.claim])
     decided = list(checkable([u.text.strip() for u in units])) if units else []
+    if questions == "rules":
+        decided = [keep and not (u.kind == "question" and u.claim is None) for u, keep in zip(units, decided)]
     claims = [u.claim or u.text.strip() for u, keep in zip(units, decided) if keep]
     return claims, [{"sentence": u.text.strip(), "kind": LEARNED_TALK if u.claim else u.kind}
                     for u, keep in zip(units, decided) if not keep]

@@ -119,11 +119,12 @@ FALLBACK_CLAIMS = ("sentences", "checkable", "checkable-learned")
 CHECKABLE_SOURCES = ("checkable", "checkable-learned")
 
 
-def units_checked(text: str, source: str) -> tuple[list[str], list[dict[str, str]]]:
+def units_checked(text: str, source: str, questions: str = "classifier") -> tuple[list[str], list[dict[str, str]]]:
     """``checkable_claims`` of ``text`` with talk decided as ``source`` (``CHECKABLE_SOURCES``) says: by the
-    rules, or by the shipped talk classifier (``judges.lm.talk``)."""
+    rules, or by the shipped talk classifier (``judges.lm.talk``), which decides questions alone or with the
+    rules as ``questions`` says (``judges.data.claim_units.QUESTIONS``)."""
     if source == "checkable-learned":
-        return checkable_claims(text, shipped_talk_classifier().checkable)
+        return checkable_claims(text, shipped_talk_classifier().checkable, questions)
     return checkable_claims(text)
 
 

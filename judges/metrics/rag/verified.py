@@ -35,9 +35,10 @@ found there is computed too, and the shipped file no longer reads it: a copy wit
 pairs than a faithful paraphrase, and a distractor sharing a swapped claim's words added more. Its
 probability is capped by the weakest claim the classifier keeps (times min(1, P / 0.5)), so that overlap cannot
 lift a claim the verifier rejects, while talk does not cap it. A unit the classifier sets aside is checked after
-all when it repeats the evidence, as far as the file's ``talk_echo`` says. Why it is the default, and where it
-loses, is in docs/verifier.md; how it was chosen and decided is in docs/verifier-log.md ("A shipped combination",
-rounds 5 to 14).
+all when it repeats the evidence, as far as the file's ``talk_echo`` says; a question the rules read holds no
+claim, and is set aside whatever the classifier says, as far as its ``questions`` says. Why it is the default, and
+where it loses, is in docs/verifier.md; how it was chosen and decided is in docs/verifier-log.md ("A shipped
+combination", rounds 5 to 15).
 
 Language: the shipped verifier knows English only. On a response or evidence in another language
 (``judges.data.language.detect_language``) ``multilingual_verifier`` scores it when given; without one the
@@ -57,6 +58,7 @@ from typing import Any, ClassVar
 
 import dspy
 
+from judges.data.claim_units import QUESTIONS
 from judges.data.contrasts import frame_echo
 from judges.data.language import detect_language, split_sentences
 from judges.lm.talk import talk_identity
@@ -204,6 +206,9 @@ def shipped_combination() -> dict[str, Any]:
         raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says specifics_match="
                          f"{found['specifics_match']!r}, not one of {list(SPECIFICS_MATCH)}")
     checked_talk_echo(found.get("talk_echo"), f"{COMBINATION} says")
+    if found.get("questions", "classifier") not in QUESTIONS:
+        raise ValueError(f"faithfulness_with_verifier: {COMBINATION} says questions={found['questions']!r}, not one "
+                         f"of {list(QUESTIONS)}")
     missing = [key for key in ("inputs", "mean", "scale", "coef", "intercept") if key not in found]
     if missing:
         raise ValueError(f"faithfulness_with_verifier: {COMBINATION} has no {missing}")
@@ -314,7 +319,8 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
                                                         words_read=combination.get("words_read", "evidence"),
                                                         name_endings=combination.get("name_endings", "keep"),
                                                         specifics_match=combination.get("specifics_match", "substring"),
-                                                        talk_echo=combination.get("talk_echo"))
+                                                        talk_echo=combination.get("talk_echo"),
+                                                        questions=combination.get("questions", "classifier"))
             return dspy.Prediction(score=combined_probability(inputs, combination), supported_share=share,
                                    claims=claims, claims_source=source, set_aside=set_aside, combination=inputs,
                                    **checked)
@@ -331,7 +337,7 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
     def combination_inputs(self, verifier: Verifier, response: str, contexts: list[str], checked: dict[str, Any],
                            words_read: str = "evidence", name_endings: str = "keep",
                            specifics_match: str = "substring", talk_echo: float | None = None,
-                           ) -> tuple[dict[str, float], list[dict[str, str]]]:
+                           questions: str = "classifier") -> tuple[dict[str, float], list[dict[str, str]]]:
         """Every input a combination file may read (``COMBINATION_INPUTS``) and the units its talk input set
         aside: the verifier over the sentences (``checked``), over the checkable units the learned classifier
         keeps (1.0 when it keeps none), and the share of the response's names and numbers, and of its word pairs,
@@ -343,11 +349,13 @@ class FaithfulnessWithVerifier(VerifierStep, Judge):
         none; ``judges.metrics.grounding.SPECIFICS_MATCH``). With ``talk_echo`` a unit the classifier sets aside is
         checked after all, whole, when it is no question and the contexts hold at least that share of its frame words
         (``judges.data.contrasts.frame_echo``): a copy of the evidence with one fact changed is a claim, however
-        the classifier reads it (None, the file's default when it names none: the classifier decides alone)."""
+        the classifier reads it (None, the file's default when it names none: the classifier decides alone). With
+        ``questions="rules"`` a unit the rules read as a question holding no claim is set aside whatever the classifier
+        says ("classifier", the file's default when it names none: the classifier decides questions too)."""
         if words_read not in WORDS_READ:
             raise ValueError(f"faithfulness_with_verifier: the combination's words_read={words_read!r} is not one of "
                              f"{list(WORDS_READ)}")
-        kept, set_aside = units_checked(response, "checkable-learned")
+        kept, set_aside = units_checked(response, "checkable-learned", questions)
         if talk_echo is not None:
             checked_talk_echo(talk_echo, "the combination's")
             joined = "\n".join(contexts)
