@@ -43,13 +43,16 @@ def test_a_unit_the_rules_set_aside_and_the_decider_keeps_is_checked_as_written(
 
 def test_with_questions_by_the_rules_a_question_the_decider_keeps_is_set_aside():
     """``questions="rules"``: a plain question is set aside whatever the decider says; a question presupposing a
-    fact stays the decider's, and checks the fact inside it."""
-    reply = "The tower was finished in 1889. Have you been? Did you know that it is 330 metres tall?"
+    fact stays the decider's, and checks the fact inside it; one leaning on a fact stays the decider's, whole."""
+    reply = ("The tower was finished in 1889. Have you been? Did you know that it is 330 metres tall? Isn't it in "
+             "Paris? It opened in May, right? When I went I found out it was painted.")
     keeps = lambda sentences: [True] * len(sentences)  # noqa: E731
+    leaning = ["Isn't it in Paris?", "It opened in May, right?", "When I went I found out it was painted."]
     assert checkable_claims(reply, keeps)[0] == ["The tower was finished in 1889.", "Have you been?",
-                                                 "it is 330 metres tall."]
+                                                 "it is 330 metres tall.", *leaning]
     claims, aside = checkable_claims(reply, keeps, questions="rules")
-    assert claims == ["The tower was finished in 1889.", "it is 330 metres tall."]
+    # A question leaning on a fact, and a statement the rules misread as a question ("When I ..."), stay kept.
+    assert claims == ["The tower was finished in 1889.", "it is 330 metres tall.", *leaning]
     assert aside == [{"sentence": "Have you been?", "kind": "question"}]
     assert checkable_claims(reply, lambda s: [False] * len(s), questions="rules")[0] == []
     with pytest.raises(ValueError, match="questions='all' is not one of"):

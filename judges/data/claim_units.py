@@ -40,7 +40,7 @@ KINDS = ("claim", "question", "greeting", "backchannel", "opinion", "experience"
 #: The kind of a unit the rules took for a claim and a learned classifier set aside.
 LEARNED_TALK = "talk"
 #: Who decides a question when a classifier decides talk: the classifier alone ("classifier"), or the rules too
-#: ("rules": a unit they read as a question holding no claim is set aside whatever the classifier says).
+#: ("rules": a plain question, ``plain_question``, is set aside whatever the classifier says).
 QUESTIONS = ("classifier", "rules")
 
 
@@ -87,6 +87,10 @@ _PRESUPPOSING = re.compile(r"^(?:did|do) you (?:know|realize|realise)(?: that)?\
                            r"|^(?:did|do) you hear(?: that)?\s+|^(?:is|was) it true that\s+", re.I)
 _QUESTION_START = re.compile(r"^(?:do|does|did|have|has|had|are|is|was|were|can|could|would|will|should|shall|"
                              r"may|might|what|which|who|whom|whose|when|where|why|how)\b(?!\s*,)", re.I)
+# A question that leans on a fact: a negative auxiliary ("Isn't Kilimanjaro in Tanzania?", "..., wasn't it?"), a
+# closing "right?", or "you know".
+_LEANING = re.compile(r"\b(?:is|are|was|were|do|does|did|could|would|have|has|had|should|must)n't\b|\b(?:won|can)'?t\b"
+                      r"|,\s*right\s*\?\s*$|\byou know\b", re.I)
 # The speaker about themselves: a first-person subject with a verb of taste (opinion) or of doing (experience).
 _OPINION = re.compile(r"^(?:i|we)\s+(?:really\s+|also\s+|just\s+|do\s+|don'?t\s+|do not\s+|absolutely\s+)?"
                       r"(?:love|like|liked|loved|enjoy|enjoyed|hate|hated|prefer|adore|dislike|am a (?:big )?fan|"
@@ -151,6 +155,14 @@ def _unit(sentence: str) -> Unit:
     return Unit(sentence, "claim", original if body == written else body)
 
 
+def plain_question(unit: Unit) -> bool:
+    """A unit asking without asserting: a question holding no claim, ending in "?", and not leaning on a fact (a
+    negative auxiliary, a closing "right?", "you know"). "Was she looking right at you?" is one; "Isn't the Titanic
+    built in Belfast?" is not: it asserts what it asks, and a reader labels it checkable."""
+    text = _normalised(unit.text)
+    return unit.kind == "question" and unit.claim is None and text.endswith("?") and not _LEANING.search(text)
+
+
 def claim_units(text: str) -> list[Unit]:
     """Each sentence of ``text`` (``split_sentences``) as a ``Unit``: its kind, and the claim it holds. A
     sentence of tokenised text ("you ' re welcome . they ' re ...") is split again once written as usual."""
@@ -169,9 +181,9 @@ def checkable_claims(text: str, checkable: Callable[[list[str]], Sequence[bool]]
     ``checkable`` (sentences -> one bool each; ``judges.lm.talk.TalkClassifier.checkable``) decides instead of
     the rules which units hold a claim. A unit it keeps checks the rules' claim where they found one (the fact
     inside a hedge), else the sentence; a unit it sets aside that the rules took for a claim is kind "talk".
-    With ``questions="rules"`` a unit the rules read as a question holding no claim ("Have you been?") is set
-    aside even where ``checkable`` keeps it: a question asserts nothing to check. A question presupposing a fact
-    ("Did you know that X?") is still the classifier's to decide."""
+    With ``questions="rules"`` a plain question (``plain_question``: "Have you been?") is set aside even where
+    ``checkable`` keeps it: it asserts nothing to check. A question presupposing a fact ("Did you know that X?") or
+    leaning on one ("Isn't X?", "X, right?") is still the classifier's to decide."""
     if questions not in QUESTIONS:
         raise ValueError(f"checkable_claims: questions={questions!r} is not one of {list(QUESTIONS)}")
     units = claim_units(text)
@@ -180,7 +192,7 @@ def checkable_claims(text: str, checkable: Callable[[list[str]], Sequence[bool]]
                 [{"sentence": u.text.strip(), "kind": u.kind} for u in units if not u.claim])
     decided = list(checkable([u.text.strip() for u in units])) if units else []
     if questions == "rules":
-        decided = [keep and not (u.kind == "question" and u.claim is None) for u, keep in zip(units, decided)]
+        decided = [keep and not plain_question(u) for u, keep in zip(units, decided)]
     claims = [u.claim or u.text.strip() for u, keep in zip(units, decided) if keep]
     return claims, [{"sentence": u.text.strip(), "kind": LEARNED_TALK if u.claim else u.kind}
                     for u, keep in zip(units, decided) if not keep]
