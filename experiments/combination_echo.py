@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from combination_matching import CONTRASTIVE as ROUND_ELEVEN_CONTRASTIVE  # noqa: E402
 from combination_matching import READ as READ_BEFORE  # noqa: E402
 from combination_matching import UNREAD as ROUND_ELEVEN  # noqa: E402
-from combination_units import contrastive_by_kind, natural_table, reading_round, run  # noqa: E402
+from combination_units import contrastive_by_kind, natural_table, reading_round, run_step  # noqa: E402
 
 #: The natural sets written for this round, and its contrastive set.
 UNREAD = ("dialogue-eleventh", "summaries-ninth")
@@ -102,10 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.step == "run":
-        if args.sets == "read":
-            run(out, list(READ), READS, ())
-        else:
-            run(out, [*UNREAD, UNREAD_CONTRASTIVE, *READ], READS, DISTRACTORS)
+        run_step(out, args.sets, READ, (*UNREAD, UNREAD_CONTRASTIVE), READS, DISTRACTORS)
         return 0
     return choose(out) if args.step == "choose" else decide(out, args.write)
 

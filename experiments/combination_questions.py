@@ -32,7 +32,7 @@ from combination_units import (  # noqa: E402
     distractor_table,
     faithful_by_kind,
     natural_table,
-    run,
+    run_step,
     settle,
     unread_rule,
 )
@@ -115,10 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.step == "run":
-        if args.sets == "read":
-            run(out, list(READ), READS, ())
-        else:
-            run(out, [*UNREAD, UNREAD_CONTRASTIVE, *READ], READS, DISTRACTORS)
+        run_step(out, args.sets, READ, (*UNREAD, UNREAD_CONTRASTIVE), READS, DISTRACTORS)
         return 0
     return look(out) if args.step == "look" else decide(out, args.write)
 

@@ -108,6 +108,15 @@ def run(out: Path, names: list[str], reads: dict[str, dict] = READS, distractors
         path.write_text(json.dumps(tables, indent=1), encoding="utf-8")
 
 
+def run_step(out: Path, sets: str, read, written, reads: dict[str, dict], distractors) -> None:
+    """A reading round's ``run``: with ``sets="read"`` the read sets only and no distractor table (for the round's
+    look at them before its written sets), else the sets ``written`` for the round too, and the distractor tables."""
+    if sets == "read":
+        run(out, list(read), reads, ())
+    else:
+        run(out, [*written, *read], reads, distractors)
+
+
 def rule(natural: dict, distractors: dict) -> list[str]:
     """What blocks H (docs/verifier-log.md, round 8); empty when H replaces F."""
     blocked = []
