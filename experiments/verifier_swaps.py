@@ -6,6 +6,7 @@ without costing the other sets? Printed as tables; the decision by the rule in d
     .venv/bin/python experiments/verifier_swaps.py --candidate names --swap-set second --dialogue   # round 2
     .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set third --round 3
     .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set fourth --round 4
+    .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers-nouns --swap-set fifth --round 5
     .venv/bin/python experiments/verifier_swaps.py --summeval-limit 80
 
 Each way (``check_swaps`` off, as shipped before round 4, and the candidate) scores with ``FaithfulnessWithVerifier(aggregate="mean")`` (the mean over
@@ -20,10 +21,11 @@ a claim's sentences):
     (experiments/verifier_agreement.py, seed 0): ROC-AUC;
   - milliseconds per item of each of those sets, warm.
 
-Rounds 3 and 4 (``--round 3``, ``--round 4``) score each way with both the mean and the judge as shipped
+Rounds 3 to 5 (``--round 3`` ... ``--round 5``) score each way with both the mean and the judge as shipped
 (``aggregate="combined"``), read every registered distractor, contrastive and swap set, add every written dialogue
-and summary set, whole, and decide by the rule the two rounds share: the swap set ``--swap-set`` names decides
-line 1. (Sets registered after round 3 ran join a rerun of it.)
+and summary set, whole, and decide by the rule the rounds share: the swap set ``--swap-set`` names decides line 1.
+Round 5 measures its candidate against round 4's default ("names-numbers"), not against the checks off. (Sets
+registered after a round ran join a rerun of it.)
 """
 
 from __future__ import annotations
@@ -57,8 +59,12 @@ from judges.lm.verifier import resolve_verifier  # noqa: E402
 from combination_signals import dialogue, summaries  # noqa: E402
 from verifier_agreement import halves, sets  # noqa: E402
 
-#: check_swaps=True (round 1), "names" (round 2: no one-span contrasts), "names-numbers" (round 3)
-CANDIDATES = {"all": True, "names": "names", "names-numbers": "names-numbers"}
+#: check_swaps=True (round 1), "names" (round 2: no one-span contrasts), "names-numbers" (round 3),
+#: "names-numbers-nouns" (round 5)
+CANDIDATES = {"all": True, "names": "names", "names-numbers": "names-numbers",
+              "names-numbers-nouns": "names-numbers-nouns"}
+#: What each round's candidate is measured against: the swap checks off, or round 4's default for round 5.
+BASELINES = {3: False, 4: False, 5: "names-numbers"}
 
 
 def score(judge, response: str, contexts: list[str]) -> float:
@@ -110,7 +116,7 @@ def measure(judge, swaps, distractors, contrastive, agreement) -> dict:
 
 
 def swap_rule(before: dict, after: dict, label: str) -> list[str]:
-    """Rounds 3 and 4's rule (docs/verifier-log.md, "Swapped entities, round 3" and "round 4") for one
+    """Rounds 3 to 5's rule (docs/verifier-log.md, "Swapped entities, round 3", "round 4" and "round 5") for one
     aggregate: what blocks the candidate. ``before["swaps"]`` is the deciding swap set."""
     blocked = []
     gain = after["swaps"]["with its distractor"]["roc_auc"] - before["swaps"]["with its distractor"]["roc_auc"]
@@ -137,13 +143,14 @@ def swap_rule(before: dict, after: dict, label: str) -> list[str]:
     return blocked
 
 
-def both_ways(verifier, candidate, measure_one, label: str = "") -> dict[str, dict]:
-    """``measure_one()`` with the swap checks off ("shipped": as shipped before round 4) and set to ``candidate``
-    ("check_swaps"); the verifier's own setting (the library's default) is restored after, also on an error."""
+def both_ways(verifier, candidate, measure_one, label: str = "", baseline: bool | str = False) -> dict[str, dict]:
+    """``measure_one()`` with the swap checks set to ``baseline`` ("shipped": off, as shipped before round 4,
+    unless named) and to ``candidate`` ("check_swaps"); the verifier's own setting (the library's default) is
+    restored after, also on an error."""
     default, results = verifier.check_swaps, {}
     try:
         for way in ("shipped", "check_swaps"):
-            verifier.check_swaps = candidate if way == "check_swaps" else False
+            verifier.check_swaps = candidate if way == "check_swaps" else baseline
             results[way] = measure_one()
             print(f"{label} {way}: done".strip(), flush=True)
     finally:
@@ -151,7 +158,7 @@ def both_ways(verifier, candidate, measure_one, label: str = "") -> dict[str, di
     return results
 
 
-def rounds_three_and_four(args) -> int:
+def rounds_three_to_five(args) -> int:
     swaps = {"decides": load_swaps(args.swap_set)} | {w: load_swaps(w) for w in SWAP_SETS if w != args.swap_set}
     distractors = {which: load_distractors(which) for which in DISTRACTOR_SETS}
     contrastive = {which: load_contrastive(which) for which in CONTRASTIVE_SETS}
@@ -164,11 +171,12 @@ def rounds_three_and_four(args) -> int:
         judge = FaithfulnessWithVerifier(aggregate=aggregate)
         results |= {f"{aggregate} {way}": found for way, found in both_ways(
             verifier, CANDIDATES[args.candidate], lambda: measure(judge, swaps, distractors, contrastive, agreement),
-            aggregate).items()}
+            aggregate, BASELINES[args.round]).items()}
     blocked = []
     for aggregate in ("mean", "combined"):
         before, after = results[f"{aggregate} shipped"], results[f"{aggregate} check_swaps"]
-        print(f"\n## aggregate={aggregate!r}\n\n| set, arrangement | off: ROC-AUC, lifted | {args.candidate}: ROC-AUC, lifted |"
+        print(f"\n## aggregate={aggregate!r}\n\n| set, arrangement | {BASELINES[args.round] or 'off'}: ROC-AUC, lifted | "
+              f"{args.candidate}: ROC-AUC, lifted |"
               "\n|---|---|---|")
         for name in [k for k in before if k.startswith(("swaps", "distractors"))]:
             for arrangement in before[name]:
@@ -202,15 +210,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidate", default="all", choices=sorted(CANDIDATES),
                         help="check_swaps=True (all: round 1), 'names' (round 2) or 'names-numbers' (rounds 3, 4)")
     parser.add_argument("--swap-set", default="first", help="the swap set the rule reads: first to fourth")
-    parser.add_argument("--round", type=int, default=None, choices=(3, 4),
-                        help="3 or 4: both aggregates, every distractor, contrastive, dialogue and summary set; "
-                             "their rule")
+    parser.add_argument("--round", type=int, default=None, choices=(3, 4, 5),
+                        help="3, 4 or 5: both aggregates, every distractor, contrastive, dialogue and summary set; "
+                             "their rule (round 5 measures against round 4's default, not the checks off)")
     parser.add_argument("--dialogue", action="store_true",
                         help="also the fresh dialogue set (DIALOGUE_FRESH.md), as a guard")
     parser.add_argument("--out", default="runs/verifier_swaps")
     args = parser.parse_args(argv)
-    if args.round in (3, 4):
-        return rounds_three_and_four(args)
+    if args.round in (3, 4, 5):
+        return rounds_three_to_five(args)
     swaps = load_swaps(args.swap_set)
     distractors = {which: load_distractors(which) for which in ("first", "second")}  # the sets of its rounds
     contrastive = {which: load_contrastive(which) for which in FIRST_SEVEN_CONTRASTIVE}

@@ -1356,6 +1356,72 @@ def test_spelled_numbers_are_numbers_to_the_names_numbers_swaps():
         contrasts("Insects have six legs.", "Insects have six legs.", swaps="names-number")
 
 
+def test_wordnet_nouns_tell_a_synonym_or_a_broader_noun_from_a_swap():
+    """``judges.data.nouns``: a noun (or its singular, or a phrase WordNet lists) is known; a claim's noun may
+    stand for the evidence's when they share a sense or the claim's is the broader; not when it is narrower or
+    another of the same kind."""
+    from judges.data import nouns
+
+    assert nouns.is_noun("carbon dioxide") and nouns.is_noun("children") and nouns.is_noun("Oxygen")
+    assert not nouns.is_noun("absorb") and not nouns.is_noun("") and not nouns.is_noun("quickly")
+    for claim, evidence in (("movie", "film"), ("children", "kids"), ("pupils", "students"), ("animal", "dogs"),
+                            ("store", "shop")):
+        assert nouns.may_stand_for(claim, evidence), (claim, evidence)
+    for claim, evidence in (("oxygen", "carbon dioxide"), ("sister", "brother"), ("dog", "animal"),
+                            ("marble", "bronze"), ("teachers", "students")):
+        assert not nouns.may_stand_for(claim, evidence), (claim, evidence)
+
+
+def test_the_noun_lexicon_builder_reads_wordnet_synsets_and_hypernyms(tmp_path):
+    """``calibration.verifier.wordnet_nouns`` reads data.noun's words and hypernyms (``@``, ``@i``), skips the
+    licence header, joins a multi-word lemma with spaces, and names the line it cannot parse."""
+    import gzip
+    import json
+
+    from calibration.verifier.wordnet_nouns import build
+
+    folder = tmp_path / "wordnet"
+    folder.mkdir()
+    (folder / "data.noun").write_text(
+        "  1 This software and database is being provided to you\n"
+        "00000001 03 n 01 substance 0 000 | matter\n"
+        "00000002 27 n 02 carbon_dioxide 0 CO2 0 001 @ 00000001 n 0000 | a gas\n"
+        "00000003 27 n 01 oxygen 0 002 @ 00000001 n 0000 ~ 00000001 n 0000 | a gas\n", encoding="latin-1")
+    found = build(folder, tmp_path / "nouns.json.gz")
+    assert found["lemmas"] == 4 and found["synsets"] == 3
+    lexicon = json.loads(gzip.decompress((tmp_path / "nouns.json.gz").read_bytes()))
+    assert lexicon["lemmas"] == {"substance": [0], "carbon dioxide": [1], "co2": [1], "oxygen": [2]}
+    assert lexicon["hypernyms"] == [[], [0], [0]]
+    (folder / "data.noun").write_text("00000001 03 n zz substance 0 000 | matter\n", encoding="latin-1")
+    with pytest.raises(ValueError, match="line 1 is not a WordNet synset line"):
+        build(folder, tmp_path / "nouns.json.gz")
+
+
+def test_names_numbers_nouns_swaps_read_a_swapped_noun_and_spare_a_synonym():
+    """``swaps="names-numbers-nouns"``: what "names-numbers" reads, and one noun the claim puts where the
+    sentence has another that it may not stand for, everything else in order; a synonym, a broader noun, a verb
+    and a noun the sentence holds elsewhere are no swap."""
+    from judges.data.contrasts import contrasts, noun_swap_contrasts
+
+    nouns = "names-numbers-nouns"
+    assert contrasts("Plants absorb oxygen from the air.", "Plants absorb carbon dioxide from the air.",
+                     swaps=nouns) == ["Plants absorb carbon dioxide from the air."]
+    assert contrasts("She watched the film with her sister.", "She watched the film with her brother.",
+                     swaps=nouns) == ["She watched the film with her brother."]
+    assert contrasts("Sydney is the capital of Australia.", "The capital of Australia is Canberra.",
+                     swaps=nouns) == ["Canberra is the capital of Australia."]
+    for claim, sentence in (("She watched the movie with her brother.", "She watched the film with her brother."),
+                            ("The pupils finished the exam early.", "The students finished the exam early."),
+                            ("They buy cars every year.", "They purchase cars every year."),
+                            ("Plants take in carbon dioxide from the air.", "Plants absorb carbon dioxide from the air."),
+                            ("The dog chased the cat.", "The cat chased the dog.")):
+        assert noun_swap_contrasts(claim, sentence) == [], claim
+    assert noun_swap_contrasts("He went for a run before work.", "He went for a walk before work.") == [
+        "He went for a walk before work."]
+    assert contrasts("Plants absorb oxygen from the air.", "Plants absorb carbon dioxide from the air.",
+                     swaps="names-numbers") == []
+
+
 def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_lifts_it():
     """Off, a shared-word sentence about another subject lifts a contradicted claim; every swap check caps it,
     and the default ("names-numbers") reads "eight" against "six" as numbers."""

@@ -30,6 +30,7 @@ import functools
 import re
 from typing import Any
 
+from judges.data import nouns
 from judges.data.language import split_sentences, tokenize
 from judges.data.opposites import ANTONYMS, direction_contrasts
 
@@ -46,9 +47,10 @@ OPENING_WORDS = frozenset(
     "yes yeah yep yup no nope well so oh ok okay sure um uh hmm ah wow haha hey hi hello indeed really right "
     "actually but however also anyway besides thanks true exactly absolutely definitely maybe perhaps probably "
     "interesting cool great nice if although though because since unless whether while once".split())
-#: ``check_swaps`` values: off, every check (round 1), the opening name and same-subject support (round 2), and
-#: the opening name and spelled numbers read as numbers (round 3).
-SWAP_CHECKS = (False, True, "names", "names-numbers")
+#: ``check_swaps`` values: off, every check (round 1), the opening name and same-subject support (round 2), the
+#: opening name and spelled numbers read as numbers (round 3), and those with a noun swapped for one that may not
+#: stand for it (round 5).
+SWAP_CHECKS = (False, True, "names", "names-numbers", "names-numbers-nouns")
 #: The ``check_swaps`` values under which another unit's support stops a contradiction's cap only when that unit
 #: is about the claim's subject (``judges.lm.verifier.opposites.about_the_same``).
 SAME_SUBJECT = (True, "names")
@@ -213,22 +215,69 @@ def spelled_number_contrasts(claim: str, sentence: str) -> list[str]:
 _SPAN = re.compile(r"[\w'-]+")
 
 
-def one_span_contrasts(claim: str, sentence: str, longest: int = 3) -> list[str]:
-    """The claim with one span of at most ``longest`` words as the sentence has it, where everything else of
-    the claim stands in the sentence in order (the sentence may add words): "Plants absorb oxygen from the
-    air." against "Plants absorb carbon dioxide from the air." gives the claim with "carbon dioxide"."""
+def _one_span(claim: str, sentence: str, longest: int) -> tuple[int, int, str, str] | None:
+    """``(start, end, span, theirs)`` where the claim differs from the sentence in one span of at most ``longest``
+    words (``claim[start:end]``, the sentence's ``theirs``) and everything else of the claim stands in the
+    sentence in order (the sentence may add words); None otherwise."""
     mine = [(m.group().casefold(), m.start(), m.end()) for m in _SPAN.finditer(claim)]
     theirs = [m.group() for m in _SPAN.finditer(sentence)]
     matcher = difflib.SequenceMatcher(a=[w for w, _, _ in mine], b=[w.casefold() for w in theirs], autojunk=False)
     changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     replaced = [op for op in changes if op[0] == "replace"]
     if len(replaced) != 1 or any(op[0] == "delete" for op in changes):
-        return []
+        return None
     _, a0, a1, b0, b1 = replaced[0]
     if a1 - a0 > longest or b1 - b0 > longest:
+        return None
+    start, end = mine[a0][1], mine[a1 - 1][2]
+    return start, end, claim[start:end], " ".join(theirs[b0:b1])
+
+
+def one_span_contrasts(claim: str, sentence: str, longest: int = 3) -> list[str]:
+    """The claim with one span of at most ``longest`` words as the sentence has it, where everything else of
+    the claim stands in the sentence in order (the sentence may add words): "Plants absorb oxygen from the
+    air." against "Plants absorb carbon dioxide from the air." gives the claim with "carbon dioxide"."""
+    found = _one_span(claim, sentence, longest)
+    return [claim[:found[0]] + found[3] + claim[found[1]:]] if found else []
+
+
+#: Words after which a word LemmInflect also lists as a verb reads as a noun ("the run", "of water").
+_BEFORE_A_NOUN = frozenset(
+    "a an the this that these those his her their our my your its of in on at for from by with into onto over "
+    "under about after before some many no each every any all several few".split())
+
+
+def _read_as_noun(span: str, before: str) -> bool:
+    """Whether a span reads as a noun: WordNet lists it (or its last word) as a noun, no word of it is a function
+    word, and its last word is no verb form LemmInflect lists unless a determiner or preposition
+    (``_BEFORE_A_NOUN``) comes before the span ("the run" is a noun, "they run" is not)."""
+    from lemminflect import getAllLemmas
+
+    words = span.casefold().split()
+    if not words or any(w in _FUNCTION_WORDS or not w.isalpha() for w in words):
+        return False
+    if not (nouns.is_noun(span) or nouns.is_noun(words[-1])):
+        return False
+    return "VERB" not in getAllLemmas(words[-1]) or before.casefold() in _BEFORE_A_NOUN
+
+
+def noun_swap_contrasts(claim: str, sentence: str, longest: int = 2) -> list[str]:
+    """The claim with one noun (a span of at most ``longest`` words, ``_read_as_noun`` on both sides) as the
+    sentence has it, where everything else of the claim stands in the sentence in order, the claim's noun is
+    nowhere in the sentence, and it may not stand for the sentence's (``judges.data.nouns.may_stand_for``: no
+    synonym, not a kind the sentence's is one of): "Plants absorb oxygen from the air." against "Plants absorb
+    carbon dioxide from the air." gives "Plants absorb carbon dioxide from the air."; "She watched the movie."
+    against "She watched the film." gives none."""
+    found = _one_span(claim, sentence, longest)
+    if not found:
         return []
-    new = " ".join(theirs[b0:b1])
-    return [claim[:mine[a0][1]] + new + claim[mine[a1 - 1][2]:]]
+    start, end, span, theirs = found
+    before = ([""] + claim[:start].split())[-1]
+    if not (_read_as_noun(span, before) and _read_as_noun(theirs, before)):
+        return []
+    if set(tokenize(span)) & set(tokenize(sentence)) or nouns.may_stand_for(span, theirs):
+        return []
+    return [claim[:start] + theirs + claim[end:]]
 
 
 def checked_swaps(value: Any, where: str) -> bool | str:
@@ -241,9 +290,9 @@ def checked_swaps(value: Any, where: str) -> bool | str:
 
 def contrasts(claim: str, sentence: str, *, swaps: bool | str = False) -> list[str]:
     """The claim with one detail as ``sentence`` has it (a specific, or a direction word turned; with ``swaps``,
-    also an opening name; with ``swaps == "names-numbers"`` also a spelled number; with ``swaps=True`` any one
-    short span), at most ``MAX_CONTRASTS``, without repeats; empty unless the sentence shares the claim's
-    frame."""
+    also an opening name; with ``swaps == "names-numbers"`` also a spelled number, and with
+    ``"names-numbers-nouns"`` also a swapped noun (``noun_swap_contrasts``); with ``swaps=True`` any one short
+    span), at most ``MAX_CONTRASTS``, without repeats; empty unless the sentence shares the claim's frame."""
     checked_swaps(swaps, "contrasts: swaps")
     opening = _opening_name(claim, sentence) if swaps else None
     framed = claim.strip()[len(opening):] if opening else claim  # a name that opens the claim is no frame word
@@ -252,8 +301,10 @@ def contrasts(claim: str, sentence: str, *, swaps: bool | str = False) -> list[s
     # the opening name's contrasts first: the specifics inside a multi-word opening run give garbled ones
     found = opening_name_contrasts(claim, sentence) if swaps else []
     found += direction_contrasts(claim, sentence) + specific_contrasts(claim, sentence)
-    if swaps == "names-numbers":
+    if swaps in ("names-numbers", "names-numbers-nouns"):
         found += spelled_number_contrasts(claim, sentence)
+    if swaps == "names-numbers-nouns":
+        found += noun_swap_contrasts(claim, sentence)
     elif swaps is True:  # a one-span contrast also catches a paraphrase's other wording
         found += one_span_contrasts(claim, sentence)
     return [text for text in dict.fromkeys(found) if text != claim][:MAX_CONTRASTS]

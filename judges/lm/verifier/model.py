@@ -45,8 +45,10 @@
 * **Swapped entities** (``check_swaps="names-numbers"``, the default): the contradiction check also reads a
   claim's opening name ("Sydney is the capital of Australia." against "The capital of Australia is Canberra.";
   a word an English lexicon lists is no name) and spelled numbers as numbers ("eight legs" against "six legs").
-  ``"names"`` reads the opening name with same-subject support and no spelled numbers, ``True`` adds any one
-  short span to that (it catches swapped common nouns but caps paraphrases too), ``False`` none.
+  ``"names-numbers-nouns"`` adds a noun swapped for one WordNet says it may not stand for ("oxygen" for "carbon
+  dioxide"; "movie" for "film" is no swap: ``judges.data.nouns``). ``"names"`` reads the opening name with
+  same-subject support and no spelled numbers, ``True`` adds any one short span to that (it catches swapped
+  common nouns but caps paraphrases too), ``False`` none.
 * **Read where it is spoken of when supported nowhere** (``closest_when_unsupported=True``, the default): a
   claim no unit supports (P < 0.5, or the caller's ``cutoff``) takes P at the unit sharing most of its words,
   not at the highest-scoring one, so a sentence about something else cannot lift it over the sentence that

@@ -1,0 +1,77 @@
+"""English nouns and their senses, from WordNet 3.0: is a word a noun, and may one noun stand for another?
+
+    is_noun("carbon dioxide")            # True
+    may_stand_for("movie", "film")       # True: a sense in common
+    may_stand_for("animal", "dogs")      # True: the claim's noun is a kind the evidence's is one of
+    may_stand_for("oxygen", "carbon dioxide")   # False: a swap
+
+The swap check (``judges.data.contrasts.noun_swap_contrasts``) reads a claim whose one noun differs from an
+evidence sentence's as a swap only when the claim's noun may not stand for the sentence's. Any sense counts, so a
+noun with many senses is rarely read as swapped: a missed swap costs less than a paraphrase capped.
+
+Data: ``lexicon/wordnet-nouns.json.gz``, built from WordNet 3.0's ``data.noun`` by
+``calibration.verifier.wordnet_nouns``; WordNet's licence is in ``lexicon/WORDNET_LICENSE``.
+
+Owns: reading the lexicon. Must not call a model.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+from importlib import resources
+
+LEXICON = "wordnet-nouns.json.gz"
+
+
+@functools.cache
+def _lexicon() -> tuple[dict[str, list[int]], list[list[int]]]:
+    path = resources.files("judges.data") / "lexicon" / LEXICON
+    found = json.loads(gzip.decompress(path.read_bytes()))
+    return found["lemmas"], found["hypernyms"]
+
+
+@functools.cache
+def senses(noun: str) -> frozenset[int]:
+    """The WordNet synsets of ``noun`` (one or more words, any case): as written, else with its last word's
+    noun lemma by LemmInflect ("children" -> "child", "carbon dioxides" -> "carbon dioxide"); empty when
+    WordNet lists neither as a noun."""
+    from lemminflect import getLemma
+
+    lemmas, _ = _lexicon()
+    words = noun.casefold().split()
+    if not words:
+        return frozenset()
+    found = lemmas.get(" ".join(words))
+    if found is None:
+        stem = getLemma(words[-1], upos="NOUN")
+        found = lemmas.get(" ".join([*words[:-1], stem[0]])) if stem else None
+    return frozenset(found or ())
+
+
+def is_noun(word: str) -> bool:
+    """Whether WordNet lists ``word`` (or its singular) as a noun."""
+    return bool(senses(word))
+
+
+@functools.cache
+def _ancestors(synset: int) -> frozenset[int]:
+    """Every hypernym of ``synset``, up to the root, itself excluded."""
+    _, hypernyms = _lexicon()
+    found: set[int] = set()
+    todo = list(hypernyms[synset])
+    while todo:
+        parent = todo.pop()
+        if parent not in found:
+            found.add(parent)
+            todo.extend(hypernyms[parent])
+    return frozenset(found)
+
+
+def may_stand_for(claim_noun: str, evidence_noun: str) -> bool:
+    """Whether ``claim_noun`` may say what ``evidence_noun`` says: a sense in common (a synonym), or a sense
+    of the claim's that is a hypernym of one of the evidence's (the claim says less: "animal" for "dog").
+    The other way round ("dog" for "animal") the claim says more than the evidence, so it may not."""
+    mine, theirs = senses(claim_noun), senses(evidence_noun)
+    return bool(mine & theirs) or any(mine & _ancestors(s) for s in theirs)
