@@ -491,18 +491,18 @@ def test_the_contrastive_sets_share_no_evidence_and_a_wrong_name_is_refused():
         load_contrastive("fifteenth")
 
 
-@pytest.mark.parametrize("which, prefix", [("first", "swap"), ("second", "swapb"), ("third", "swapc"),
-                                           ("fourth", "swapd")])
-def test_the_swap_sets_are_whole_and_typed(which, prefix):
-    """SWAPS.md, SWAPS_SECOND.md, SWAPS_THIRD.md: 48 items, 16 of each kind, every field a sentence; each
+@pytest.mark.parametrize("which, prefix, kinds", [
+    *((w, p, {"reordered_name": 16, "common_noun": 16, "number_word": 16})
+      for w, p in (("first", "swap"), ("second", "swapb"), ("third", "swapc"), ("fourth", "swapd"))),
+    ("fifth", "swape", {"common_noun": 24, "common_noun_reordered": 8, "reordered_name": 8, "number_word": 8})])
+def test_the_swap_sets_are_whole_and_typed(which, prefix, kinds):
+    """SWAPS.md to SWAPS_FIFTH.md: 48 items, of the kinds each page counts, every field a sentence; each
     contradicted claim differs from its supported one."""
     from calibration.verifier.contrastive import load_swaps
 
     items = load_swaps(which)
     assert len(items) == 48 and [it["id"] for it in items] == [f"{prefix}-{i:02d}" for i in range(1, 49)]
-    assert {kind: sum(it["kind"] == kind for it in items) for kind in ("reordered_name", "common_noun",
-                                                                         "number_word")} == dict.fromkeys(
-        ("reordered_name", "common_noun", "number_word"), 16)
+    assert {kind: sum(it["kind"] == kind for it in items) for kind in kinds} == kinds
     for it in items:
         assert all(isinstance(it[k], str) and it[k].strip() for k in ("evidence", "contradicted", "supported",
                                                                        "distractor"))

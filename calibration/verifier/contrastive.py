@@ -33,7 +33,7 @@ FIRST_SEVEN_CONTRASTIVE = ("first", "second", "third", "fourth", "fifth", "sixth
 DISTRACTOR_SETS = {"first": "distractors.jsonl"} | {
     w: f"distractors_{w}.jsonl"
     for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh")}
-SWAP_SETS = {"first": "swaps.jsonl"} | {w: f"swaps_{w}.jsonl" for w in ("second", "third", "fourth")}
+SWAP_SETS = {"first": "swaps.jsonl"} | {w: f"swaps_{w}.jsonl" for w in ("second", "third", "fourth", "fifth")}
 DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
                                                       "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
                                                       "fourteenth", "fifteenth")}
