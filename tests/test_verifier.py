@@ -1375,9 +1375,6 @@ def test_wordnet_nouns_tell_a_synonym_or_a_broader_noun_from_a_swap():
 def test_the_noun_lexicon_builder_reads_wordnet_synsets_and_hypernyms(tmp_path):
     """``calibration.verifier.wordnet_nouns`` reads data.noun's words and hypernyms (``@``, ``@i``), skips the
     licence header, joins a multi-word lemma with spaces, and names the line it cannot parse."""
-    import gzip
-    import json
-
     from calibration.verifier.wordnet_nouns import build
 
     folder = tmp_path / "wordnet"
@@ -1387,14 +1384,15 @@ def test_the_noun_lexicon_builder_reads_wordnet_synsets_and_hypernyms(tmp_path):
         "00000001 03 n 01 substance 0 000 | matter\n"
         "00000002 27 n 02 carbon_dioxide 0 CO2 0 001 @ 00000001 n 0000 | a gas\n"
         "00000003 27 n 01 oxygen 0 002 @ 00000001 n 0000 ~ 00000001 n 0000 | a gas\n", encoding="latin-1")
-    found = build(folder, tmp_path / "nouns.json.gz")
+    found = build(folder, tmp_path / "nouns.npz")
     assert found["lemmas"] == 4 and found["synsets"] == 3
-    lexicon = json.loads(gzip.decompress((tmp_path / "nouns.json.gz").read_bytes()))
-    assert lexicon["lemmas"] == {"substance": [0], "carbon dioxide": [1], "co2": [1], "oxygen": [2]}
-    assert lexicon["hypernyms"] == [[], [0], [0]]
+    with np.load(tmp_path / "nouns.npz", allow_pickle=False) as lexicon:
+        assert lexicon["lemmas"].tobytes().decode().split("\n") == ["carbon dioxide", "co2", "oxygen", "substance"]
+        assert lexicon["sense_starts"].tolist() == [0, 1, 2, 3, 4] and lexicon["senses"].tolist() == [1, 1, 2, 0]
+        assert lexicon["hypernym_starts"].tolist() == [0, 0, 1, 2] and lexicon["hypernyms"].tolist() == [0, 0]
     (folder / "data.noun").write_text("00000001 03 n zz substance 0 000 | matter\n", encoding="latin-1")
     with pytest.raises(ValueError, match="line 1 is not a WordNet synset line"):
-        build(folder, tmp_path / "nouns.json.gz")
+        build(folder, tmp_path / "nouns.npz")
 
 
 def test_names_numbers_nouns_swaps_read_a_swapped_noun_and_spare_a_synonym():

@@ -9,7 +9,7 @@ The swap check (``judges.data.contrasts.noun_swap_contrasts``) reads a claim who
 evidence sentence's as a swap only when the claim's noun may not stand for the sentence's. Any sense counts, so a
 noun with many senses is rarely read as swapped: a missed swap costs less than a paraphrase capped.
 
-Data: ``lexicon/wordnet-nouns.json.gz``, built from WordNet 3.0's ``data.noun`` by
+Data: ``lexicon/wordnet-nouns.npz``, built from WordNet 3.0's ``data.noun`` by
 ``calibration.verifier.wordnet_nouns``; WordNet's licence is in ``lexicon/WORDNET_LICENSE``.
 
 Owns: reading the lexicon. Must not call a model.
@@ -17,19 +17,30 @@ Owns: reading the lexicon. Must not call a model.
 
 from __future__ import annotations
 
+import bisect
 import functools
-import gzip
-import json
 from importlib import resources
 
-LEXICON = "wordnet-nouns.json.gz"
+import numpy as np
+
+LEXICON = "wordnet-nouns.npz"
 
 
 @functools.cache
-def _lexicon() -> tuple[dict[str, list[int]], list[list[int]]]:
-    path = resources.files("judges.data") / "lexicon" / LEXICON
-    found = json.loads(gzip.decompress(path.read_bytes()))
-    return found["lemmas"], found["hypernyms"]
+def _lexicon() -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The sorted lemmas, and each lemma's synsets and each synset's hypernyms as ragged arrays."""
+    with resources.as_file(resources.files("judges.data") / "lexicon" / LEXICON) as path, \
+            np.load(path, allow_pickle=False) as found:
+        return (found["lemmas"].tobytes().decode("utf-8").split("\n"), found["sense_starts"], found["senses"],
+                found["hypernym_starts"], found["hypernyms"])
+
+
+def _synsets(lemma: str) -> frozenset[int] | None:
+    lemmas, starts, senses_, _, _ = _lexicon()
+    at = bisect.bisect_left(lemmas, lemma)
+    if at == len(lemmas) or lemmas[at] != lemma:
+        return None
+    return frozenset(senses_[starts[at]:starts[at + 1]].tolist())
 
 
 @functools.cache
@@ -39,15 +50,14 @@ def senses(noun: str) -> frozenset[int]:
     WordNet lists neither as a noun."""
     from lemminflect import getLemma
 
-    lemmas, _ = _lexicon()
     words = noun.casefold().split()
     if not words:
         return frozenset()
-    found = lemmas.get(" ".join(words))
+    found = _synsets(" ".join(words))
     if found is None:
         stem = getLemma(words[-1], upos="NOUN")
-        found = lemmas.get(" ".join([*words[:-1], stem[0]])) if stem else None
-    return frozenset(found or ())
+        found = _synsets(" ".join([*words[:-1], stem[0]])) if stem else None
+    return found or frozenset()
 
 
 def is_noun(word: str) -> bool:
@@ -58,14 +68,15 @@ def is_noun(word: str) -> bool:
 @functools.cache
 def _ancestors(synset: int) -> frozenset[int]:
     """Every hypernym of ``synset``, up to the root, itself excluded."""
-    _, hypernyms = _lexicon()
+    _, _, _, starts, hypernyms = _lexicon()
     found: set[int] = set()
-    todo = list(hypernyms[synset])
+    todo = [synset]
     while todo:
-        parent = todo.pop()
-        if parent not in found:
-            found.add(parent)
-            todo.extend(hypernyms[parent])
+        at = todo.pop()
+        for parent in hypernyms[starts[at]:starts[at + 1]].tolist():
+            if parent not in found:
+                found.add(parent)
+                todo.append(parent)
     return frozenset(found)
 
 
