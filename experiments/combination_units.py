@@ -86,21 +86,25 @@ class Scorer:
         return SimpleNamespace(score=lambda sample: SimpleNamespace(score=self.scores(sample)[which]))
 
 
+def cache_sets(out: Path, names, scores, keys) -> None:
+    """Each named set not yet in ``out``: its labels, cheap signals and ``scores(sample)[k]`` for each of ``keys``,
+    as ``out/<name>.npz``."""
+    out.mkdir(parents=True, exist_ok=True)
+    missing = [name for name in names if not (out / f"{name}.npz").exists()]
+    data = load_sets(missing)
+    for name in missing:
+        samples, labels = data[name]
+        rows = [scores(s) for s in samples]
+        np.savez(out / f"{name}.npz", y=np.asarray(labels), cheap=feature_matrix(CHEAP, samples),
+                 **{k: np.array([r[k] for r in rows]) for k in keys})
+        print(f"{name}: {len(samples)} items", flush=True)
+
+
 def run(out: Path, names: list[str], reads: dict[str, dict] = READS, distractors=DISTRACTORS) -> None:
     """Each named set's scores (``reads``' and the verifier mean), its labels and cheap signals into ``out``, and
     the tables of the named distractor sets, each computed once."""
-    out.mkdir(parents=True, exist_ok=True)
     scorer = Scorer(reads)
-    data = load_sets(names)
-    for name in names:
-        path = out / f"{name}.npz"
-        if path.exists():
-            continue
-        samples, labels = data[name]
-        rows = [scorer.scores(s) for s in samples]
-        np.savez(path, y=np.asarray(labels), cheap=feature_matrix(CHEAP, samples),
-                 **{k: np.array([r[k] for r in rows]) for k in scorer.names})
-        print(f"{name}: {len(samples)} items", flush=True)
+    cache_sets(out, names, scorer.scores, scorer.names)
     path = out / "distractors.json"
     if distractors and not path.exists():  # none named: the natural sets only, the tables left for a later run
         tables = {which: {k: pairs_table(scorer.as_judge(k), load_distractors(which), ARRANGEMENTS)

@@ -26,11 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration.agreement.stats import compare  # noqa: E402
-from calibration.fitting.signals import feature_matrix  # noqa: E402
 from calibration.verifier.contrastive import load_distractors  # noqa: E402
 from calibration.verifier.training import roc_auc  # noqa: E402
-from combination_signals import CHEAP, load_sets  # noqa: E402
-from combination_units import ARRANGEMENTS  # noqa: E402
+from combination_signals import CHEAP  # noqa: E402
+from combination_units import ARRANGEMENTS, cache_sets  # noqa: E402
 from judges import FaithfulnessWithVerifier, SingleTurnSample  # noqa: E402
 from verifier_swaps import pairs_table  # noqa: E402
 
@@ -66,18 +65,8 @@ class Shipped:
 
 
 def run(out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
     scorer = Shipped()
-    data = load_sets(NATURAL)
-    for name in NATURAL:
-        path = out / f"{name}.npz"
-        if path.exists():
-            continue
-        samples, labels = data[name]
-        rows = [scorer.scores(s.response, list(s.retrieved_contexts)) for s in samples]
-        np.savez(path, y=np.asarray(labels), cheap=feature_matrix(CHEAP, samples),
-                 **{k: np.array([r[k] for r in rows]) for k in SCORES})
-        print(f"{name}: {len(samples)} items", flush=True)
+    cache_sets(out, NATURAL, lambda s: scorer.scores(s.response, list(s.retrieved_contexts)), SCORES)
     path = out / "distractors.json"
     if not path.exists():
         items = load_distractors(DISTRACTORS)
