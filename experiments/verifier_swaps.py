@@ -208,8 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--summeval-limit", type=int, default=320)
     parser.add_argument("--candidate", default="all", choices=sorted(CANDIDATES),
-                        help="check_swaps=True (all: round 1), 'names' (round 2) or 'names-numbers' (rounds 3, 4)")
-    parser.add_argument("--swap-set", default="first", help="the swap set the rule reads: first to fourth")
+                        help="check_swaps=True (all: round 1), 'names' (round 2), 'names-numbers' (rounds 3, 4) or "
+                             "'names-numbers-nouns' (round 5)")
+    parser.add_argument("--swap-set", default="first", help="the swap set the rule reads: first to fifth")
     parser.add_argument("--round", type=int, default=None, choices=(3, 4, 5),
                         help="3, 4 or 5: both aggregates, every distractor, contrastive, dialogue and summary set; "
                              "their rule (round 5 measures against round 4's default, not the checks off)")
