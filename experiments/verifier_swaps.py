@@ -7,6 +7,7 @@ without costing the other sets? Printed as tables; the decision by the rule in d
     .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set third --round 3
     .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers --swap-set fourth --round 4
     .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers-nouns --swap-set fifth --round 5
+    .venv/bin/python experiments/verifier_swaps.py --candidate names-numbers-nouns --swap-set sixth --round 6
     .venv/bin/python experiments/verifier_swaps.py --summeval-limit 80
 
 Each way (``check_swaps`` off, as shipped before round 4, and the candidate) scores with ``FaithfulnessWithVerifier(aggregate="mean")`` (the mean over
@@ -21,10 +22,10 @@ a claim's sentences):
     (experiments/verifier_agreement.py, seed 0): ROC-AUC;
   - milliseconds per item of each of those sets, warm.
 
-Rounds 3 to 5 (``--round 3`` ... ``--round 5``) score each way with both the mean and the judge as shipped
+Rounds 3 to 6 (``--round 3`` ... ``--round 6``) score each way with both the mean and the judge as shipped
 (``aggregate="combined"``), read every registered distractor, contrastive and swap set, add every written dialogue
 and summary set, whole, and decide by the rule the rounds share: the swap set ``--swap-set`` names decides line 1.
-Round 5 measures its candidate against round 4's default ("names-numbers"), not against the checks off. (Sets
+Rounds 5 and 6 measure their candidate against round 4's default ("names-numbers"), not against the checks off. (Sets
 registered after a round ran join a rerun of it.)
 """
 
@@ -63,8 +64,8 @@ from verifier_agreement import halves, sets  # noqa: E402
 #: "names-numbers-nouns" (round 5)
 CANDIDATES = {"all": True, "names": "names", "names-numbers": "names-numbers",
               "names-numbers-nouns": "names-numbers-nouns"}
-#: What each round's candidate is measured against: the swap checks off, or round 4's default for round 5.
-BASELINES = {3: False, 4: False, 5: "names-numbers"}
+#: What each round's candidate is measured against: the swap checks off, or round 4's default for rounds 5 and 6.
+BASELINES = {3: False, 4: False, 5: "names-numbers", 6: "names-numbers"}
 
 
 def score(judge, response: str, contexts: list[str]) -> float:
@@ -116,7 +117,7 @@ def measure(judge, swaps, distractors, contrastive, agreement) -> dict:
 
 
 def swap_rule(before: dict, after: dict, label: str) -> list[str]:
-    """Rounds 3 to 5's rule (docs/verifier-log.md, "Swapped entities, round 3", "round 4" and "round 5") for one
+    """Rounds 3 to 6's rule (docs/verifier-log.md, "Swapped entities, round 3" to "round 6") for one
     aggregate: what blocks the candidate. ``before["swaps"]`` is the deciding swap set."""
     blocked = []
     gain = after["swaps"]["with its distractor"]["roc_auc"] - before["swaps"]["with its distractor"]["roc_auc"]
@@ -210,15 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidate", default="all", choices=sorted(CANDIDATES),
                         help="check_swaps=True (all: round 1), 'names' (round 2), 'names-numbers' (rounds 3, 4) or "
                              "'names-numbers-nouns' (round 5)")
-    parser.add_argument("--swap-set", default="first", help="the swap set the rule reads: first to fifth")
-    parser.add_argument("--round", type=int, default=None, choices=(3, 4, 5),
-                        help="3, 4 or 5: both aggregates, every distractor, contrastive, dialogue and summary set; "
-                             "their rule (round 5 measures against round 4's default, not the checks off)")
+    parser.add_argument("--swap-set", default="first", help="the swap set the rule reads: first to sixth")
+    parser.add_argument("--round", type=int, default=None, choices=(3, 4, 5, 6),
+                        help="3 to 6: both aggregates, every distractor, contrastive, dialogue and summary set; "
+                             "their rule (rounds 5 and 6 measure against round 4's default, not the checks off)")
     parser.add_argument("--dialogue", action="store_true",
                         help="also the fresh dialogue set (DIALOGUE_FRESH.md), as a guard")
     parser.add_argument("--out", default="runs/verifier_swaps")
     args = parser.parse_args(argv)
-    if args.round in (3, 4, 5):
+    if args.round in (3, 4, 5, 6):
         return rounds_three_to_five(args)
     swaps = load_swaps(args.swap_set)
     distractors = {which: load_distractors(which) for which in ("first", "second")}  # the sets of its rounds

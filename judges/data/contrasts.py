@@ -215,10 +215,11 @@ def spelled_number_contrasts(claim: str, sentence: str) -> list[str]:
 _SPAN = re.compile(r"[\w'-]+")
 
 
-def _one_span(claim: str, sentence: str, longest: int) -> tuple[int, int, str, str] | None:
-    """``(start, end, span, theirs)`` where the claim differs from the sentence in one span of at most ``longest``
-    words (``claim[start:end]``, the sentence's ``theirs``) and everything else of the claim stands in the
-    sentence in order (the sentence may add words); None otherwise."""
+def _one_span(claim: str, sentence: str, longest: int) -> tuple[int, int, str, str, bool] | None:
+    """``(start, end, span, theirs, opening)`` where the claim differs from the sentence in one span of at most
+    ``longest`` words (``claim[start:end]``, the sentence's ``theirs``) and everything else of the claim stands in
+    the sentence in order (the sentence may add words); ``opening`` when either span opens its text (its capital
+    says nothing). None otherwise."""
     mine = [(m.group().casefold(), m.start(), m.end()) for m in _SPAN.finditer(claim)]
     theirs = [m.group() for m in _SPAN.finditer(sentence)]
     matcher = difflib.SequenceMatcher(a=[w for w, _, _ in mine], b=[w.casefold() for w in theirs], autojunk=False)
@@ -230,7 +231,7 @@ def _one_span(claim: str, sentence: str, longest: int) -> tuple[int, int, str, s
     if a1 - a0 > longest or b1 - b0 > longest:
         return None
     start, end = mine[a0][1], mine[a1 - 1][2]
-    return start, end, claim[start:end], " ".join(theirs[b0:b1])
+    return start, end, claim[start:end], " ".join(theirs[b0:b1]), a0 == 0 or b0 == 0
 
 
 def one_span_contrasts(claim: str, sentence: str, longest: int = 3) -> list[str]:
@@ -247,18 +248,22 @@ _BEFORE_A_NOUN = frozenset(
     "under about after before some many no each every any all several few".split())
 
 
-def _read_as_noun(span: str, before: str) -> bool:
-    """Whether a span reads as a noun: WordNet lists it (or its last word) as a noun, no word of it is a function
-    word, and its last word is no verb form LemmInflect lists unless a determiner or preposition
-    (``_BEFORE_A_NOUN``) comes before the span ("the run" is a noun, "they run" is not)."""
+def _read_as_noun(span: str, before: str, opening: bool) -> bool:
+    """Whether a span reads as a common noun: WordNet lists the whole span as a noun ("carbon dioxide"; "salt
+    year" is no noun WordNet knows, whatever "year" is), no word of it is a function word or, unless it opens its
+    text, capitalised (a name: "The Glass Orchard" is a play's, not an orchard), and its last word is no verb form
+    LemmInflect lists unless a determiner or preposition (``_BEFORE_A_NOUN``) comes before the span ("the run" is
+    a noun, "they run" is not)."""
     from lemminflect import getAllLemmas
 
-    words = span.casefold().split()
-    if not words or any(w in _FUNCTION_WORDS or not w.isalpha() for w in words):
+    words = span.split()
+    if not words or any(w.casefold() in _FUNCTION_WORDS or not w.isalpha() for w in words):
         return False
-    if not (nouns.is_noun(span) or nouns.is_noun(words[-1])):
+    if not opening and any(w[0].isupper() for w in words):
         return False
-    return "VERB" not in getAllLemmas(words[-1]) or before.casefold() in _BEFORE_A_NOUN
+    if not nouns.is_noun(span):
+        return False
+    return "VERB" not in getAllLemmas(words[-1].casefold()) or before.casefold() in _BEFORE_A_NOUN
 
 
 def noun_swap_contrasts(claim: str, sentence: str, longest: int = 2) -> list[str]:
@@ -271,9 +276,9 @@ def noun_swap_contrasts(claim: str, sentence: str, longest: int = 2) -> list[str
     found = _one_span(claim, sentence, longest)
     if not found:
         return []
-    start, end, span, theirs = found
+    start, end, span, theirs, opening = found
     before = ([""] + claim[:start].split())[-1]
-    if not (_read_as_noun(span, before) and _read_as_noun(theirs, before)):
+    if not (_read_as_noun(span, before, opening) and _read_as_noun(theirs, before, opening)):
         return []
     if set(tokenize(span)) & set(tokenize(sentence)) or nouns.may_stand_for(span, theirs):
         return []
