@@ -494,7 +494,8 @@ def test_the_contrastive_sets_share_no_evidence_and_a_wrong_name_is_refused():
 @pytest.mark.parametrize("which, prefix, kinds", [
     *((w, p, {"reordered_name": 16, "common_noun": 16, "number_word": 16})
       for w, p in (("first", "swap"), ("second", "swapb"), ("third", "swapc"), ("fourth", "swapd"))),
-    ("fifth", "swape", {"common_noun": 24, "common_noun_reordered": 8, "reordered_name": 8, "number_word": 8})])
+    *((w, p, {"common_noun": 24, "common_noun_reordered": 8, "reordered_name": 8, "number_word": 8})
+      for w, p in (("fifth", "swape"), ("sixth", "swapf")))])
 def test_the_swap_sets_are_whole_and_typed(which, prefix, kinds):
     """SWAPS.md to SWAPS_FIFTH.md: 48 items, of the kinds each page counts, every field a sentence; each
     contradicted claim differs from its supported one."""
@@ -512,7 +513,7 @@ def test_the_swap_sets_are_whole_and_typed(which, prefix, kinds):
 @pytest.mark.parametrize("which, prefix", [("first", "d"), ("second", "e"), ("third", "h"), ("fourth", "m"),
                                              ("fifth", "p"), ("sixth", "p"),
                                              ("seventh", "r"), ("eighth", "t"), ("ninth", "v"), ("tenth", "t"),
-                                             ("eleventh", "k")])
+                                             ("eleventh", "k"), ("twelfth", "w")])
 def test_each_distractor_set_has_eight_of_each_kind_and_three_distractors_a_row(which, prefix):
     """DISTRACTORS*.md: 48 rows, 8 of each kind, ids in order; three distractors a row, none the evidence."""
     from calibration.verifier.contrastive import load_distractors
@@ -549,7 +550,7 @@ def test_each_dialogue_set_is_whole_and_balanced(which, prefix):
                                              ("fifth", 40), ("sixth", 30), ("seventh", 40),
                                              ("eighth", 40), ("ninth", 40),
                                              ("tenth", 40), ("eleventh", 40), ("twelfth", 40),
-                                             ("thirteenth", 40)])
+                                             ("thirteenth", 40), ("fourteenth", 40)])
 def test_each_summary_set_has_two_faithful_and_two_changed_summaries_an_article(which, articles):
     from collections import Counter
 

@@ -32,13 +32,15 @@ CONTRASTIVE_SETS = {"first": "contrastive.jsonl"} | {
 FIRST_SEVEN_CONTRASTIVE = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh")
 DISTRACTOR_SETS = {"first": "distractors.jsonl"} | {
     w: f"distractors_{w}.jsonl"
-    for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh")}
-SWAP_SETS = {"first": "swaps.jsonl"} | {w: f"swaps_{w}.jsonl" for w in ("second", "third", "fourth", "fifth")}
+    for w in ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+              "twelfth")}
+SWAP_SETS = {"first": "swaps.jsonl"} | {w: f"swaps_{w}.jsonl" for w in ("second", "third", "fourth", "fifth", "sixth")}
 DIALOGUE_SETS = {w: f"dialogue_{w}.jsonl" for w in ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
                                                       "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
                                                       "fourteenth", "fifteenth")}
 SUMMARY_SETS = {w: f"summaries_{w}.jsonl" for w in ("fresh", "second", "third", "fourth", "fifth", "sixth", "seventh",
-                                                     "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth")}
+                                                     "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
+                                                     "fourteenth")}
 
 
 def _read(name: str) -> list[dict]:
