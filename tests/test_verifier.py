@@ -1122,6 +1122,7 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     defaults), not only the metric's settings: a run file scored with other weights or other window sizes is
     refused, naming what changed, instead of mixing the two kinds of score."""
     from judges import ExactMatch, ResponseGroundedness
+    from judges.data import nouns
     from judges.lm.verifier import verifier_identity
     from judges.run.records import metric_config
     from judges.run.run_file import RunFile, run_header
@@ -1130,8 +1131,9 @@ def test_a_run_file_knows_its_verifier_and_refuses_a_resume_with_other_weights_o
     manifest = json.loads(SHIPPED_MANIFEST.read_text())
     assert shipped == {"max_length": 256, "chunk_tokens": 128, "single_sentences": True, "top_units": 2,
                        "stop_at": 0.9, "check_opposites": True, "check_contradictions": True,
-                       "closest_when_unsupported": True, "check_swaps": "names-numbers",
+                       "closest_when_unsupported": True, "check_swaps": "names-numbers-nouns",
                        "swap_libraries": f"lemminflect {version('lemminflect')}, text2num {version('text2num')}",
+                       "swap_lexicon": nouns.lexicon_identity(),
                        "weights": f"groundedness-minilm sha256:{manifest['sha256']}", "int8": False}
     int8 = metric_config(FaithfulnessWithVerifier(verifier="embedded-int8"))["models"]["verifier"]
     assert int8["int8"].startswith(resolve_verifier("embedded-int8").runtime + " ")  # "onnx 1.32.0": they differ
@@ -1427,7 +1429,8 @@ def test_names_numbers_nouns_swaps_read_a_swapped_noun_and_spare_a_synonym():
 
 def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_lifts_it():
     """Off, a shared-word sentence about another subject lifts a contradicted claim; every swap check caps it,
-    and the default ("names-numbers") reads "eight" against "six" as numbers."""
+    and the default ("names-numbers-nouns") reads "eight" against "six" as numbers and "oxygen" against "carbon
+    dioxide" as a swapped noun."""
     from judges.lm.verifier import Verifier
 
     off, swaps = Verifier(check_swaps=False), Verifier(check_swaps=True)
@@ -1441,17 +1444,24 @@ def test_check_swaps_caps_a_swapped_claim_and_a_shared_word_sentence_no_longer_l
     names = Verifier(check_swaps="names")
     assert names.support(["The capital of Australia is Canberra."],
                          ["Sydney is the capital of Australia."])[0]["probability"] < 0.5
-    numbers = resolve_verifier(None)  # the default: "names-numbers"
-    assert numbers.check_swaps == "names-numbers"
+    numbers = resolve_verifier(None)  # the default: "names-numbers-nouns"
+    assert numbers.check_swaps == "names-numbers-nouns"
+    assert numbers.support(["Plants absorb carbon dioxide from the air."],
+                           ["Plants absorb oxygen from the air."])[0]["probability"] < 0.5
+    assert numbers.support(["She watched the film with her brother."],
+                           ["She watched the movie with her brother."])[0]["probability"] > 0.5
     capped = numbers.support(evidence, ["Insects have eight legs."])[0]
-    assert capped["probability"] < 0.5 and capped["contradiction"]["contrast"] == "Insects have 6 legs."
+    # "six" is a spelled number and a WordNet noun: either reading may be the strongest contrast
+    assert capped["probability"] < 0.5 and capped["contradiction"]["contrast"] in ("Insects have 6 legs.",
+                                                                                 "Insects have six legs.")
     assert numbers.support(evidence, ["Insects have six legs."])[0]["probability"] > 0.5
     for wrong in (1, "yes", None, "numbers"):
         with pytest.raises(ValueError, match="check_swaps must be one of"):
             Verifier(check_swaps=wrong)
     # The swap checks read English words: a verifier for another language keeps the setting but does not read them.
     other = Verifier(languages=("de",))
-    assert other.check_swaps == "names-numbers" and other.swaps_read is False and numbers.swaps_read == "names-numbers"
+    assert other.check_swaps == "names-numbers-nouns" and other.swaps_read is False
+    assert numbers.swaps_read == "names-numbers-nouns"
     row = other.support(["The capital of Australia is Canberra."], ["Sydney is the capital of Australia."])[0]
     assert row["contradiction"] is None and row["probability"] > 0.5
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
 from importlib import resources
 
 import numpy as np
@@ -33,6 +34,13 @@ def _lexicon() -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarra
             np.load(path, allow_pickle=False) as found:
         return (found["lemmas"].tobytes().decode("utf-8").split("\n"), found["sense_starts"], found["senses"],
                 found["hypernym_starts"], found["hypernyms"])
+
+
+@functools.cache
+def lexicon_identity() -> str:
+    """The lexicon file's name and SHA-256: a verifier reading it scores by it (run files record it)."""
+    data = (resources.files("judges.data") / "lexicon" / LEXICON).read_bytes()
+    return f"{LEXICON} sha256:{hashlib.sha256(data).hexdigest()}"
 
 
 def _synsets(lemma: str) -> frozenset[int] | None:

@@ -42,13 +42,13 @@
 * **Checked against contradictions** (``check_contradictions=True``, the default): a claim saying "8,856
   metres" where any evidence sentence about the same thing says "8,849" keeps P only as far as that sentence
   prefers the claim to its own version, whatever other sentences score (``judges.lm.verifier.opposites``).
-* **Swapped entities** (``check_swaps="names-numbers"``, the default): the contradiction check also reads a
-  claim's opening name ("Sydney is the capital of Australia." against "The capital of Australia is Canberra.";
-  a word an English lexicon lists is no name) and spelled numbers as numbers ("eight legs" against "six legs").
-  ``"names-numbers-nouns"`` adds a noun swapped for one WordNet says it may not stand for ("oxygen" for "carbon
-  dioxide"; "movie" for "film" is no swap: ``judges.data.nouns``). ``"names"`` reads the opening name with
-  same-subject support and no spelled numbers, ``True`` adds any one short span to that (it catches swapped
-  common nouns but caps paraphrases too), ``False`` none.
+* **Swapped entities** (``check_swaps="names-numbers-nouns"``, the default): the contradiction check also reads
+  a claim's opening name ("Sydney is the capital of Australia." against "The capital of Australia is Canberra.";
+  a word an English lexicon lists is no name), spelled numbers as numbers ("eight legs" against "six legs"), and a
+  common noun swapped for one WordNet says it may not stand for ("oxygen" for "carbon dioxide"; "movie" for
+  "film" is no swap: ``judges.data.nouns``). ``"names-numbers"`` leaves the nouns out, ``"names"`` reads the
+  opening name with same-subject support and no spelled numbers, ``True`` adds any one short span to that (it
+  catches swapped common nouns but caps paraphrases too), ``False`` none.
 * **Read where it is spoken of when supported nowhere** (``closest_when_unsupported=True``, the default): a
   claim no unit supports (P < 0.5, or the caller's ``cutoff``) takes P at the unit sharing most of its words,
   not at the highest-scoring one, so a sentence about something else cannot lift it over the sentence that
@@ -74,6 +74,7 @@ from typing import Any
 
 import numpy as np
 
+from judges.data import nouns
 from judges.data.contrasts import checked_swaps, may_be_a_name
 from judges.data.language import split_sentences
 from judges.lm.files import EMBEDDED, folder_digest
@@ -108,7 +109,7 @@ class Verifier:
                  batch_size: int = 16, single_sentences: bool = True, top_units: int | None = 2,
                  quantize: bool = False, runtime: str = "auto", padding_ratio: float = 1.25,
                  stop_at: float | None = 0.9, check_opposites: bool = True, check_contradictions: bool = True,
-                 closest_when_unsupported: bool = True, check_swaps: bool | str = "names-numbers"):
+                 closest_when_unsupported: bool = True, check_swaps: bool | str = "names-numbers-nouns"):
         for name, value in (("max_length", max_length), ("chunk_tokens", chunk_tokens), ("batch_size", batch_size),
                             ("top_units", 1 if top_units is None else top_units)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -356,7 +357,8 @@ def _int8(model):
 
 
 #: The scoring settings a metric's verifier runs with (``Verifier``'s defaults), part of its identity.
-#: ``check_swaps`` joined them when "names-numbers" became its default (swapped entities round 4).
+#: ``check_swaps`` joined them when "names-numbers" became its default (swapped entities round 4); the default is
+#: "names-numbers-nouns" since round 6.
 SCORING_SETTINGS = ("max_length", "chunk_tokens", "single_sentences", "top_units", "stop_at", "check_opposites",
                     "check_contradictions", "closest_when_unsupported", "check_swaps")
 
@@ -372,6 +374,8 @@ def verifier_identity(model: str | None) -> dict[str, Any]:
     identity: dict[str, Any] = {name: defaults[name].default for name in SCORING_SETTINGS}
     if identity.get("check_swaps"):  # the swap checks read a lexicon and a number parser: their versions count
         identity["swap_libraries"] = f"lemminflect {version('lemminflect')}, text2num {version('text2num')}"
+    if identity.get("check_swaps") == "names-numbers-nouns":  # and the noun lexicon shipped here
+        identity["swap_lexicon"] = nouns.lexicon_identity()
     if model in (None, EMBEDDED, EMBEDDED_INT8):
         identity.update(weights=f"groundedness-minilm sha256:{checked_manifest()['sha256']}", int8=False)
         if model == EMBEDDED_INT8:
