@@ -27,10 +27,14 @@ import numpy as np
 LEXICON = "wordnet-nouns.npz"
 
 
+def _lexicon_file():
+    return resources.files("judges.data") / "lexicon" / LEXICON
+
+
 @functools.cache
 def _lexicon() -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The sorted lemmas, and each lemma's synsets and each synset's hypernyms as ragged arrays."""
-    with resources.as_file(resources.files("judges.data") / "lexicon" / LEXICON) as path, \
+    with resources.as_file(_lexicon_file()) as path, \
             np.load(path, allow_pickle=False) as found:
         return (found["lemmas"].tobytes().decode("utf-8").split("\n"), found["sense_starts"], found["senses"],
                 found["hypernym_starts"], found["hypernyms"])
@@ -39,7 +43,7 @@ def _lexicon() -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarra
 @functools.cache
 def lexicon_identity() -> str:
     """The lexicon file's name and SHA-256: a verifier reading it scores by it (run files record it)."""
-    data = (resources.files("judges.data") / "lexicon" / LEXICON).read_bytes()
+    data = _lexicon_file().read_bytes()
     return f"{LEXICON} sha256:{hashlib.sha256(data).hexdigest()}"
 
 
